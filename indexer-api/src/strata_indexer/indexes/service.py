@@ -1,0 +1,92 @@
+"""Index catalog use cases: create, read, replace, delete index configurations."""
+
+from __future__ import annotations
+
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+from ulid import ULID
+
+from strata_shared.domain.index_config import IndexConfig, IndexSettings, config_problems
+from strata_shared.errors import Conflict, InvalidInput, NotFound
+from strata_shared.metastore.models import IndexRow
+from strata_shared.metastore.repositories import IndexRepository, SplitRepository, utcnow
+from strata_indexer.indexes.schemas import IndexOut
+
+
+def to_out(row: IndexRow) -> IndexOut:
+    return IndexOut(
+        index_id=row.index_id,
+        index_uid=row.index_uid,
+        incarnation=row.incarnation,
+        doc_mapping_uid=row.doc_mapping_uid,
+        version=row.version,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+        config=IndexSettings.model_validate(row.config),
+    )
+
+
+def _check(settings: IndexSettings) -> None:
+    problems = config_problems(settings)
+    if problems:
+        raise InvalidInput.fields(problems)
+
+
+def _settings_json(settings: IndexSettings) -> dict:
+    return IndexSettings.model_validate(settings.model_dump(exclude={"index_id"})).model_dump(mode="json")
+
+
+async def load_index(session: AsyncSession, index_id: str, *, for_update: bool = False) -> IndexRow:
+    row = await IndexRepository(session).get_live(index_id, for_update=for_update)
+    if row is None:
+        raise NotFound(f"index {index_id!r} does not exist")
+    return row
+
+
+async def create_index(session: AsyncSession, config: IndexConfig) -> IndexOut:
+    _check(config)
+    repo = IndexRepository(session)
+    if await repo.get_live(config.index_id) is not None:
+        raise Conflict(f"index {config.index_id!r} already exists")
+    incarnation = str(ULID())
+    now = utcnow()
+    row = IndexRow(
+        index_uid=f"{config.index_id}:{incarnation}",
+        index_id=config.index_id,
+        incarnation=incarnation,
+        config=_settings_json(config),
+        doc_mapping_uid=config.doc_mapping_uid,
+        version=1,
+        created_at=now,
+        updated_at=now,
+    )
+    try:
+        await repo.add(row)
+        await session.commit()
+    except IntegrityError as exc:
+        # Two creates of one name raced: the partial unique index let exactly one through.
+        await session.rollback()
+        raise Conflict(f"index {config.index_id!r} already exists") from exc
+    return to_out(row)
+
+
+async def replace_index_settings(session: AsyncSession, index_id: str, settings: IndexSettings) -> IndexOut:
+    """New splits follow the new settings; existing splits keep the scope they were written with (CS-1)."""
+    _check(settings)
+    row = await load_index(session, index_id, for_update=True)
+    row.config = _settings_json(settings)
+    row.doc_mapping_uid = settings.doc_mapping_uid
+    row.version += 1
+    row.updated_at = utcnow()
+    await session.flush()
+    await session.commit()
+    return to_out(row)
+
+
+async def delete_index(session: AsyncSession, index_id: str) -> int:
+    """Soft-delete the incarnation and mark its splits for deletion; returns how many splits were marked."""
+    row = await load_index(session, index_id, for_update=True)
+    await IndexRepository(session).soft_delete(row)
+    marked = await SplitRepository(session).mark_index_for_deletion(row.index_uid)
+    await session.commit()
+    return marked

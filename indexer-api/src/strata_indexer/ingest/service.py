@@ -1,0 +1,150 @@
+"""Ingestion: a batch becomes one sorted split per window, staged, uploaded, then published.
+
+The metastore row is staged before the upload and published after it, so a crash in between leaves a staged row
+that names the object (reconcilable), never a published split whose file is missing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass
+
+import pyarrow as pa
+from ulid import ULID
+
+from strata_shared.domain.column_stats import compute_column_stats
+from strata_shared.domain.index_config import IndexSettings
+from strata_shared.domain.ingest_batch import CutBatch, cut_batch
+from strata_shared.domain.split import SplitMetadata, SplitState
+from strata_shared.errors import Unavailable
+from strata_shared.metastore.models import IndexRow
+from strata_shared.metastore.repositories import SplitRepository
+from strata_shared.splitfile.writer import encode_split, row_group_spans
+from strata_shared.storage import ObjectStore
+from strata_shared.web.state import AppState
+from strata_indexer.ingest.decode import decode_body
+
+log = logging.getLogger("strata.ingest")
+
+
+@dataclass(frozen=True, slots=True)
+class EncodedSplit:
+    metadata: SplitMetadata
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class IngestOutcome:
+    splits: list[SplitMetadata]
+    rows_received: int
+    rows_written: int
+    rows_dropped_late: int
+    rows_null_timestamp: int
+
+
+def split_object_path(index: IndexRow, split_id: str) -> str:
+    return f"indexes/{index.index_id}/{index.incarnation}/splits/{split_id}.parquet"
+
+
+def build_splits(
+    table: pa.Table,
+    index: IndexRow,
+    settings: IndexSettings,
+    storage: ObjectStore,
+    *,
+    partition_id: str,
+    source_id: str,
+    now_secs: int,
+) -> tuple[CutBatch, list[EncodedSplit]]:
+    """CPU work of an ingest (cut, sort, encode, stats): pure of I/O, run on a worker thread."""
+    sort_schema = settings.parsed_sort_schema
+    batch = cut_batch(table, settings.timestamp_field, sort_schema, settings.window_duration_secs,
+                      settings.late_data_acceptance_secs, now_secs)
+    regex_columns = frozenset(sort_schema.column_names)
+    encoded: list[EncodedSplit] = []
+    for part in batch.parts:
+        split_id = str(ULID())
+        metadata = SplitMetadata(
+            split_id=split_id,
+            index_uid=index.index_uid,
+            source_id=source_id,
+            partition_id=partition_id,
+            doc_mapping_uid=index.doc_mapping_uid,
+            sort_schema=str(sort_schema),
+            window_start=part.window_start,
+            window_duration_secs=settings.window_duration_secs,
+            time_range_start=part.time_range_start,
+            time_range_end=part.time_range_end,
+            num_rows=part.table.num_rows,
+            uri=storage.uri_for(split_object_path(index, split_id)),
+            column_stats=compute_column_stats(part.table, regex_columns),
+            root_split_ids=[split_id],
+        )
+        data, footer = encode_split(part.table, metadata, settings.parquet)
+        metadata.size_bytes = len(data)
+        metadata.row_groups = row_group_spans(footer)
+        encoded.append(EncodedSplit(metadata, data))
+    return batch, encoded
+
+
+async def ingest_table(
+    state: AppState,
+    index: IndexRow,
+    body: bytes,
+    kind: str,
+    *,
+    partition_id: str,
+    source_id: str,
+    now_secs: int | None = None,
+) -> IngestOutcome:
+    settings = IndexSettings.model_validate(index.config)
+    now = int(time.time()) if now_secs is None else now_secs
+    table = await asyncio.to_thread(decode_body, body, kind, settings.field_types())
+    batch, encoded = await asyncio.to_thread(
+        build_splits, table, index, settings, state.storage,
+        partition_id=partition_id, source_id=source_id, now_secs=now,
+    )
+    splits = [e.metadata for e in encoded]
+    if splits:
+        await _stage_upload_publish(state, encoded)
+    return IngestOutcome(
+        splits=splits,
+        rows_received=batch.rows_received,
+        rows_written=sum(s.num_rows for s in splits),
+        rows_dropped_late=batch.rows_dropped_late,
+        rows_null_timestamp=batch.rows_null_timestamp,
+    )
+
+
+async def _stage_upload_publish(state: AppState, encoded: list[EncodedSplit]) -> None:
+    split_ids = [e.metadata.split_id for e in encoded]
+    async with state.sessions() as session:
+        await SplitRepository(session).insert([e.metadata for e in encoded])
+        await session.commit()
+
+    uploaded: list[str] = []
+    try:
+        for item in encoded:
+            await asyncio.to_thread(state.storage.write_bytes, item.metadata.uri, item.data)
+            uploaded.append(item.metadata.uri)
+    except Exception as exc:
+        log.exception("upload failed; rolling back %d staged splits", len(split_ids))
+        await _unstage(state, split_ids, uploaded)
+        raise Unavailable(f"object storage write failed: {exc}") from exc
+
+    async with state.sessions() as session:
+        moved = await SplitRepository(session).publish_staged(split_ids)
+        await session.commit()
+    if moved != len(split_ids):
+        # Another actor deleted a staged row (e.g. an index delete raced): report it rather than half-publish.
+        log.warning("published %d of %d staged splits", moved, len(split_ids))
+
+
+async def _unstage(state: AppState, split_ids: list[str], uploaded: list[str]) -> None:
+    for uri in uploaded:
+        await asyncio.to_thread(state.storage.delete, uri)
+    async with state.sessions() as session:
+        await SplitRepository(session).delete_staged(split_ids)
+        await session.commit()

@@ -1,0 +1,1 @@
+"""Embedded local infrastructure for the laptop stack: Java discovery and the Spark Connect server."""

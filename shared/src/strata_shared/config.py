@@ -1,0 +1,65 @@
+"""Configuration for every Strata process, read from `STRATA_`-prefixed environment variables.
+
+Settings are built once at the process edge (CLI, supervisor, test fixture) and passed down into
+`create_app(settings)`: nothing below reads the environment itself, so tests can run several apps with
+different settings in one process.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def default_home() -> Path:
+    """Where the local stack keeps its state: `.strata/` in the working directory."""
+    return Path.cwd() / ".strata"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="STRATA_", extra="ignore")
+
+    # When unset, the local stack starts an embedded PostgreSQL (pgserver) and fills this in.
+    database_url: str | None = None
+    # When unset, the local stack starts a Spark Connect server from the pyspark package and fills this in.
+    spark_remote: str | None = None
+    # Root of object storage: a local directory (file://) or s3://bucket/prefix.
+    storage_uri: str | None = None
+    home: Path = Field(default_factory=default_home)
+
+    # JSON object: key -> {"scopes": [...], "tenant": "..."}; `strata up` generates one when unset.
+    api_keys: str | None = None
+
+    host: str = "127.0.0.1"
+    proxy_port: int = 8000
+    planner_port: int = 8001
+    indexer_port: int = 8002
+    query_port: int = 8003
+    spark_port: int = 15002
+
+    # Ingestion reads the body as a stream and answers 413 past this many bytes.
+    max_ingest_bytes: int = 256 * 1024 * 1024
+    # Registration batches larger than this are refused whole (422) rather than half-processed.
+    max_register_batch: int = 5_000
+    readiness_timeout_secs: float = 3.0
+
+    spark_master: str = "local[2]"
+    spark_driver_memory: str = "2g"
+
+    @field_validator("database_url")
+    @classmethod
+    def _use_asyncpg(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        for plain in ("postgresql://", "postgres://"):
+            if value.startswith(plain):
+                return "postgresql+asyncpg://" + value[len(plain) :]
+        return value
+
+    @property
+    def resolved_storage_uri(self) -> str:
+        if self.storage_uri:
+            return self.storage_uri.rstrip("/")
+        return (self.home / "data").resolve().as_uri()

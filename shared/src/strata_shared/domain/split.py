@@ -1,0 +1,109 @@
+"""Split metadata: one immutable Parquet file in exactly one window (TW-1)."""
+
+from __future__ import annotations
+
+import enum
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from strata_shared.domain.column_stats import ColumnStats
+
+# key_value_metadata keys written into every split, so a file describes itself without the metastore.
+KV_PREFIX = "strata."
+
+
+class SplitState(enum.StrEnum):
+    STAGED = "staged"
+    PUBLISHED = "published"
+    MARKED_FOR_DELETION = "marked_for_deletion"
+    DELETED = "deleted"
+
+
+@dataclass(frozen=True, slots=True)
+class RowGroupSpan:
+    row_offset: int
+    num_rows: int
+    byte_offset: int
+    byte_length: int
+
+    def to_json(self) -> dict[str, int]:
+        return {"row_offset": self.row_offset, "num_rows": self.num_rows, "byte_offset": self.byte_offset,
+                "byte_length": self.byte_length}
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionScope:
+    """CS-1: only splits sharing all six parts may merge."""
+
+    index_uid: str
+    source_id: str
+    partition_id: str
+    doc_mapping_uid: str
+    sort_schema: str
+    window_duration_secs: int
+
+
+@dataclass(slots=True)
+class SplitMetadata:
+    split_id: str
+    index_uid: str
+    source_id: str
+    partition_id: str
+    doc_mapping_uid: str
+    sort_schema: str
+    window_start: int
+    window_duration_secs: int
+    # Seconds since the epoch, inclusive; None when every timestamp is null.
+    time_range_start: int | None
+    time_range_end: int | None
+    num_rows: int
+    uri: str = ""
+    size_bytes: int = 0
+    row_groups: list[RowGroupSpan] = field(default_factory=list)
+    column_stats: dict[str, ColumnStats] = field(default_factory=dict)
+    num_merge_ops: int = 0
+    generation: int = 0
+    root_split_ids: list[str] = field(default_factory=list)
+    state: SplitState = SplitState.STAGED
+
+    @property
+    def scope(self) -> CompactionScope:
+        return CompactionScope(self.index_uid, self.source_id, self.partition_id, self.doc_mapping_uid,
+                               self.sort_schema, self.window_duration_secs)
+
+    def kv_metadata(self) -> dict[str, str]:
+        """What the file's footer carries about itself (ADR-003 section 9)."""
+        values: dict[str, Any] = {
+            "split_id": self.split_id,
+            "index_uid": self.index_uid,
+            "source_id": self.source_id,
+            "partition_id": self.partition_id,
+            "doc_mapping_uid": self.doc_mapping_uid,
+            "sort_schema": self.sort_schema,
+            "window_start": self.window_start,
+            "window_duration_secs": self.window_duration_secs,
+            "time_range_start": self.time_range_start,
+            "time_range_end": self.time_range_end,
+            "num_rows": self.num_rows,
+            "num_merge_ops": self.num_merge_ops,
+            "generation": self.generation,
+        }
+        kv = {KV_PREFIX + k: "" if v is None else str(v) for k, v in values.items()}
+        kv[KV_PREFIX + "root_split_ids"] = json.dumps(self.root_split_ids)
+        kv[KV_PREFIX + "column_stats"] = json.dumps(
+            {name: s.to_json() for name, s in self.column_stats.items()}, separators=(",", ":")
+        )
+        return kv
+
+
+def read_kv_metadata(raw: dict[bytes, bytes] | None) -> dict[str, str]:
+    """The strata.* entries of a Parquet footer, prefix removed."""
+    if not raw:
+        return {}
+    out: dict[str, str] = {}
+    for key, value in raw.items():
+        text = key.decode("utf-8", "replace")
+        if text.startswith(KV_PREFIX):
+            out[text[len(KV_PREFIX):]] = value.decode("utf-8", "replace")
+    return out

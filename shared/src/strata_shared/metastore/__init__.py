@@ -1,0 +1,1 @@
+"""The metastore: SQLAlchemy models, repositories and the one Alembic history (PostgreSQL only)."""

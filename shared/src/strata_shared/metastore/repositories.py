@@ -1,0 +1,232 @@
+"""All SQL of the index catalog and the split table. Callers own the session and its transaction."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy import and_, delete, func, insert, or_, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from strata_shared.domain.column_stats import ColumnStats
+from strata_shared.domain.split import RowGroupSpan, SplitMetadata, SplitState
+from strata_shared.metastore.models import IndexRow, SplitColumnStatsRow, SplitRow
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class IndexRepository:
+    def __init__(self, session: AsyncSession) -> None:
+        self.session = session
+
+    async def get_live(self, index_id: str, *, for_update: bool = False) -> IndexRow | None:
+        stmt = select(IndexRow).where(IndexRow.index_id == index_id, IndexRow.deleted_at.is_(None))
+        if for_update:
+            stmt = stmt.with_for_update()
+        return (await self.session.execute(stmt)).scalar_one_or_none()
+
+    async def list_live(self, *, limit: int, after_index_id: str | None) -> Sequence[IndexRow]:
+        stmt = select(IndexRow).where(IndexRow.deleted_at.is_(None))
+        if after_index_id is not None:
+            stmt = stmt.where(IndexRow.index_id > after_index_id)
+        stmt = stmt.order_by(IndexRow.index_id).limit(limit)
+        return (await self.session.execute(stmt)).scalars().all()
+
+    async def add(self, row: IndexRow) -> None:
+        self.session.add(row)
+        await self.session.flush()
+
+    async def soft_delete(self, row: IndexRow) -> None:
+        now = utcnow()
+        row.deleted_at = now
+        row.updated_at = now
+        await self.session.flush()
+
+
+@dataclass(frozen=True, slots=True)
+class SplitFilter:
+    index_uid: str
+    states: tuple[SplitState, ...] = ()
+    partition_id: str | None = None
+    window_start_gte: int | None = None
+    window_start_lt: int | None = None
+
+
+class SplitRepository:
+    def __init__(self, session: AsyncSession) -> None:
+        self.session = session
+
+    async def insert(self, splits: Sequence[SplitMetadata]) -> None:
+        """Insert splits (in the state each carries) with their typed column statistics."""
+        if not splits:
+            return
+        now = utcnow()
+        await self.session.execute(insert(SplitRow), [_split_values(s, now) for s in splits])
+        stats_rows = [_stats_values(s.split_id, st) for s in splits for st in s.column_stats.values()]
+        if stats_rows:
+            await self.session.execute(insert(SplitColumnStatsRow), stats_rows)
+
+    async def get_many(self, split_ids: Sequence[str]) -> dict[str, SplitMetadata]:
+        if not split_ids:
+            return {}
+        rows = (await self.session.execute(select(SplitRow).where(SplitRow.split_id.in_(split_ids)))).scalars().all()
+        stats = await self._stats_of([r.split_id for r in rows])
+        return {r.split_id: _to_metadata(r, stats.get(r.split_id, {})) for r in rows}
+
+    async def find_by_uris(self, uris: Sequence[str]) -> dict[str, str]:
+        """uri -> split_id of the splits already holding these files."""
+        if not uris:
+            return {}
+        result = await self.session.execute(select(SplitRow.uri, SplitRow.split_id).where(SplitRow.uri.in_(uris)))
+        return {uri: split_id for uri, split_id in result.all()}
+
+    async def publish_staged(self, split_ids: Sequence[str]) -> int:
+        """staged -> published for exactly these splits; returns how many moved."""
+        now = utcnow()
+        result = await self.session.execute(
+            update(SplitRow)
+            .where(SplitRow.split_id.in_(split_ids), SplitRow.state == SplitState.STAGED)
+            .values(state=SplitState.PUBLISHED, published_at=now, updated_at=now)
+        )
+        return result.rowcount
+
+    async def delete_staged(self, split_ids: Sequence[str]) -> None:
+        await self.session.execute(
+            delete(SplitRow).where(SplitRow.split_id.in_(split_ids), SplitRow.state == SplitState.STAGED)
+        )
+
+    async def mark_index_for_deletion(self, index_uid: str) -> int:
+        now = utcnow()
+        result = await self.session.execute(
+            update(SplitRow)
+            .where(SplitRow.index_uid == index_uid,
+                   SplitRow.state.in_([SplitState.STAGED, SplitState.PUBLISHED]))
+            .values(state=SplitState.MARKED_FOR_DELETION, marked_for_deletion_at=now, updated_at=now)
+        )
+        return result.rowcount
+
+    async def list_page(
+        self, flt: SplitFilter, *, limit: int, after: tuple[int, str] | None
+    ) -> list[SplitMetadata]:
+        """Splits in (window_start, split_id) order, keyset-paged after `after`."""
+        stmt = select(SplitRow).where(SplitRow.index_uid == flt.index_uid)
+        if flt.states:
+            stmt = stmt.where(SplitRow.state.in_(flt.states))
+        if flt.partition_id is not None:
+            stmt = stmt.where(SplitRow.partition_id == flt.partition_id)
+        if flt.window_start_gte is not None:
+            stmt = stmt.where(SplitRow.window_start >= flt.window_start_gte)
+        if flt.window_start_lt is not None:
+            stmt = stmt.where(SplitRow.window_start < flt.window_start_lt)
+        if after is not None:
+            window, split_id = after
+            stmt = stmt.where(or_(SplitRow.window_start > window,
+                                  and_(SplitRow.window_start == window, SplitRow.split_id > split_id)))
+        stmt = stmt.order_by(SplitRow.window_start, SplitRow.split_id).limit(limit)
+        rows = (await self.session.execute(stmt)).scalars().all()
+        stats = await self._stats_of([r.split_id for r in rows])
+        return [_to_metadata(r, stats.get(r.split_id, {})) for r in rows]
+
+    async def count(self, index_uid: str) -> int:
+        stmt = select(func.count()).select_from(SplitRow).where(SplitRow.index_uid == index_uid)
+        return (await self.session.execute(stmt)).scalar_one()
+
+    async def _stats_of(self, split_ids: Sequence[str]) -> dict[str, dict[str, ColumnStats]]:
+        if not split_ids:
+            return {}
+        rows = (await self.session.execute(
+            select(SplitColumnStatsRow).where(SplitColumnStatsRow.split_id.in_(split_ids))
+        )).scalars().all()
+        out: dict[str, dict[str, ColumnStats]] = {}
+        for row in rows:
+            out.setdefault(row.split_id, {})[row.column_name] = _stats_from_row(row)
+        return out
+
+
+def _split_values(split: SplitMetadata, now: datetime) -> dict[str, Any]:
+    return {
+        "split_id": split.split_id,
+        "index_uid": split.index_uid,
+        "source_id": split.source_id,
+        "partition_id": split.partition_id,
+        "doc_mapping_uid": split.doc_mapping_uid,
+        "sort_schema": split.sort_schema,
+        "window_start": split.window_start,
+        "window_duration_secs": split.window_duration_secs,
+        "time_range_start": split.time_range_start,
+        "time_range_end": split.time_range_end,
+        "num_rows": split.num_rows,
+        "size_bytes": split.size_bytes,
+        "uri": split.uri,
+        "row_groups": [rg.to_json() for rg in split.row_groups],
+        "num_merge_ops": split.num_merge_ops,
+        "generation": split.generation,
+        "root_split_ids": list(split.root_split_ids),
+        "state": split.state,
+        "created_at": now,
+        "updated_at": now,
+        "published_at": now if split.state == SplitState.PUBLISHED else None,
+    }
+
+
+_TYPED_COLUMNS = {"string": "string", "i64": "i64", "u64": "u64", "f64": "f64"}
+
+
+def _stats_values(split_id: str, stats: ColumnStats) -> dict[str, Any]:
+    values: dict[str, Any] = {
+        "split_id": split_id,
+        "column_name": stats.name,
+        "value_type": stats.value_type,
+        "null_count": stats.null_count,
+        "regex": stats.regex,
+    }
+    for suffix in _TYPED_COLUMNS.values():
+        values[f"min_{suffix}"] = None
+        values[f"max_{suffix}"] = None
+    suffix = _TYPED_COLUMNS.get(stats.value_type)
+    if suffix is not None:
+        convert = Decimal if suffix == "u64" else (lambda v: v)
+        values[f"min_{suffix}"] = None if stats.min_value is None else convert(stats.min_value)
+        values[f"max_{suffix}"] = None if stats.max_value is None else convert(stats.max_value)
+    return values
+
+
+def _stats_from_row(row: SplitColumnStatsRow) -> ColumnStats:
+    suffix = _TYPED_COLUMNS.get(row.value_type)
+    low = high = None
+    if suffix is not None:
+        low = getattr(row, f"min_{suffix}")
+        high = getattr(row, f"max_{suffix}")
+        if suffix == "u64":
+            low = None if low is None else int(low)
+            high = None if high is None else int(high)
+    return ColumnStats(row.column_name, row.value_type, low, high, row.null_count, row.regex)
+
+
+def _to_metadata(row: SplitRow, stats: dict[str, ColumnStats]) -> SplitMetadata:
+    return SplitMetadata(
+        split_id=row.split_id,
+        index_uid=row.index_uid,
+        source_id=row.source_id,
+        partition_id=row.partition_id,
+        doc_mapping_uid=row.doc_mapping_uid,
+        sort_schema=row.sort_schema,
+        window_start=row.window_start,
+        window_duration_secs=row.window_duration_secs,
+        time_range_start=row.time_range_start,
+        time_range_end=row.time_range_end,
+        num_rows=row.num_rows,
+        uri=row.uri,
+        size_bytes=row.size_bytes,
+        row_groups=[RowGroupSpan(**rg) for rg in row.row_groups],
+        column_stats=stats,
+        num_merge_ops=row.num_merge_ops,
+        generation=row.generation,
+        root_split_ids=list(row.root_split_ids or []),
+        state=SplitState(row.state),
+    )

@@ -1,0 +1,129 @@
+"""The Spark Connect session factory used by every service.
+
+Each service owns one factory per remote (built from `Settings.spark_remote` in its app factory). The client
+session is created on first use, not at import or app start, so an app can start and report "not ready" while
+Spark is still booting. This module stays free of FastAPI and SQLAlchemy: it is imported by services and tests
+alike.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+import time
+import urllib.parse
+
+from pyspark.sql.connect.session import SparkSession
+
+_DEFAULT_PORT = 15002
+
+
+def parse_remote(remote: str) -> tuple[str, int]:
+    """(host, port) of a Spark Connect URL such as `sc://127.0.0.1:15002/;token=...`."""
+    if not remote.startswith("sc://"):
+        raise ValueError(f"spark remote must start with sc://, got {remote!r}")
+    parsed = urllib.parse.urlparse("http" + remote[2:])
+    if not parsed.hostname:
+        raise ValueError(f"spark remote has no host: {remote!r}")
+    return parsed.hostname, parsed.port or _DEFAULT_PORT
+
+
+class SparkSessionFactory:
+    """A thread-safe, lazily created Spark Connect session for one remote.
+
+    Every factory gets its own client session (`builder.create()`, never `getOrCreate()`): pyspark caches a
+    process-wide default session, and `getOrCreate()` would hand a second factory the first factory's session
+    even when it points at a different server.
+    """
+
+    def __init__(self, remote: str) -> None:
+        self.remote = remote
+        self.host, self.port = parse_remote(remote)
+        self._lock = threading.Lock()
+        self._session: SparkSession | None = None
+        self._closed = False
+        self._probe: concurrent.futures.Future[str] | None = None
+
+    def session(self) -> SparkSession:
+        """The factory's Spark Connect session, created on first call (and again if it was stopped)."""
+        with self._lock:
+            if self._closed:
+                raise RuntimeError(f"spark session factory for {self.remote} is closed")
+            if self._session is None or self._session.is_stopped:
+                self._session = SparkSession.builder.remote(self.remote).create()
+            return self._session
+
+    def reset(self) -> None:
+        """Drop the current session so the next session() call opens a new one (after a server restart)."""
+        with self._lock:
+            session, self._session = self._session, None
+        if session is not None:
+            session.stop()
+
+    def close(self) -> None:
+        """Stop the client session; later session() calls raise. Safe to call more than once."""
+        with self._lock:
+            self._closed = True
+            session, self._session = self._session, None
+        if session is not None:
+            session.stop()
+
+    def _start_probe(self) -> concurrent.futures.Future[str]:
+        """Run `session.version` in a daemon thread; at most one probe is in flight per factory."""
+        with self._lock:
+            if self._probe is not None and not self._probe.done():
+                return self._probe
+            future: concurrent.futures.Future[str] = concurrent.futures.Future()
+            # Running state: a caller's timeout then cannot cancel it out from under the thread.
+            future.set_running_or_notify_cancel()
+            self._probe = future
+
+        def run() -> None:
+            try:
+                future.set_result(self.session().version)
+            except BaseException as exc:  # handed to whoever awaits the probe
+                future.set_exception(exc)
+
+        # A daemon thread, not the default executor: the client retries an unreachable server for minutes,
+        # and a stuck probe must neither block interpreter exit nor occupy a shared worker.
+        threading.Thread(target=run, name=f"spark-ready-probe-{self.port}", daemon=True).start()
+        return future
+
+    # A timeout parameter on purpose (ASYNC109): a readiness probe reports a timeout, it does not raise one.
+    async def check_ready(self, timeout: float) -> tuple[bool, str]:  # noqa: ASYNC109
+        """Whether the remote answers a cheap real RPC within `timeout` seconds, as (ok, detail).
+
+        Never raises: readiness endpoints turn the detail into their response body.
+        """
+        if self._closed:
+            return False, "spark session factory is closed"
+        start = time.monotonic()
+        # A TCP connect first: refusals come back in milliseconds, while the client would retry for minutes.
+        try:
+            async with asyncio.timeout(timeout):
+                _, writer = await asyncio.open_connection(self.host, self.port)
+                writer.close()
+                await writer.wait_closed()
+        except TimeoutError:
+            return False, f"spark connect {self.host}:{self.port}: connect timed out after {timeout:g}s"
+        except OSError as exc:
+            return False, f"spark connect {self.host}:{self.port} unreachable: {exc.strerror or exc}"
+        remaining = max(0.0, timeout - (time.monotonic() - start))
+        probe = self._start_probe()
+        try:
+            async with asyncio.timeout(remaining):
+                version = await asyncio.shield(asyncio.wrap_future(probe))
+        except TimeoutError:
+            return False, f"spark connect {self.remote}: no answer within {timeout:g}s"
+        except Exception as exc:
+            if "INVALID_HANDLE" in str(exc):
+                # The server restarted and forgot our session; the next call should open a fresh one.
+                self.reset()
+            return False, f"spark connect {self.remote}: {type(exc).__name__}: {_first_line(exc)}"
+        return True, f"spark {version} at {self.remote}"
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else repr(exc)

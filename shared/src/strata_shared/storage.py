@@ -1,0 +1,86 @@
+"""Object storage through pyarrow.fs: a local directory (file://) or S3, addressed by URIs under one root.
+
+Every path a client names is resolved against the root and refused if it escapes it: registration must never
+make Strata read or later garbage-collect a file it does not own.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from urllib.parse import urlparse
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+
+
+class PathOutsideRoot(ValueError):
+    pass
+
+
+class ObjectStore:
+    def __init__(self, root_uri: str) -> None:
+        self.root_uri = root_uri.rstrip("/")
+        self.fs, root_path = pafs.FileSystem.from_uri(self.root_uri)
+        self.root_path = posixpath.normpath(root_path)
+        if isinstance(self.fs, pafs.LocalFileSystem):
+            self.fs.create_dir(self.root_path, recursive=True)
+
+    def uri_for(self, relative_path: str) -> str:
+        return f"{self.root_uri}/{relative_path.lstrip('/')}"
+
+    def resolve(self, uri_or_relative: str) -> str:
+        """Filesystem path of a URI or root-relative path; PathOutsideRoot if it leaves the root."""
+        parsed = urlparse(uri_or_relative)
+        if parsed.scheme:
+            root = urlparse(self.root_uri)
+            if parsed.scheme != root.scheme or parsed.netloc != root.netloc:
+                raise PathOutsideRoot(f"{uri_or_relative!r} is not under the storage root {self.root_uri!r}")
+            candidate = parsed.path if parsed.scheme == "file" else f"{parsed.netloc}{parsed.path}"
+        else:
+            candidate = posixpath.join(self.root_path, uri_or_relative)
+        normalized = posixpath.normpath(candidate)
+        if normalized != self.root_path and not normalized.startswith(self.root_path.rstrip("/") + "/"):
+            raise PathOutsideRoot(f"{uri_or_relative!r} is not under the storage root {self.root_uri!r}")
+        return normalized
+
+    def canonical_uri(self, uri_or_relative: str) -> str:
+        """The one URI spelling of a path under the root, so the same file is never registered twice."""
+        path = self.resolve(uri_or_relative)
+        return self.uri_for(posixpath.relpath(path, self.root_path))
+
+    def write_bytes(self, uri: str, data: bytes) -> None:
+        path = self.resolve(uri)
+        self.fs.create_dir(posixpath.dirname(path), recursive=True)
+        # Write under a temporary name and move: a crash never leaves a truncated file under the final name.
+        tmp = f"{path}.tmp-upload"
+        with self.fs.open_output_stream(tmp) as out:
+            out.write(data)
+        self.fs.move(tmp, path)
+
+    def exists(self, uri: str) -> bool:
+        info = self.fs.get_file_info(self.resolve(uri))
+        return info.type == pafs.FileType.File
+
+    def size(self, uri: str) -> int:
+        info = self.fs.get_file_info(self.resolve(uri))
+        if info.type != pafs.FileType.File:
+            raise FileNotFoundError(uri)
+        return int(info.size)
+
+    def open_input(self, uri: str) -> pa.NativeFile:
+        return self.fs.open_input_file(self.resolve(uri))
+
+    def delete(self, uri: str) -> None:
+        try:
+            self.fs.delete_file(self.resolve(uri))
+        except FileNotFoundError:
+            pass
+
+    def list_files(self, prefix: str = "") -> list[str]:
+        base = self.resolve(prefix) if prefix else self.root_path
+        selector = pafs.FileSelector(base, recursive=True, allow_not_found=True)
+        return sorted(
+            self.uri_for(posixpath.relpath(i.path, self.root_path))
+            for i in self.fs.get_file_info(selector)
+            if i.type == pafs.FileType.File
+        )

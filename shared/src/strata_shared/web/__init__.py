@@ -1,0 +1,1 @@
+"""HTTP plumbing shared by the three APIs: problem+json, auth, metrics, health. Not imported by domain code."""

@@ -1,0 +1,82 @@
+"""The frame every Strata API is built in: lifespan (database, Spark, storage), problem handlers, auth, metrics,
+health, and stable operationIds. Each API adds its own routers."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+
+from fastapi import APIRouter, FastAPI
+from fastapi.routing import APIRoute
+from prometheus_client import CollectorRegistry
+
+from strata_shared.config import Settings
+from strata_shared.metastore.engine import create_engine, session_factory
+from strata_shared.spark.session import SparkSessionFactory
+from strata_shared.storage import ObjectStore
+from strata_shared.web.auth import ApiKeyRegistry
+from strata_shared.web.health import router as health_router
+from strata_shared.web.metrics import install_metrics
+from strata_shared.web.problems import install_problem_handlers
+from strata_shared.web.state import AppState
+
+StartupHook = Callable[[AppState], Awaitable[None]]
+
+
+def _operation_id(route: APIRoute) -> str:
+    # The function name is the operationId: stable across FastAPI versions and path changes.
+    return route.name
+
+
+def build_app(
+    settings: Settings,
+    *,
+    service: str,
+    title: str,
+    description: str,
+    routers: Sequence[APIRouter],
+    on_startup: Sequence[StartupHook] = (),
+    on_shutdown: Sequence[StartupHook] = (),
+) -> FastAPI:
+    if not settings.database_url:
+        raise ValueError("database_url is required to build an API (the local stack fills it in)")
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        engine = create_engine(settings.database_url)
+        state = AppState(
+            service=service,
+            settings=settings,
+            engine=engine,
+            sessions=session_factory(engine),
+            spark=SparkSessionFactory(settings.spark_remote) if settings.spark_remote else None,
+            storage=ObjectStore(settings.resolved_storage_uri),
+            api_keys=ApiKeyRegistry.from_json(settings.api_keys),
+            registry=registry,
+        )
+        app.state.strata = state
+        try:
+            for hook in on_startup:
+                await hook(state)
+            yield
+        finally:
+            for hook in on_shutdown:
+                await hook(state)
+            if state.spark is not None:
+                state.spark.close()
+            await engine.dispose()
+
+    app = FastAPI(
+        title=title,
+        description=description,
+        version="0.1.0",
+        lifespan=lifespan,
+        generate_unique_id_function=_operation_id,
+    )
+    registry = CollectorRegistry()
+    install_problem_handlers(app)
+    install_metrics(app, registry, service)
+    app.include_router(health_router)
+    for router in routers:
+        app.include_router(router)
+    return app

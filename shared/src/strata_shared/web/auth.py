@@ -1,0 +1,118 @@
+"""API keys: each maps to scopes (admin, writer, worker, query) and optionally a tenant (partition_id).
+
+Keys come from STRATA_API_KEYS as JSON: {"<key>": {"scopes": ["writer"], "tenant": "acme"}}. Only a hash of each
+key is kept in memory. `admin` satisfies every scope; a `query` key must belong to a tenant.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import hmac
+import json
+import secrets
+from dataclasses import dataclass
+
+from fastapi import Request
+
+from strata_shared.errors import Forbidden, Unauthorized
+
+
+class Scope(enum.StrEnum):
+    ADMIN = "admin"
+    WRITER = "writer"
+    WORKER = "worker"
+    QUERY = "query"
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    key_id: str
+    scopes: frozenset[Scope]
+    tenant: str | None
+
+    def allows(self, scope: Scope) -> bool:
+        return Scope.ADMIN in self.scopes or scope in self.scopes
+
+    def check_tenant(self, partition_id: str) -> None:
+        """A tenant-bound key acts only on its own partition."""
+        if self.tenant is not None and partition_id != self.tenant:
+            raise Forbidden(f"this key belongs to tenant {self.tenant!r} and cannot act on partition {partition_id!r}")
+
+
+def _digest(key: str) -> bytes:
+    return hashlib.sha256(key.encode()).digest()
+
+
+class ApiKeyRegistry:
+    def __init__(self, entries: dict[bytes, Principal]) -> None:
+        self._entries = entries
+
+    @classmethod
+    def from_json(cls, text: str | None) -> ApiKeyRegistry:
+        if not text:
+            return cls({})
+        raw = json.loads(text)
+        if not isinstance(raw, dict):
+            raise ValueError("STRATA_API_KEYS must be a JSON object: key -> {scopes, tenant}")
+        entries: dict[bytes, Principal] = {}
+        for key, spec in raw.items():
+            scopes = frozenset(Scope(s) for s in spec.get("scopes", []))
+            if not scopes:
+                raise ValueError("every API key needs at least one scope")
+            tenant = spec.get("tenant")
+            if Scope.QUERY in scopes and Scope.ADMIN not in scopes and not tenant:
+                raise ValueError("a query key must belong to a tenant")
+            key_id = hashlib.sha256(key.encode()).hexdigest()[:12]
+            entries[_digest(key)] = Principal(key_id, scopes, tenant)
+        return cls(entries)
+
+    def authenticate(self, key: str | None) -> Principal:
+        if not key:
+            raise Unauthorized("no API key: send 'Authorization: Bearer <key>' or 'X-API-Key: <key>'",
+                               headers={"WWW-Authenticate": "Bearer"})
+        digest = _digest(key)
+        for known, principal in self._entries.items():
+            if hmac.compare_digest(known, digest):
+                return principal
+        raise Unauthorized("unknown API key", headers={"WWW-Authenticate": "Bearer"})
+
+
+def generate_keys(tenant: str = "default") -> dict[str, dict[str, object]]:
+    """A fresh key per role for a local stack."""
+    return {
+        f"strata_admin_{secrets.token_urlsafe(24)}": {"scopes": ["admin"], "name": "admin"},
+        f"strata_writer_{secrets.token_urlsafe(24)}": {"scopes": ["writer"], "name": "writer"},
+        f"strata_worker_{secrets.token_urlsafe(24)}": {"scopes": ["worker"], "name": "worker"},
+        f"strata_query_{secrets.token_urlsafe(24)}": {"scopes": ["query"], "tenant": tenant, "name": "query"},
+    }
+
+
+def request_key(request: Request) -> str | None:
+    header = request.headers.get("authorization")
+    if header and header.lower().startswith("bearer "):
+        return header[7:].strip()
+    return request.headers.get("x-api-key")
+
+
+def require(scope: Scope):
+    """FastAPI dependency: the caller's principal, which must hold `scope` (or admin)."""
+
+    async def dependency(request: Request) -> Principal:
+        principal = request.app.state.strata.api_keys.authenticate(request_key(request))
+        if not principal.allows(scope):
+            raise Forbidden(f"this operation needs the {scope} scope")
+        return principal
+
+    dependency.__name__ = f"require_{scope}"
+    return dependency
+
+
+def require_any(*scopes: Scope):
+    async def dependency(request: Request) -> Principal:
+        principal = request.app.state.strata.api_keys.authenticate(request_key(request))
+        if not any(principal.allows(s) for s in scopes):
+            raise Forbidden("this operation needs one of the scopes: " + ", ".join(scopes))
+        return principal
+
+    return dependency

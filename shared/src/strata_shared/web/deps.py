@@ -1,0 +1,24 @@
+"""FastAPI dependencies that hand route functions the app's state and a database session."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+from fastapi import Request
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from strata_shared.web.state import AppState
+
+
+def app_state(request: Request) -> AppState:
+    return request.app.state.strata
+
+
+async def db_session(request: Request) -> AsyncIterator[AsyncSession]:
+    """One session per request. Services commit their own units of work; anything left open is rolled back."""
+    async with request.app.state.strata.sessions() as session:
+        try:
+            yield session
+        finally:
+            if session.in_transaction():
+                await session.rollback()

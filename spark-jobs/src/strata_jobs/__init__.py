@@ -1,0 +1,1 @@
+"""strata_jobs."""
