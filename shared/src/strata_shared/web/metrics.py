@@ -7,7 +7,8 @@ import time
 
 from fastapi import FastAPI, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
-from starlette.routing import Match
+
+from strata_shared.web.problems import problem_responses
 
 
 class HttpMetrics:
@@ -21,12 +22,10 @@ class HttpMetrics:
 
 
 def _route_template(request: Request) -> str:
-    # Label by template, never by raw path: ids in paths would explode the series count.
-    for route in request.app.router.routes:
-        match, _ = route.matches(request.scope)
-        if match == Match.FULL:
-            return getattr(route, "path", "unmatched")
-    return "unmatched"
+    # Label by template, never by raw path: ids in paths would explode the series count; the router records
+    # the matched route in the shared scope.
+    route = request.scope.get("route")
+    return getattr(route, "path", None) or "unmatched"
 
 
 def install_metrics(app: FastAPI, registry: CollectorRegistry, service: str) -> HttpMetrics:
@@ -46,7 +45,8 @@ def install_metrics(app: FastAPI, registry: CollectorRegistry, service: str) -> 
             metrics.latency.labels(service, request.method, route).observe(time.perf_counter() - started)
 
     @app.get("/metrics", operation_id="metrics", tags=["operations"], include_in_schema=True,
-             response_class=Response, responses={200: {"content": {CONTENT_TYPE_LATEST: {}}}})
+             response_class=Response,
+             responses={200: {"content": {CONTENT_TYPE_LATEST: {}}}, **problem_responses(500)})
     async def metrics_endpoint() -> Response:
         """Prometheus exposition of this process's metrics."""
         return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)

@@ -1,0 +1,40 @@
+# Two commands on a fresh machine with Python 3.11+ and make:
+#   make up    installs everything, runs the stack on embedded defaults, and ingests quickstart data
+#   make test  installs everything and runs the whole test suite
+PYTHON ?= python3
+UV_VERSION ?= 0.13.9
+UV := .tools/bin/uv
+
+.PHONY: up down status test test-fast bench lint install
+
+$(UV):
+	$(PYTHON) -m venv .tools
+	.tools/bin/python -m pip install --quiet --disable-pip-version-check "uv==$(UV_VERSION)"
+
+.venv/.synced: $(UV) pyproject.toml uv.lock */pyproject.toml
+	$(UV) sync --frozen
+	@touch $@
+
+install: .venv/.synced
+
+up: install
+	$(UV) run strata up --quickstart
+
+down: install
+	$(UV) run strata down
+
+status: install
+	$(UV) run strata status
+
+test: install
+	$(UV) run pytest -p no:cacheprovider
+
+# Pure-logic tests only: no PostgreSQL, no Spark.
+test-fast: install
+	$(UV) run pytest -p no:cacheprovider -m "not spark" tests/shared tests/compose
+
+bench: install
+	$(UV) run python bench/run.py
+
+lint: install
+	$(UV) run ruff check .

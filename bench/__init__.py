@@ -1,0 +1,1 @@
+"""Strata benchmarks (speed targets live here, never as timed assertions in tests). See bench/README.md."""

@@ -1,0 +1,217 @@
+"""The `strata` command: run the local stack (up/down/status), serve one API, migrate, and ingest files."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+
+from strata_shared.config import Settings
+from strata_services.client import CliError, api_key, api_url, problem_text, stack_state
+
+SERVABLE = ("planner-api", "indexer-api", "query-api")
+
+
+def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
+    from strata_services.local.stack import LocalStack, install_stop_signals
+
+    stop_event = threading.Event()
+    install_stop_signals(stop_event)
+    existing = stack_state(settings.home)
+    if existing and _pid_alive(existing.get("pid", -1)):
+        raise CliError(f"a stack is already running (pid {existing['pid']}); `strata down` stops it")
+    stack = LocalStack(settings)
+    print("starting strata: postgresql, spark connect, planner-api, indexer-api, query-api ...", flush=True)
+    try:
+        stack.start()
+        print("\nstrata is up:")
+        for name, url in stack.urls().items():
+            print(f"  {name:<14} {url}")
+        print(f"  api keys       {stack.keys_source}")
+        print(f"  storage        {settings.resolved_storage_uri}")
+        print(f"  logs           {settings.home / 'logs'}")
+        if args.quickstart:
+            _run_quickstart(settings)
+        print("\nCtrl-C stops everything.", flush=True)
+        reason = stack.wait(stop_event)
+        print(f"\nstopping strata: {reason}", flush=True)
+        return 0 if reason == "stop requested" else 1
+    finally:
+        stack.stop()
+        print("strata stopped.", flush=True)
+
+
+def _run_quickstart(settings: Settings) -> None:
+    from strata_services.quickstart import QUICKSTART_INDEX, arrow_ipc, metrics_rows, now_secs, quickstart_index_config
+
+    base = api_url(settings, "indexer-api")
+    admin = {"Authorization": f"Bearer {api_key(settings, 'admin')}"}
+    now = now_secs()
+    with httpx.Client(base_url=base, timeout=300) as client:
+        existing = client.get(f"/v1/indexes/{QUICKSTART_INDEX}", headers=admin)
+        if existing.status_code == 404:
+            created = client.post("/v1/indexes", json=quickstart_index_config(now), headers=admin)
+            if created.status_code != 201:
+                raise CliError(f"creating the quickstart index failed: {problem_text(created)}")
+        rows = 300_000
+        started = time.perf_counter()
+        response = client.post(f"/v1/indexes/{QUICKSTART_INDEX}/ingest", content=arrow_ipc(metrics_rows(rows, now)),
+                               headers={**admin, "Content-Type": "application/vnd.apache.arrow.stream"})
+        if response.status_code != 200:
+            raise CliError(f"quickstart ingest failed: {problem_text(response)}")
+        body = response.json()
+        print(f"\nquickstart: ingested {body['rows_written']:,} rows into {QUICKSTART_INDEX!r} in "
+              f"{time.perf_counter() - started:.2f}s ({body['rows_dropped_late']} late rows dropped):")
+        for split in body["splits"]:
+            print(f"  split {split['split_id']}  window {split['window_start']}  {split['num_rows']:>7,} rows  "
+                  f"{split['size_bytes'] / 1e6:6.2f} MB")
+        print(f"  list them: curl -H 'Authorization: Bearer <key>' {base}/v1/indexes/{QUICKSTART_INDEX}/splits")
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def cmd_down(args: argparse.Namespace, settings: Settings) -> int:
+    state = stack_state(settings.home)
+    if not state or not _pid_alive(state.get("pid", -1)):
+        print("no running stack")
+        return 0
+    os.kill(state["pid"], signal.SIGTERM)
+    deadline = time.monotonic() + args.timeout
+    while time.monotonic() < deadline and _pid_alive(state["pid"]):
+        time.sleep(0.3)
+    if _pid_alive(state["pid"]):
+        raise CliError(f"stack (pid {state['pid']}) did not stop within {args.timeout:.0f}s")
+    print("strata stopped")
+    return 0
+
+
+def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
+    state = stack_state(settings.home)
+    if state and not _pid_alive(state.get("pid", -1)):
+        state = None
+    all_ready = True
+    print(f"stack supervisor: {'running (pid %d)' % state['pid'] if state else 'not running'}")
+    for name in SERVABLE:
+        url = api_url(settings, name)
+        try:
+            response = httpx.get(f"{url}/readyz", timeout=5)
+            checks = response.json().get("checks", {})
+            ready = response.status_code == 200
+            detail = ", ".join(f"{k}={v}" for k, v in checks.items())
+        except httpx.HTTPError as exc:
+            ready, detail = False, f"unreachable ({type(exc).__name__})"
+        all_ready &= ready
+        print(f"  {name:<12} {url:<24} {'ready' if ready else 'NOT READY'}  {detail}")
+    return 0 if all_ready else 1
+
+
+def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
+    import uvicorn
+
+    if args.name == "planner-api":
+        from strata_planner.app import create_app
+    elif args.name == "indexer-api":
+        from strata_indexer.app import create_app
+    else:
+        from strata_query.app import create_app
+    port = args.port or {"planner-api": settings.planner_port, "indexer-api": settings.indexer_port,
+                         "query-api": settings.query_port}[args.name]
+    uvicorn.run(create_app(settings), host=args.host or settings.host, port=port, log_level="info",
+                timeout_graceful_shutdown=10)
+    return 0
+
+
+def cmd_migrate(args: argparse.Namespace, settings: Settings) -> int:
+    from strata_shared.metastore import migrate
+
+    if not settings.database_url:
+        raise CliError("STRATA_DATABASE_URL is not set (the local stack migrates its embedded database itself)")
+    migrate.upgrade(settings.database_url)
+    print("metastore migrated to head")
+    return 0
+
+
+def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
+    path = Path(args.file)
+    if not path.is_file():
+        raise CliError(f"{path} is not a file")
+    if path.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        from strata_services.quickstart import arrow_ipc
+
+        body, content_type = arrow_ipc(pq.read_table(path)), "application/vnd.apache.arrow.stream"
+    elif path.suffix in (".ndjson", ".jsonl", ".json"):
+        body, content_type = path.read_bytes(), "application/x-ndjson"
+    else:
+        raise CliError(f"{path}: expected a .parquet, .ndjson or .jsonl file")
+    params = {"partition_id": args.partition} if args.partition else {}
+    headers = {"Authorization": f"Bearer {api_key(settings, 'writer')}", "Content-Type": content_type}
+    response = httpx.post(f"{api_url(settings, 'indexer-api')}/v1/indexes/{args.index}/ingest", content=body,
+                          headers=headers, params=params, timeout=600)
+    if response.status_code != 200:
+        raise CliError(f"ingest failed: {problem_text(response)}")
+    result = response.json()
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    print(f"{result['rows_written']:,} rows written in {len(result['splits'])} splits "
+          f"({result['rows_dropped_late']} late rows dropped, {result['rows_null_timestamp']} with null timestamps)")
+    for split in result["splits"]:
+        print(f"  {split['split_id']}  window {split['window_start']}  {split['num_rows']:,} rows")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="strata", description="Strata control plane for Parquet observability data")
+    sub = parser.add_subparsers(dest="command", required=True)
+    up = sub.add_parser("up", help="run the local stack on embedded defaults until Ctrl-C")
+    up.add_argument("--quickstart", action="store_true", help="create a sample index and ingest sample data")
+    up.set_defaults(func=cmd_up)
+    down = sub.add_parser("down", help="stop the local stack started by `strata up`")
+    down.add_argument("--timeout", type=float, default=60.0)
+    down.set_defaults(func=cmd_down)
+    sub.add_parser("status", help="readiness of every API").set_defaults(func=cmd_status)
+    serve = sub.add_parser("serve", help="serve one API (used by the stack and by compose)")
+    serve.add_argument("name", choices=SERVABLE)
+    serve.add_argument("--host")
+    serve.add_argument("--port", type=int)
+    serve.set_defaults(func=cmd_serve)
+    sub.add_parser("migrate", help="upgrade the metastore at STRATA_DATABASE_URL to head").set_defaults(func=cmd_migrate)
+    ingest = sub.add_parser("ingest", help="ingest a local Parquet or NDJSON file into an index")
+    ingest.add_argument("file")
+    ingest.add_argument("--index", required=True)
+    ingest.add_argument("--partition")
+    ingest.add_argument("--json", action="store_true", help="print the API's answer as JSON")
+    ingest.set_defaults(func=cmd_ingest)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=os.environ.get("STRATA_LOG_LEVEL", "WARNING"),
+                        format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    args = build_parser().parse_args(argv)
+    settings = Settings()
+    try:
+        return args.func(args, settings)
+    except CliError as exc:
+        print(f"strata: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

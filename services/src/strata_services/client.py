@@ -1,0 +1,53 @@
+"""A small HTTP client for the CLI: finds the running stack and a key with the needed scope."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import httpx
+
+from strata_shared.config import Settings
+from strata_services.local.keys import key_with_scope, local_keys
+from strata_services.local.stack import STATE_FILE
+
+
+class CliError(Exception):
+    pass
+
+
+def stack_state(home: Path) -> dict | None:
+    path = home / STATE_FILE
+    if not path.exists():
+        return None
+    return json.loads(path.read_text())
+
+
+def api_url(settings: Settings, name: str) -> str:
+    state = stack_state(settings.home)
+    if state and name in state.get("urls", {}):
+        return state["urls"][name]
+    port = {"planner-api": settings.planner_port, "indexer-api": settings.indexer_port,
+            "query-api": settings.query_port}[name]
+    return f"http://{settings.host}:{port}"
+
+
+def api_key(settings: Settings, *scopes: str) -> str:
+    explicit = os.environ.get("STRATA_API_KEY")
+    if explicit:
+        return explicit
+    keys = local_keys(settings.home)
+    key = key_with_scope(keys, *scopes) if keys else None
+    if not key:
+        raise CliError(f"no API key with scope {'/'.join(scopes)}: set STRATA_API_KEY, or run `strata up` to "
+                       f"generate {settings.home / 'api-keys.json'}")
+    return key
+
+
+def problem_text(response: httpx.Response) -> str:
+    try:
+        body = response.json()
+        return f"{response.status_code} {body.get('title', '')}: {body.get('detail', response.text)}"
+    except ValueError:
+        return f"{response.status_code}: {response.text[:500]}"

@@ -1,0 +1,75 @@
+"""One Strata API as a child process of the supervisor, bound to the supervisor's life (PR_SET_PDEATHSIG)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from strata_services.local.spark_server import _die_with_parent_hook, _Spawner
+
+
+class ApiProcess:
+    def __init__(self, name: str, host: str, port: int, env: dict[str, str], log_dir: Path) -> None:
+        self.name = name
+        self.host = host
+        self.port = port
+        self.env = env
+        self.log_path = log_dir / f"{name}.log"
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def pid(self) -> int | None:
+        return None if self._proc is None else self._proc.pid
+
+    def start(self) -> None:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        cmd = [sys.executable, "-m", "strata_services.cli", "serve", self.name, "--host", self.host,
+               "--port", str(self.port)]
+        hook = _die_with_parent_hook()
+        with open(self.log_path, "ab") as logfile:
+            self._proc = _Spawner.spawn(lambda: subprocess.Popen(
+                cmd, stdin=subprocess.DEVNULL, stdout=logfile, stderr=subprocess.STDOUT,
+                env={**os.environ, **self.env}, start_new_session=True, preexec_fn=hook))
+
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def wait_healthy(self, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not self.alive():
+                raise RuntimeError(f"{self.name} exited during start-up; see {self.log_path}:\n{self.log_tail()}")
+            try:
+                if httpx.get(f"{self.url}/healthz", timeout=1.0).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
+        raise RuntimeError(f"{self.name} did not answer /healthz within {timeout:.0f}s; see {self.log_path}")
+
+    def log_tail(self, lines: int = 20) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+    def stop(self, timeout: float = 10.0) -> None:
+        proc, self._proc = self._proc, None
+        if proc is None or proc.poll() is not None:
+            return
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()

@@ -1,0 +1,122 @@
+"""The local stack supervisor behind `strata up`: embedded PostgreSQL, a Spark Connect server, and the three APIs,
+each as a child bound to this process, stopped in reverse order on Ctrl-C, SIGTERM or a child's death."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from strata_shared.config import Settings
+from strata_shared.metastore import migrate
+from strata_services.local.api_process import ApiProcess
+from strata_services.local.keys import resolve_api_keys
+from strata_services.local.postgres import EmbeddedPostgres
+from strata_services.local.spark_server import LocalSparkConnectServer
+
+log = logging.getLogger("strata.stack")
+STATE_FILE = "stack.json"
+
+
+@dataclass
+class LocalStack:
+    settings: Settings
+    postgres: EmbeddedPostgres | None = None
+    spark: LocalSparkConnectServer | None = None
+    apis: list[ApiProcess] = field(default_factory=list)
+    database_url: str = ""
+    spark_remote: str = ""
+    keys_json: str = ""
+    keys_source: str = ""
+
+    @property
+    def home(self) -> Path:
+        return self.settings.home
+
+    def start(self) -> None:
+        self.home.mkdir(parents=True, exist_ok=True)
+        self.keys_json, self.keys_source = resolve_api_keys(self.settings)
+        self._start_database()
+        self._start_spark()
+        env = {
+            "STRATA_DATABASE_URL": self.database_url,
+            "STRATA_SPARK_REMOTE": self.spark_remote,
+            "STRATA_STORAGE_URI": self.settings.resolved_storage_uri,
+            "STRATA_API_KEYS": self.keys_json,
+            "STRATA_HOME": str(self.home),
+        }
+        s = self.settings
+        self.apis = [ApiProcess(name, s.host, port, env, self.home / "logs")
+                     for name, port in (("planner-api", s.planner_port), ("indexer-api", s.indexer_port),
+                                        ("query-api", s.query_port))]
+        for api in self.apis:
+            api.start()
+        for api in self.apis:
+            api.wait_healthy()
+        if self.spark is not None:
+            self.spark.wait_ready(timeout=180)
+        self._write_state()
+
+    def _start_database(self) -> None:
+        if self.settings.database_url:
+            self.database_url = self.settings.database_url
+        else:
+            self.postgres = EmbeddedPostgres(self.home / "pgdata")
+            self.postgres.start()
+            self.database_url = self.postgres.ensure_database("strata")
+        migrate.upgrade(self.database_url)
+
+    def _start_spark(self) -> None:
+        if self.settings.spark_remote:
+            self.spark_remote = self.settings.spark_remote
+            return
+        s = self.settings
+        self.spark = LocalSparkConnectServer(s.spark_port, s.host, s.spark_master, s.spark_driver_memory,
+                                             work_dir=self.home / "spark")
+        self.spark.start()
+        self.spark_remote = self.spark.remote
+
+    def urls(self) -> dict[str, str]:
+        urls = {api.name: api.url for api in self.apis}
+        urls["spark-connect"] = self.spark_remote
+        urls["postgresql"] = self.database_url.split("@")[-1] if "@" in self.database_url else self.database_url
+        return urls
+
+    def _write_state(self) -> None:
+        state = {"pid": os.getpid(), "urls": self.urls(), "storage": self.settings.resolved_storage_uri,
+                 "keys": self.keys_source}
+        (self.home / STATE_FILE).write_text(json.dumps(state, indent=2))
+
+    def wait(self, stop_event: threading.Event) -> str:
+        """Block until asked to stop or a child dies; returns why."""
+        while not stop_event.wait(1.0):
+            for api in self.apis:
+                if not api.alive():
+                    return f"{api.name} exited unexpectedly:\n{api.log_tail()}"
+            if self.spark is not None and not self.spark.running():
+                return f"spark connect server exited unexpectedly:\n{self.spark.log_tail()}"
+        return "stop requested"
+
+    def stop(self) -> None:
+        for api in reversed(self.apis):
+            try:
+                api.stop()
+            except Exception:  # noqa: BLE001 - keep stopping the rest
+                log.exception("stopping %s", api.name)
+        if self.spark is not None:
+            self.spark.stop()
+        if self.postgres is not None:
+            self.postgres.stop()
+        (self.home / STATE_FILE).unlink(missing_ok=True)
+
+
+def install_stop_signals(stop_event: threading.Event) -> None:
+    def handler(signum, _frame) -> None:
+        stop_event.set()
+
+    signal.signal(signal.SIGINT, handler)
+    signal.signal(signal.SIGTERM, handler)

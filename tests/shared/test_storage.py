@@ -1,0 +1,31 @@
+"""Object storage confinement: no path, relative or absolute, escapes the root."""
+
+from __future__ import annotations
+
+import pytest
+
+from strata_shared.storage import ObjectStore, PathOutsideRoot
+
+
+@pytest.mark.parametrize("path", ["../x", "a/../../x", "/etc/passwd", "file:///etc/passwd", "s3://bucket/x",
+                                  "file:///tmp", "a/../../root-sibling/x"])
+def test_paths_outside_the_root_are_refused(tmp_path, path):
+    store = ObjectStore((tmp_path / "root").as_uri())
+    with pytest.raises(PathOutsideRoot):
+        store.resolve(path)
+
+
+def test_relative_and_absolute_spellings_resolve_to_one_uri(tmp_path):
+    store = ObjectStore((tmp_path / "root").as_uri())
+    absolute = (tmp_path / "root" / "a" / "b.parquet").as_uri()
+    assert store.canonical_uri("a/./b.parquet") == store.canonical_uri(absolute) == absolute
+
+
+def test_write_is_atomic_under_the_final_name(tmp_path):
+    store = ObjectStore((tmp_path / "root").as_uri())
+    store.write_bytes("x/y.bin", b"abc")
+    assert store.list_files() == [store.uri_for("x/y.bin")]
+    assert store.size("x/y.bin") == 3
+    store.delete("x/y.bin")
+    store.delete("x/y.bin")
+    assert store.list_files() == []

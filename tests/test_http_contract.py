@@ -1,0 +1,70 @@
+"""The HTTP contract shared by the three APIs: health, readiness against real PostgreSQL and Spark Connect,
+Prometheus metrics, OpenAPI 3.1 with a stable operationId and a declared problem+json error on every route."""
+
+from __future__ import annotations
+
+import pytest
+
+from strata_shared.config import Settings
+
+pytestmark = pytest.mark.spark
+
+APIS = ["indexer", "planner", "query"]
+
+
+@pytest.fixture(params=APIS)
+def api(request):
+    return request.getfixturevalue(request.param)
+
+
+async def test_healthz_and_readyz(api):
+    health = await api.get("/healthz")
+    assert health.status_code == 200 and health.json()["status"] == "ok"
+    ready = await api.get("/readyz")
+    assert ready.status_code == 200, ready.text
+    assert ready.json()["checks"] == {"postgresql": "ok", "spark_connect": "ok"}
+
+
+async def test_metrics_are_prometheus_text(api):
+    await api.get("/healthz")
+    response = await api.get("/metrics")
+    assert response.status_code == 200
+    assert "strata_http_requests_total" in response.text
+    assert 'route="/healthz"' in response.text
+
+
+async def test_openapi_is_3_1_with_operation_ids_and_declared_errors(api):
+    spec = (await api.get("/openapi.json")).json()
+    assert spec["openapi"].startswith("3.1")
+    operation_ids = []
+    for path, methods in spec["paths"].items():
+        for method, operation in methods.items():
+            operation_ids.append(operation["operationId"])
+            assert "{" not in operation["operationId"] and "_" not in operation["operationId"][-1:]
+            errors = [code for code in operation["responses"] if code[0] in "45"]
+            assert errors, f"{method.upper()} {path} declares no error response"
+    assert len(operation_ids) == len(set(operation_ids))
+
+
+async def test_unknown_route_is_a_problem(api):
+    response = await api.get("/v1/no-such-thing")
+    assert response.status_code == 404
+    assert response.headers["content-type"] == "application/problem+json"
+
+
+async def test_readyz_reports_an_unreachable_spark(database_url, keys, storage_root):
+    from asgi_lifespan import LifespanManager
+    import httpx
+
+    from strata_indexer.app import create_app
+
+    settings = Settings(database_url=database_url, spark_remote="sc://127.0.0.1:9", storage_uri=storage_root.as_uri(),
+                        api_keys=keys.as_json(), readiness_timeout_secs=1.0)
+    app = create_app(settings)
+    async with LifespanManager(app):
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://x") as client:
+            response = await client.get("/readyz")
+    assert response.status_code == 503
+    body = response.json()
+    assert body["checks"]["postgresql"] == "ok"
+    assert body["checks"]["spark_connect"].startswith("spark connect unreachable")
