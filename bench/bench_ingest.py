@@ -105,15 +105,23 @@ def _ingest(client: httpx.Client, index_id: str, body: bytes, writer_key: str) -
     return response.json()
 
 
+def _echo(client: httpx.Client, body: bytes) -> None:
+    response = client.post("/echo", content=body, headers={"Content-Type": ARROW_STREAM})
+    if response.status_code != 200 or response.json()["received"] != len(body):
+        raise RuntimeError(f"echo answered {response.status_code}: {response.text[:200]}")
+
+
 def run(stack: Stack, *, rows: int = 1_000_000, runs: int = 5) -> dict[str, Any]:
     storage_root = stack.path("ingest-objects")
     baseline_root = stack.path("ingest-baseline")
     database_url = stack.create_database("strata_bench_ingest")
     server = stack.start_indexer(database_url, storage_root)
+    echo = stack.start_echo()
     index_id = "bench-ingest"
     offsets = make_table(rows)
 
-    with httpx.Client(base_url=server.base_url, timeout=600) as client:
+    with httpx.Client(base_url=server.base_url, timeout=600) as client, \
+            httpx.Client(base_url=echo.base_url, timeout=600) as echo_client:
         created = client.post("/v1/indexes", json=metrics_index_config(index_id),
                               headers=stack.keys.header(stack.keys.admin))
         if created.status_code != 201:
@@ -122,12 +130,14 @@ def run(stack: Stack, *, rows: int = 1_000_000, runs: int = 5) -> dict[str, Any]
         # Warm-up (not measured): a small batch through both paths.
         warm, _ = rebase(offsets.slice(0, 20_000))
         _ingest(client, index_id, arrow_stream(warm), stack.keys.writer)
+        _echo(echo_client, arrow_stream(warm))
         warm_dir = baseline_root / "warmup"
         warm_dir.mkdir()
         baseline(warm, warm_dir)
 
         api_times: list[float] = []
         base_times: list[float] = []
+        echo_times: list[float] = []
         api_peaks: list[int] = []
         base_peaks: list[int] = []
         api_bytes = base_bytes = 0
@@ -148,6 +158,10 @@ def run(stack: Stack, *, rows: int = 1_000_000, runs: int = 5) -> dict[str, Any]
                 raise RuntimeError(f"unexpected ingest outcome: {({k: v for k, v in answer.items() if k != 'splits'})}")
             splits_per_run = len(answer["splits"])
             api_bytes = sum(s["size_bytes"] for s in answer["splits"])
+
+            started = time.perf_counter()
+            _echo(echo_client, body)
+            echo_times.append(time.perf_counter() - started)
             del body
 
             out_dir = baseline_root / f"run-{number}"
@@ -175,6 +189,8 @@ def run(stack: Stack, *, rows: int = 1_000_000, runs: int = 5) -> dict[str, Any]
         "api_median": api,
         "baseline_median": base,
         "ratio": api / base,
+        "echo_times": echo_times,
+        "echo_median": median(echo_times),
         "goal_ratio": GOAL_RATIO,
         "api_output_bytes": api_bytes,
         "baseline_output_bytes": base_bytes,
@@ -207,9 +223,12 @@ def render(result: dict[str, Any]) -> str:
         f"| baseline (plain pyarrow) | {fmt_s(result['baseline_median'])} | "
         f"{', '.join(f'{t:.2f}' for t in result['baseline_times'])} | {fmt_int(rows / result['baseline_median'])} | "
         f"{fmt_bytes(result['baseline_output_bytes'])} | {fmt_bytes(result['baseline_peak_extra_rss'])} |",
+        f"| HTTP transport floor (same body to a bare ASGI app, same uvicorn and httpx) | "
+        f"{fmt_s(result['echo_median'])} | {', '.join(f'{t:.2f}' for t in result['echo_times'])} | | | |",
         "",
         f"**Ratio API / baseline: {result['ratio']:.2f}x** (goal: at most {result['goal_ratio']}x): "
-        f"**{'met' if ok else 'missed'}**.",
+        f"**{'met' if ok else 'missed'}**. Without the HTTP transport floor, the API's own work is "
+        f"{(result['api_median'] - result['echo_median']) / result['baseline_median']:.2f}x the baseline.",
         "",
         f"Server RSS after the runs: {fmt_bytes(result['server_rss_after'])}. Peak RSS above idle is VmHWM (reset "
         "through /proc/<pid>/clear_refs before each run) minus VmRSS before the run; the baseline figure is for "

@@ -99,10 +99,12 @@ def reset_peak_rss(pid: int | str = "self") -> bool:
 
 
 class IndexerServer:
-    """indexer-api under uvicorn in a child process (`python -m bench.serve`)."""
+    """indexer-api under uvicorn in a child process (`python -m bench.serve`); with echo=True, the bare ASGI app
+    that only reads the body (the HTTP transport floor)."""
 
-    def __init__(self, settings: Settings, log_path: Path) -> None:
+    def __init__(self, settings: Settings, log_path: Path, *, echo: bool = False) -> None:
         self.settings = settings
+        self.echo = echo
         self.log_path = log_path
         self.proc: subprocess.Popen | None = None
         self.base_url = ""
@@ -124,7 +126,7 @@ class IndexerServer:
             log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the child for its lifetime
             try:
                 self.proc = subprocess.Popen(
-                    [sys.executable, "-m", "bench.serve", "--port", str(port)],
+                    [sys.executable, "-m", "bench.serve", "--port", str(port), *(["--echo"] if self.echo else [])],
                     cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
                 )
             finally:
@@ -266,6 +268,13 @@ class Stack:
             **overrides,
         )
         server = IndexerServer(settings, self.workdir / f"indexer-{len(self._servers)}.log")
+        self._servers.append(server)
+        server.start()
+        return server
+
+    def start_echo(self) -> IndexerServer:
+        """The bare echo app under the same uvicorn configuration: what HTTP alone costs."""
+        server = IndexerServer(Settings(), self.workdir / f"echo-{len(self._servers)}.log", echo=True)
         self._servers.append(server)
         server.start()
         return server

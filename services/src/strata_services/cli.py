@@ -16,8 +16,10 @@ import httpx
 
 from strata_shared.config import Settings
 from strata_services.client import CliError, api_key, api_url, problem_text, stack_state
+from strata_services.local.spark_server import pid_alive
 
-SERVABLE = ("planner-api", "indexer-api", "query-api")
+SERVABLE = ("planner-api", "indexer-api", "query-api", "proxy")
+APIS = ("planner-api", "indexer-api", "query-api")
 
 
 def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
@@ -26,7 +28,7 @@ def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
     stop_event = threading.Event()
     install_stop_signals(stop_event)
     existing = stack_state(settings.home)
-    if existing and _pid_alive(existing.get("pid", -1)):
+    if existing and pid_alive(existing.get("pid", -1)):
         raise CliError(f"a stack is already running (pid {existing['pid']}); `strata down` stops it")
     stack = LocalStack(settings)
     print("starting strata: postgresql, spark connect, planner-api, indexer-api, query-api ...", flush=True)
@@ -76,24 +78,16 @@ def _run_quickstart(settings: Settings) -> None:
         print(f"  list them: curl -H 'Authorization: Bearer <key>' {base}/v1/indexes/{QUICKSTART_INDEX}/splits")
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except (ProcessLookupError, PermissionError):
-        return False
-    return True
-
-
 def cmd_down(args: argparse.Namespace, settings: Settings) -> int:
     state = stack_state(settings.home)
-    if not state or not _pid_alive(state.get("pid", -1)):
+    if not state or not pid_alive(state.get("pid", -1)):
         print("no running stack")
         return 0
     os.kill(state["pid"], signal.SIGTERM)
     deadline = time.monotonic() + args.timeout
-    while time.monotonic() < deadline and _pid_alive(state["pid"]):
+    while time.monotonic() < deadline and pid_alive(state["pid"]):
         time.sleep(0.3)
-    if _pid_alive(state["pid"]):
+    if pid_alive(state["pid"]):
         raise CliError(f"stack (pid {state['pid']}) did not stop within {args.timeout:.0f}s")
     print("strata stopped")
     return 0
@@ -101,7 +95,7 @@ def cmd_down(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
     state = stack_state(settings.home)
-    if state and not _pid_alive(state.get("pid", -1)):
+    if state and not pid_alive(state.get("pid", -1)):
         state = None
     all_ready = True
     print(f"stack supervisor: {'running (pid %d)' % state['pid'] if state else 'not running'}")
@@ -109,7 +103,8 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
         url = api_url(settings, name)
         try:
             response = httpx.get(f"{url}/readyz", timeout=5)
-            checks = response.json().get("checks", {})
+            body = response.json()
+            checks = body.get("checks") or body.get("upstreams") or {}
             ready = response.status_code == 200
             detail = ", ".join(f"{k}={v}" for k, v in checks.items())
         except httpx.HTTPError as exc:
@@ -126,10 +121,15 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
         from strata_planner.app import create_app
     elif args.name == "indexer-api":
         from strata_indexer.app import create_app
-    else:
+    elif args.name == "query-api":
         from strata_query.app import create_app
+    else:
+        from strata_services.proxy.app import create_proxy_app
+
+        upstreams = settings.query_upstreams or f"http://{settings.host}:{settings.query_port}"
+        create_app = lambda s: create_proxy_app(s, [u.strip() for u in upstreams.split(",") if u.strip()])  # noqa: E731
     port = args.port or {"planner-api": settings.planner_port, "indexer-api": settings.indexer_port,
-                         "query-api": settings.query_port}[args.name]
+                         "query-api": settings.query_port, "proxy": settings.proxy_port}[args.name]
     uvicorn.run(create_app(settings), host=args.host or settings.host, port=port, log_level="info",
                 timeout_graceful_shutdown=10)
     return 0

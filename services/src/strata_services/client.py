@@ -29,7 +29,7 @@ def api_url(settings: Settings, name: str) -> str:
     if state and name in state.get("urls", {}):
         return state["urls"][name]
     port = {"planner-api": settings.planner_port, "indexer-api": settings.indexer_port,
-            "query-api": settings.query_port}[name]
+            "query-api": settings.query_port, "proxy": settings.proxy_port}[name]
     return f"http://{settings.host}:{port}"
 
 

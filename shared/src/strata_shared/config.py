@@ -38,6 +38,8 @@ class Settings(BaseSettings):
     indexer_port: int = 8002
     query_port: int = 8003
     spark_port: int = 15002
+    # Comma-separated query-api base URLs behind the proxy; the local stack's query-api when unset.
+    query_upstreams: str | None = None
 
     # Ingestion reads the body as a stream and answers 413 past this many bytes.
     max_ingest_bytes: int = 256 * 1024 * 1024

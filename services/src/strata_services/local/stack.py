@@ -1,5 +1,5 @@
 """The local stack supervisor behind `strata up`: embedded PostgreSQL, a Spark Connect server, and the three APIs,
-each as a child bound to this process, stopped in reverse order on Ctrl-C, SIGTERM or a child's death."""
+and the query proxy, each as a child bound to this process, stopped in reverse order on Ctrl-C, SIGTERM or a child's death."""
 
 from __future__ import annotations
 
@@ -48,11 +48,12 @@ class LocalStack:
             "STRATA_STORAGE_URI": self.settings.resolved_storage_uri,
             "STRATA_API_KEYS": self.keys_json,
             "STRATA_HOME": str(self.home),
+            "STRATA_QUERY_UPSTREAMS": f"http://{self.settings.host}:{self.settings.query_port}",
         }
         s = self.settings
         self.apis = [ApiProcess(name, s.host, port, env, self.home / "logs")
                      for name, port in (("planner-api", s.planner_port), ("indexer-api", s.indexer_port),
-                                        ("query-api", s.query_port))]
+                                        ("query-api", s.query_port), ("proxy", s.proxy_port))]
         for api in self.apis:
             api.start()
         for api in self.apis:
