@@ -8,6 +8,7 @@ from sqlalchemy import inspect
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from strata_shared.metastore import migrate
+from strata_shared.metastore import compaction_models  # noqa: F401 - registers the compaction tables
 from strata_shared.metastore.models import Base
 
 
@@ -40,7 +41,8 @@ async def _model_drift(url: str) -> list:
 def test_upgrade_to_head_then_downgrade_to_base(pg_databases):
     url = pg_databases.create("strata_migrations")
     migrate.upgrade(url)
-    assert {"indexes", "splits", "split_column_stats", "alembic_version"} <= asyncio.run(_tables(url))
+    assert {"indexes", "splits", "split_column_stats", "compaction_jobs", "compaction_job_inputs",
+            "compaction_windows", "alembic_version"} <= asyncio.run(_tables(url))
     # The models and the migrations describe the same schema.
     assert asyncio.run(_model_drift(url)) == []
     migrate.downgrade(url, "base")

@@ -1,4 +1,5 @@
-"""planner-api: Merge planning, compaction scheduling and the timeline (compaction lands with its issue)."""
+"""planner-api: merge planning, the compaction scheduler and its worker protocol, the window timeline, the
+embedded compaction runner and the garbage collector."""
 
 from __future__ import annotations
 
@@ -6,13 +7,27 @@ from fastapi import FastAPI
 
 from strata_shared.config import Settings
 from strata_shared.web.app import build_app
+from strata_planner.compaction.background import start_background, stop_background
+from strata_planner.compaction.clock import Clock
+from strata_planner.compaction.router import router as compaction_router
 
 
-def create_app(settings: Settings) -> FastAPI:
+def create_app(settings: Settings, *, background: bool = True, clock: Clock | None = None) -> FastAPI:
+    """`background=False` leaves out the runner, the GC and metrics refresh (tests drive them by hand);
+    `clock` replaces the system clock of leases and planning (tests move time by hand)."""
+
+    async def install_clock(app: FastAPI) -> None:
+        if clock is not None:
+            app.state.strata.extras["clock"] = clock
+
+    startup = [install_clock, *([start_background] if background else [])]
     return build_app(
         settings,
         service="planner-api",
         title="Strata planner-api",
-        description="Merge planning, compaction scheduling and the timeline (compaction lands with its issue).",
-        routers=[],
+        description="Time-windowed sorted compaction: planning, leased jobs with fencing tokens, the worker "
+                    "protocol, status and the window timeline.",
+        routers=[compaction_router],
+        on_startup=startup,
+        on_shutdown=[stop_background] if background else [],
     )

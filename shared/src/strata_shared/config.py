@@ -47,6 +47,17 @@ class Settings(BaseSettings):
     max_register_batch: int = 5_000
     readiness_timeout_secs: float = 3.0
 
+    # Compaction scheduling (after Pyroscope's compaction service).
+    compaction_lease_secs: float = 15.0
+    compaction_max_failures: int = 3
+    compaction_queue_bound: int = 10_000
+    # Merge slots of the runner inside planner-api; 0 turns it off (run `strata worker` elsewhere).
+    compaction_worker_slots: int = 1
+    compaction_poll_interval_secs: float = 2.0
+    # Inputs of a merge stay readable this long after it publishes, so queries planned before it finish.
+    gc_grace_secs: int = 600
+    gc_interval_secs: float = 30.0
+
     spark_master: str = "local[2]"
     spark_driver_memory: str = "2g"
 

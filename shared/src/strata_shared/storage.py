@@ -76,6 +76,16 @@ class ObjectStore:
         except FileNotFoundError:
             pass
 
+    def list_files_with_mtime(self, prefix: str = "") -> list[tuple[str, float]]:
+        """(uri, modification time in epoch seconds) of every file under `prefix`."""
+        base = self.resolve(prefix) if prefix else self.root_path
+        selector = pafs.FileSelector(base, recursive=True, allow_not_found=True)
+        return sorted(
+            (self.uri_for(posixpath.relpath(i.path, self.root_path)), i.mtime.timestamp() if i.mtime else 0.0)
+            for i in self.fs.get_file_info(selector)
+            if i.type == pafs.FileType.File
+        )
+
     def list_files(self, prefix: str = "") -> list[str]:
         base = self.resolve(prefix) if prefix else self.root_path
         selector = pafs.FileSelector(base, recursive=True, allow_not_found=True)

@@ -1,8 +1,8 @@
 """A Spark Connect server started from the `pyspark` package, for the local stack and the tests.
 
-The JVM is the one thing that can outlive us and keep a CI job hanging, so it is started in its own process
-group (stop() can kill it with everything it forked) and with PR_SET_PDEATHSIG (the kernel kills it if we die,
-even from SIGKILL, when no cleanup code of ours runs).
+The JVM is the one thing that can outlive us and keep a CI job hanging, so it is started as the leader of a
+new session (stop() can find and kill everything it forked) and with PR_SET_PDEATHSIG (the kernel kills it if
+we die, even from SIGKILL, when no cleanup code of ours runs).
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from types import TracebackType
 
 import pyspark
 
@@ -43,19 +42,21 @@ def free_port(host: str = "127.0.0.1") -> int:
         return sock.getsockname()[1]
 
 
-def _proc_state(pid: int) -> tuple[str, int] | None:
-    """(state letter, process group) of a live pid from /proc, or None when it does not exist."""
+def _proc_state(pid: int) -> tuple[str, int, int] | None:
+    """(state letter, process group, session) of a pid from /proc, or None when it does not exist."""
     try:
         raw = Path(f"/proc/{pid}/stat").read_text()
     except (FileNotFoundError, ProcessLookupError):
         return None
     # The command name is in parentheses and may itself contain spaces or ')'.
     fields = raw[raw.rfind(")") + 2 :].split()
-    return fields[0], int(fields[2])
+    return fields[0], int(fields[2]), int(fields[3])
 
 
 def pid_alive(pid: int) -> bool:
     """Whether `pid` is a running process; a zombie waiting to be reaped counts as dead."""
+    if pid <= 0:  # os.kill(-1, 0) would probe every process we may signal
+        return False
     if sys.platform.startswith("linux"):
         state = _proc_state(pid)
         return state is not None and state[0] not in ("Z", "X")
@@ -68,15 +69,19 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
-def group_members(pgid: int) -> list[int]:
-    """Live (non-zombie) pids in process group `pgid` (Linux: scans /proc)."""
-    members = []
+def session_members(sid: int) -> dict[int, int]:
+    """Live (non-zombie) processes of session `sid` as {pid: pgid} (Linux: scans /proc).
+
+    The server is started as a session leader, so its session is everything it ever forked, including
+    pyspark's worker daemon, which moves itself into a process group of its own.
+    """
+    members = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         state = _proc_state(int(entry.name))
-        if state is not None and state[1] == pgid and state[0] not in ("Z", "X"):
-            members.append(int(entry.name))
+        if state is not None and state[2] == sid and state[0] not in ("Z", "X"):
+            members[int(entry.name)] = state[1]
     return members
 
 
@@ -108,13 +113,12 @@ class _Spawner:
     """
 
     _lock = threading.Lock()
-    _jobs: queue.SimpleQueue[tuple[Callable[[], subprocess.Popen[bytes]], concurrent.futures.Future]] = (
-        queue.SimpleQueue()
-    )
+    _jobs: queue.SimpleQueue = queue.SimpleQueue()
     _thread: threading.Thread | None = None
 
     @classmethod
     def spawn(cls, start: Callable[[], subprocess.Popen[bytes]]) -> subprocess.Popen[bytes]:
+        """Run `start` (which calls Popen) on the spawner thread and return its result."""
         with cls._lock:
             if cls._thread is None:
                 cls._thread = threading.Thread(target=cls._run, name="strata-spawner", daemon=True)
@@ -129,7 +133,7 @@ class _Spawner:
             start, future = cls._jobs.get()
             try:
                 future.set_result(start())
-            except BaseException as exc:  # noqa: B036 - handed back to the caller, who re-raises it
+            except BaseException as exc:  # handed back to the caller, who re-raises it
                 future.set_exception(exc)
 
 
@@ -312,12 +316,12 @@ class LocalSparkConnectServer:
             time.sleep(0.5)
 
     def stop(self, timeout: float = 15.0) -> None:
-        """SIGTERM the server's process group, SIGKILL it after `timeout` seconds; safe to call twice."""
+        """SIGTERM the server, SIGKILL it after `timeout` s, then kill all it forked; safe to call twice."""
         with self._lock:
             proc = self._proc
             if proc is None:
                 return
-            pgid = proc.pid  # start_new_session made the JVM its group leader
+            pgid = proc.pid  # start_new_session made the JVM its session and group leader
             if proc.poll() is None:
                 _signal_group(pgid, signal.SIGTERM)
                 try:
@@ -326,11 +330,13 @@ class LocalSparkConnectServer:
                     log.warning("spark connect server %s ignored SIGTERM for %.0fs; killing", pgid, timeout)
                     _signal_group(pgid, signal.SIGKILL)
                     proc.wait()
-            # Python workers forked by the JVM may linger after it exits; nothing in the group may survive.
+            # Python workers forked by the JVM may linger after it exits; nothing it started may survive.
             _signal_group(pgid, signal.SIGKILL)
             if sys.platform.startswith("linux"):
                 end = time.monotonic() + 5.0
-                while group_members(pgid) and time.monotonic() < end:
+                while (left := session_members(pgid)) and time.monotonic() < end:
+                    for group in set(left.values()):
+                        _signal_group(group, signal.SIGKILL)
                     time.sleep(0.05)
             # Forget the process: a later stop() must not signal a pgid the kernel may have handed out again.
             self._proc = None
@@ -344,9 +350,7 @@ class LocalSparkConnectServer:
             raise
         return self
 
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.stop()
 
 

@@ -65,6 +65,7 @@ class SplitMetadata:
     num_merge_ops: int = 0
     generation: int = 0
     root_split_ids: list[str] = field(default_factory=list)
+    parent_split_ids: list[str] = field(default_factory=list)
     state: SplitState = SplitState.STAGED
 
     @property

@@ -88,6 +88,8 @@ class SplitRow(Base):
     num_merge_ops: Mapped[int] = mapped_column(Integer, default=0)
     generation: Mapped[int] = mapped_column(Integer, default=0)
     root_split_ids: Mapped[list[str]] = mapped_column(ARRAY(String(26)), default=list)
+    # Direct lineage: the splits a merge consumed to produce this one (empty for ingested splits).
+    parent_split_ids: Mapped[list[str]] = mapped_column(ARRAY(String(26)), default=list, server_default="{}")
     state: Mapped[SplitState] = mapped_column(split_state_enum)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())

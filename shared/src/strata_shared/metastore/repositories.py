@@ -9,10 +9,13 @@ from decimal import Decimal
 from typing import Any
 
 from sqlalchemy import and_, delete, func, insert, or_, select, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from strata_shared.domain.column_stats import ColumnStats
 from strata_shared.domain.split import RowGroupSpan, SplitMetadata, SplitState
+from strata_shared.errors import NotFound
+from strata_shared.metastore.compaction_models import CompactionWindowRow
 from strata_shared.metastore.models import IndexRow, SplitColumnStatsRow, SplitRow
 
 
@@ -48,6 +51,13 @@ class IndexRepository:
         await self.session.flush()
 
 
+async def load_live_index(session: AsyncSession, index_id: str, *, for_update: bool = False) -> IndexRow:
+    row = await IndexRepository(session).get_live(index_id, for_update=for_update)
+    if row is None:
+        raise NotFound(f"index {index_id!r} does not exist")
+    return row
+
+
 @dataclass(frozen=True, slots=True)
 class SplitFilter:
     index_uid: str
@@ -70,6 +80,8 @@ class SplitRepository:
         stats_rows = [_stats_values(s.split_id, st) for s in splits for st in s.column_stats.values()]
         if stats_rows:
             await self.session.execute(insert(SplitColumnStatsRow), stats_rows)
+        await mark_windows_changed(self.session, {(s.index_uid, s.window_duration_secs, s.window_start)
+                                                  for s in splits if s.state == SplitState.PUBLISHED})
 
     async def get_many(self, split_ids: Sequence[str]) -> dict[str, SplitMetadata]:
         if not split_ids:
@@ -92,8 +104,11 @@ class SplitRepository:
             update(SplitRow)
             .where(SplitRow.split_id.in_(split_ids), SplitRow.state == SplitState.STAGED)
             .values(state=SplitState.PUBLISHED, published_at=now, updated_at=now)
+            .returning(SplitRow.index_uid, SplitRow.window_duration_secs, SplitRow.window_start)
         )
-        return result.rowcount
+        moved = result.all()
+        await mark_windows_changed(self.session, {tuple(row) for row in moved})
+        return len(moved)
 
     async def delete_staged(self, split_ids: Sequence[str]) -> None:
         await self.session.execute(
@@ -167,6 +182,7 @@ def _split_values(split: SplitMetadata, now: datetime) -> dict[str, Any]:
         "num_merge_ops": split.num_merge_ops,
         "generation": split.generation,
         "root_split_ids": list(split.root_split_ids),
+        "parent_split_ids": list(split.parent_split_ids),
         "state": split.state,
         "created_at": now,
         "updated_at": now,
@@ -228,5 +244,22 @@ def _to_metadata(row: SplitRow, stats: dict[str, ColumnStats]) -> SplitMetadata:
         num_merge_ops=row.num_merge_ops,
         generation=row.generation,
         root_split_ids=list(row.root_split_ids or []),
+        parent_split_ids=list(row.parent_split_ids or []),
         state=SplitState(row.state),
     )
+
+
+async def mark_windows_changed(session: AsyncSession, windows: set[tuple[str, int, int]]) -> None:
+    """Flag (index_uid, window_duration_secs, window_start) windows for the next incremental planner pass."""
+    if not windows:
+        return
+    now = utcnow()
+    rows = [{"index_uid": i, "window_duration_secs": d, "window_start": w, "dirty": True, "final_planned": False,
+             "changed_at": now} for i, d, w in sorted(windows)]
+    stmt = pg_insert(CompactionWindowRow).values(rows)
+    # A window that gains a split needs planning again, including a new final merge if it had one.
+    stmt = stmt.on_conflict_do_update(
+        index_elements=["index_uid", "window_duration_secs", "window_start"],
+        set_={"dirty": True, "final_planned": False, "changed_at": now},
+    )
+    await session.execute(stmt)

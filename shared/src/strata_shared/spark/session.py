@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import socket
 import threading
 import time
 import urllib.parse
 
+from pyspark.sql.connect.client.retries import DefaultPolicy
 from pyspark.sql.connect.session import SparkSession
 
 _DEFAULT_PORT = 15002
+_STOP_TIMEOUT = 5.0
 
 
 def parse_remote(remote: str) -> tuple[str, int]:
@@ -54,23 +57,27 @@ class SparkSessionFactory:
                 self._session = SparkSession.builder.remote(self.remote).create()
             return self._session
 
-    def reset(self) -> None:
-        """Drop the current session so the next session() call opens a new one (after a server restart)."""
-        with self._lock:
-            session, self._session = self._session, None
-        if session is not None:
-            session.stop()
-
-    def close(self) -> None:
-        """Stop the client session; later session() calls raise. Safe to call more than once."""
+    def close(self, timeout: float = _STOP_TIMEOUT) -> None:
+        """Stop the client session, waiting at most `timeout` s; later session() calls raise. Idempotent."""
         with self._lock:
             self._closed = True
             session, self._session = self._session, None
         if session is not None:
-            session.stop()
+            _stop_quietly(session, self.host, self.port, timeout)
+
+    def _probe_once(self) -> str:
+        """One real round trip to the server; returns the server's Spark version."""
+        session = self.session()
+        try:
+            return _round_trip(session)
+        except Exception:
+            if not session.is_stopped:
+                raise
+        # A restarted server makes the client close its session; session() opens a fresh one.
+        return _round_trip(self.session())
 
     def _start_probe(self) -> concurrent.futures.Future[str]:
-        """Run `session.version` in a daemon thread; at most one probe is in flight per factory."""
+        """Run _probe_once() in a daemon thread; at most one probe is in flight per factory."""
         with self._lock:
             if self._probe is not None and not self._probe.done():
                 return self._probe
@@ -81,7 +88,7 @@ class SparkSessionFactory:
 
         def run() -> None:
             try:
-                future.set_result(self.session().version)
+                future.set_result(self._probe_once())
             except BaseException as exc:  # handed to whoever awaits the probe
                 future.set_exception(exc)
 
@@ -108,20 +115,48 @@ class SparkSessionFactory:
         except TimeoutError:
             return False, f"spark connect {self.host}:{self.port}: connect timed out after {timeout:g}s"
         except OSError as exc:
-            return False, f"spark connect {self.host}:{self.port} unreachable: {exc.strerror or exc}"
+            reason = "connection refused" if isinstance(exc, ConnectionRefusedError) else str(exc)
+            return False, f"spark connect {self.host}:{self.port} unreachable: {reason}"
         remaining = max(0.0, timeout - (time.monotonic() - start))
-        probe = self._start_probe()
+        probe = asyncio.wrap_future(self._start_probe())
+        # After a timeout nobody awaits the probe any more; mark its outcome as seen, or asyncio logs
+        # "exception was never retrieved" from a finalizer when the probe fails later.
+        probe.add_done_callback(lambda done: done.cancelled() or done.exception())
         try:
             async with asyncio.timeout(remaining):
-                version = await asyncio.shield(asyncio.wrap_future(probe))
+                version = await asyncio.shield(probe)
         except TimeoutError:
             return False, f"spark connect {self.remote}: no answer within {timeout:g}s"
         except Exception as exc:
-            if "INVALID_HANDLE" in str(exc):
-                # The server restarted and forgot our session; the next call should open a fresh one.
-                self.reset()
             return False, f"spark connect {self.remote}: {type(exc).__name__}: {_first_line(exc)}"
         return True, f"spark {version} at {self.remote}"
+
+
+def _round_trip(session: SparkSession) -> str:
+    # Not `session.version` alone: pyspark caches it per session (functools.cached_property), so from the
+    # second call on it would answer without asking the server. A Config RPC is as cheap, always travels,
+    # and notices a restarted server that no longer knows our session.
+    session.conf.get("spark.sql.shuffle.partitions")
+    return session.version
+
+
+def _stop_quietly(session: SparkSession, host: str, port: int, timeout: float = _STOP_TIMEOUT) -> None:
+    """Stop a client session without letting a dead or hung server stall the caller."""
+    try:
+        socket.create_connection((host, port), timeout=0.5).close()
+    except OSError:
+        # Nobody to release the server-side session with; skip the RPC and its retry warnings.
+        session.release_session_on_close = False
+    # stop() sends ReleaseSession through the client's retry policy, which keeps retrying an unreachable
+    # server for ~10 minutes; shutdown paths must not wait on that.
+    session.client.set_retry_policies([DefaultPolicy(max_retries=1, initial_backoff=50, max_backoff=200)])
+    # And a server that accepts the connection but never answers would block stop() with no deadline at all.
+    stopper = threading.Thread(target=session.stop, name="spark-session-stop", daemon=True)
+    stopper.start()
+    stopper.join(timeout)
+    if stopper.is_alive():
+        # Closing the channel cancels the hanging ReleaseSession (and any probe stuck on this session).
+        session.client.close()
 
 
 def _first_line(exc: BaseException) -> str:

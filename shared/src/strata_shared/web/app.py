@@ -20,7 +20,8 @@ from strata_shared.web.metrics import install_metrics
 from strata_shared.web.problems import install_problem_handlers
 from strata_shared.web.state import AppState
 
-StartupHook = Callable[[AppState], Awaitable[None]]
+# Hooks receive the app (its state is app.state.strata): some start in-process clients of the app itself.
+StartupHook = Callable[[FastAPI], Awaitable[None]]
 
 
 def _operation_id(route: APIRoute) -> str:
@@ -57,11 +58,11 @@ def build_app(
         app.state.strata = state
         try:
             for hook in on_startup:
-                await hook(state)
+                await hook(app)
             yield
         finally:
             for hook in on_shutdown:
-                await hook(state)
+                await hook(app)
             if state.spark is not None:
                 state.spark.close()
             await engine.dispose()

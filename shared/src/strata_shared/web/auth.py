@@ -67,6 +67,12 @@ class ApiKeyRegistry:
             entries[_digest(key)] = Principal(key_id, scopes, tenant)
         return cls(entries)
 
+    def add_internal_key(self, scopes: frozenset[Scope]) -> str:
+        """A random key held only in this process's memory, for in-process clients (the embedded runner)."""
+        key = f"strata_internal_{secrets.token_urlsafe(32)}"
+        self._entries[_digest(key)] = Principal("internal", scopes, None)
+        return key
+
     def authenticate(self, key: str | None) -> Principal:
         if not key:
             raise Unauthorized("no API key: send 'Authorization: Bearer <key>' or 'X-API-Key: <key>'",

@@ -1,0 +1,1 @@
+"""Compaction: planning, the job scheduler and its poll protocol, status, and the runner."""

@@ -1,0 +1,72 @@
+"""The garbage collector: deletes the files of splits marked for deletion once the grace period has passed (so
+queries planned before a merge published still finish), then their rows; and removes merge outputs that were
+never published (stale or failed attempts) once they are older than the grace period."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import posixpath
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import delete, select
+
+from strata_shared.domain.split import SplitState
+from strata_shared.metastore.models import IndexRow, SplitRow
+from strata_shared.web.state import AppState
+
+log = logging.getLogger("strata.gc")
+BATCH = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class GcReport:
+    splits_deleted: int
+    orphans_deleted: int
+
+
+async def collect_garbage(state: AppState, now: datetime) -> GcReport:
+    grace = timedelta(seconds=state.settings.gc_grace_secs)
+    deleted = 0
+    while True:
+        async with state.sessions() as session:
+            rows = (await session.execute(
+                select(SplitRow.split_id, SplitRow.uri)
+                .where(SplitRow.state == SplitState.MARKED_FOR_DELETION,
+                       SplitRow.marked_for_deletion_at <= now - grace)
+                .order_by(SplitRow.split_id).limit(BATCH).with_for_update(skip_locked=True))).all()
+            if not rows:
+                break
+            for _, uri in rows:
+                await asyncio.to_thread(state.storage.delete, uri)
+            # Files first, rows after: a crash in between leaves rows whose files are already gone, and the
+            # next pass deletes them again (deleting a missing file is a no-op).
+            await session.execute(delete(SplitRow).where(SplitRow.split_id.in_([r.split_id for r in rows])))
+            await session.commit()
+            deleted += len(rows)
+    orphans = await _delete_unpublished_merge_outputs(state, now - grace)
+    if deleted or orphans:
+        log.info("gc: deleted %d splits past their grace period, %d unpublished merge outputs", deleted, orphans)
+    return GcReport(deleted, orphans)
+
+
+async def _delete_unpublished_merge_outputs(state: AppState, older_than: datetime) -> int:
+    async with state.sessions() as session:
+        indexes = (await session.execute(select(IndexRow.index_id, IndexRow.incarnation))).all()
+    removed = 0
+    for index_id, incarnation in indexes:
+        prefix = f"indexes/{index_id}/{incarnation}/merges"
+        files = await asyncio.to_thread(state.storage.list_files_with_mtime, prefix)
+        stale = [(uri, posixpath.basename(uri).split(".")[0]) for uri, mtime in files
+                 if mtime <= older_than.timestamp()]
+        if not stale:
+            continue
+        async with state.sessions() as session:
+            known = set((await session.execute(
+                select(SplitRow.split_id).where(SplitRow.split_id.in_([s for _, s in stale])))).scalars().all())
+        for uri, split_id in stale:
+            if split_id not in known:
+                await asyncio.to_thread(state.storage.delete, uri)
+                removed += 1
+    return removed

@@ -1,0 +1,109 @@
+"""ORM models of compaction: jobs, their claimed inputs, and per-window planning state."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    DateTime,
+    Double,
+    Enum,
+    ForeignKey,
+    Index,
+    Integer,
+    Sequence,
+    String,
+    Text,
+    func,
+    text,
+)
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB
+from sqlalchemy.orm import Mapped, mapped_column
+
+from strata_shared.domain.jobs import JobStatus
+from strata_shared.metastore.models import Base
+
+job_status_enum = Enum(JobStatus, name="job_status", values_callable=lambda e: [m.value for m in e])
+# Fencing tokens: one database sequence, so every assignment's token is larger than every earlier one.
+fencing_token_seq = Sequence("compaction_fencing_token_seq", metadata=Base.metadata)
+
+
+class CompactionJobRow(Base):
+    __tablename__ = "compaction_jobs"
+
+    job_id: Mapped[str] = mapped_column(String(26), primary_key=True)
+    index_uid: Mapped[str] = mapped_column(ForeignKey("indexes.index_uid", ondelete="CASCADE"))
+    source_id: Mapped[str] = mapped_column(String(128))
+    partition_id: Mapped[str] = mapped_column(String(128))
+    doc_mapping_uid: Mapped[str] = mapped_column(String(32))
+    sort_schema: Mapped[str] = mapped_column(Text)
+    window_duration_secs: Mapped[int] = mapped_column(Integer)
+    window_start: Mapped[int] = mapped_column(BigInteger)
+    kind: Mapped[str] = mapped_column(String(16))
+    level: Mapped[int] = mapped_column(Integer)
+    status: Mapped[JobStatus] = mapped_column(job_status_enum)
+    fencing_token: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    worker_id: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    lease_expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    failures: Mapped[int] = mapped_column(Integer, default=0)
+    last_error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    # [{at, fencing_token, worker_id, reason}], newest last.
+    failure_log: Mapped[list[dict[str, Any]]] = mapped_column(JSONB, default=list)
+    stage: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    progress: Mapped[float] = mapped_column(Double, default=0.0)
+    spark_operation_tag: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    # Kept on the job for its history: input split rows are deleted by the garbage collector after the grace.
+    input_split_ids: Mapped[list[str]] = mapped_column(ARRAY(String(26)), default=list)
+    input_rows: Mapped[int] = mapped_column(BigInteger)
+    input_bytes: Mapped[int] = mapped_column(BigInteger)
+    output_split_ids: Mapped[list[str]] = mapped_column(ARRAY(String(26)), default=list)
+    output_bytes: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    first_assigned_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    assigned_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+    __table_args__ = (
+        # The scheduler's queue: unassigned jobs in priority order, and in-progress jobs by lease expiry.
+        Index("ix_compaction_jobs_queue", "status", "level", "failures", "lease_expires_at"),
+        Index("ix_compaction_jobs_index_window", "index_uid", "window_start"),
+    )
+
+
+class CompactionJobInputRow(Base):
+    """A job's claim on one input split. `live` is true while the job is unassigned or in progress."""
+
+    __tablename__ = "compaction_job_inputs"
+
+    job_id: Mapped[str] = mapped_column(ForeignKey("compaction_jobs.job_id", ondelete="CASCADE"), primary_key=True)
+    split_id: Mapped[str] = mapped_column(ForeignKey("splits.split_id", ondelete="CASCADE"), primary_key=True)
+    live: Mapped[bool] = mapped_column(Boolean)
+
+    __table_args__ = (
+        # A split is in at most one live job: the database refuses a second claim, whatever the planner thought.
+        Index("uq_compaction_job_inputs_live_split", "split_id", unique=True, postgresql_where=text("live")),
+    )
+
+
+class CompactionWindowRow(Base):
+    """Planning state of one window of one index: the planner looks only at dirty or newly closed windows."""
+
+    __tablename__ = "compaction_windows"
+
+    index_uid: Mapped[str] = mapped_column(ForeignKey("indexes.index_uid", ondelete="CASCADE"), primary_key=True)
+    window_duration_secs: Mapped[int] = mapped_column(Integer, primary_key=True)
+    window_start: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    # Set when a split lands in the window or a job over it ends; cleared by a planner pass.
+    dirty: Mapped[bool] = mapped_column(Boolean, default=True)
+    final_planned: Mapped[bool] = mapped_column(Boolean, default=False)
+    changed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    planned_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    last_compacted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+    __table_args__ = (
+        Index("ix_compaction_windows_dirty", "index_uid", postgresql_where=text("dirty")),
+    )

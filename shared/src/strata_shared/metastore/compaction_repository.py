@@ -1,0 +1,278 @@
+"""All SQL of compaction jobs. Every worker write is conditional on its fencing token
+(`WHERE job_id = :id AND fencing_token = :token AND status = 'in_progress'`): zero rows means a stale worker.
+
+A job's claim on its inputs (`compaction_job_inputs.live`) is held while the job is unassigned, in progress or
+excluded, and released when it succeeds or is cancelled; a partial unique index lets a split be claimed once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import and_, func, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+from ulid import ULID
+
+from strata_shared.domain.jobs import JobStatus, check_transition, status_after_failure
+from strata_shared.domain.merge_policy import MergeOperation
+from strata_shared.domain.split import SplitMetadata, SplitState
+from strata_shared.metastore.compaction_models import (
+    CompactionJobInputRow,
+    CompactionJobRow,
+    CompactionWindowRow,
+    fencing_token_seq,
+)
+from strata_shared.metastore.models import SplitRow
+from strata_shared.metastore.repositories import SplitRepository, mark_windows_changed
+
+
+class StaleToken(Exception):
+    """The job is no longer this worker's: reassigned (larger token), cancelled, or finished."""
+
+
+class PublishConflict(Exception):
+    """An input split is no longer published: the merge must not publish."""
+
+
+@dataclass(frozen=True, slots=True)
+class JobFilter:
+    index_uid: str | None = None
+    statuses: tuple[JobStatus, ...] = ()
+    window_start_gte: int | None = None
+    window_start_lt: int | None = None
+
+
+class CompactionRepository:
+    def __init__(self, session: AsyncSession) -> None:
+        self.session = session
+
+    # --- creation -------------------------------------------------------------------------------------------
+
+    async def create_job(self, op: MergeOperation, now: datetime) -> str | None:
+        """Insert a job claiming its inputs; None when another job claimed one of them first (nothing written)."""
+        job_id = str(ULID())
+        scope = op.scope
+        try:
+            async with self.session.begin_nested():
+                self.session.add(CompactionJobRow(
+                    job_id=job_id, index_uid=scope.index_uid, source_id=scope.source_id,
+                    partition_id=scope.partition_id, doc_mapping_uid=scope.doc_mapping_uid,
+                    sort_schema=scope.sort_schema, window_duration_secs=scope.window_duration_secs,
+                    window_start=op.window_start, kind=str(op.kind), level=op.level, status=JobStatus.UNASSIGNED,
+                    failures=0, failure_log=[], progress=0.0, input_split_ids=list(op.split_ids),
+                    input_rows=op.num_rows, input_bytes=op.size_bytes,
+                    output_split_ids=[], created_at=now, updated_at=now,
+                ))
+                await self.session.flush()
+                self.session.add_all([CompactionJobInputRow(job_id=job_id, split_id=s, live=True)
+                                      for s in op.split_ids])
+                await self.session.flush()
+        except IntegrityError:
+            return None
+        return job_id
+
+    # --- queue ----------------------------------------------------------------------------------------------
+
+    async def count_by_status(self) -> dict[JobStatus, int]:
+        rows = await self.session.execute(
+            select(CompactionJobRow.status, func.count()).group_by(CompactionJobRow.status))
+        return {JobStatus(s): n for s, n in rows.all()}
+
+    async def expire_leases(self, now: datetime, max_failures: int) -> list[str]:
+        """Revoke every expired lease: a failure each, then back to the queue or excluded at the threshold."""
+        rows = (await self.session.execute(
+            select(CompactionJobRow)
+            .where(CompactionJobRow.status == JobStatus.IN_PROGRESS, CompactionJobRow.lease_expires_at <= now)
+            .with_for_update(skip_locked=True)
+        )).scalars().all()
+        for job in rows:
+            self._record_failure(job, f"lease expired (worker {job.worker_id} stopped reporting)", now,
+                                 max_failures)
+        await self.session.flush()
+        return [job.job_id for job in rows]
+
+    async def assign(self, worker_id: str, capacity: int, now: datetime, lease: timedelta) -> list[CompactionJobRow]:
+        """Hand the highest-priority unassigned jobs to a worker, each with a new lease and a larger token."""
+        if capacity <= 0:
+            return []
+        jobs = (await self.session.execute(
+            select(CompactionJobRow)
+            .where(CompactionJobRow.status == JobStatus.UNASSIGNED)
+            .order_by(CompactionJobRow.level, CompactionJobRow.failures,
+                      CompactionJobRow.lease_expires_at.asc().nulls_first(), CompactionJobRow.job_id)
+            .limit(capacity)
+            .with_for_update(skip_locked=True)
+        )).scalars().all()
+        for job in jobs:
+            check_transition(job.status, JobStatus.IN_PROGRESS)
+            job.fencing_token = await self.session.scalar(fencing_token_seq.next_value())
+            job.status = JobStatus.IN_PROGRESS
+            job.worker_id = worker_id
+            job.lease_expires_at = now + lease
+            job.assigned_at = now
+            job.first_assigned_at = job.first_assigned_at or now
+            job.stage = "assigned"
+            job.progress = 0.0
+            job.updated_at = now
+        await self.session.flush()
+        return list(jobs)
+
+    # --- worker writes (fenced) -----------------------------------------------------------------------------
+
+    async def _fenced(self, job_id: str, token: int) -> CompactionJobRow:
+        job = (await self.session.execute(
+            select(CompactionJobRow).where(CompactionJobRow.job_id == job_id).with_for_update()
+        )).scalar_one_or_none()
+        if job is None or job.fencing_token != token or job.status is not JobStatus.IN_PROGRESS:
+            raise StaleToken(_stale_reason(job, token))
+        return job
+
+    async def refresh(self, job_id: str, token: int, now: datetime, lease: timedelta, stage: str | None,
+                      progress: float | None, operation_tag: str | None) -> CompactionJobRow:
+        job = await self._fenced(job_id, token)
+        job.lease_expires_at = now + lease
+        if stage is not None:
+            job.stage = stage
+        if progress is not None:
+            job.progress = max(0.0, min(1.0, progress))
+        if operation_tag is not None:
+            job.spark_operation_tag = operation_tag
+        job.updated_at = now
+        await self.session.flush()
+        return job
+
+    async def fail(self, job_id: str, token: int, reason: str, now: datetime, max_failures: int) -> CompactionJobRow:
+        job = await self._fenced(job_id, token)
+        self._record_failure(job, reason, now, max_failures)
+        await self.session.flush()
+        return job
+
+    async def publish(self, job_id: str, token: int, outputs: Sequence[SplitMetadata], now: datetime) -> CompactionJobRow:
+        """One transaction's worth of work: outputs published, inputs marked for deletion, lineage recorded, job
+        succeeded; or nothing at all (StaleToken, PublishConflict)."""
+        job = await self._fenced(job_id, token)
+        input_ids = sorted(job.input_split_ids)
+        inputs = (await self.session.execute(
+            select(SplitRow).where(SplitRow.split_id.in_(input_ids)).order_by(SplitRow.split_id).with_for_update()
+        )).scalars().all()
+        not_published = [s.split_id for s in inputs if s.state is not SplitState.PUBLISHED]
+        if len(inputs) != len(input_ids) or not_published:
+            raise PublishConflict(f"inputs no longer published: {', '.join(not_published) or 'missing rows'}")
+        input_rows = sum(s.num_rows for s in inputs)
+        output_rows = sum(o.num_rows for o in outputs)
+        if input_rows != output_rows:
+            raise PublishConflict(f"outputs hold {output_rows} rows, inputs {input_rows} (MC-1)")
+        for output in outputs:
+            if output.window_start != job.window_start or output.index_uid != job.index_uid:
+                raise PublishConflict(f"output {output.split_id} is outside the job's window or index (TW-3)")
+
+        for output in outputs:
+            output.state = SplitState.PUBLISHED
+        await SplitRepository(self.session).insert(list(outputs))
+        await self.session.execute(
+            update(SplitRow).where(SplitRow.split_id.in_(input_ids))
+            .values(state=SplitState.MARKED_FOR_DELETION, marked_for_deletion_at=now, updated_at=now))
+        check_transition(job.status, JobStatus.SUCCESS)
+        job.status = JobStatus.SUCCESS
+        job.stage = "published"
+        job.progress = 1.0
+        job.output_split_ids = [o.split_id for o in outputs]
+        job.output_bytes = sum(o.size_bytes for o in outputs)
+        job.finished_at = now
+        job.updated_at = now
+        await self._release(job.job_id)
+        await self.session.execute(
+            update(CompactionWindowRow)
+            .where(CompactionWindowRow.index_uid == job.index_uid,
+                   CompactionWindowRow.window_duration_secs == job.window_duration_secs,
+                   CompactionWindowRow.window_start == job.window_start)
+            .values(last_compacted_at=now))
+        await self.session.flush()
+        return job
+
+    # --- operator actions -----------------------------------------------------------------------------------
+
+    async def cancel(self, job_id: str, now: datetime) -> CompactionJobRow | None:
+        job = (await self.session.execute(
+            select(CompactionJobRow).where(CompactionJobRow.job_id == job_id).with_for_update()
+        )).scalar_one_or_none()
+        if job is None:
+            return None
+        check_transition(job.status, JobStatus.CANCELLED)
+        job.status = JobStatus.CANCELLED
+        job.finished_at = now
+        job.updated_at = now
+        job.stage = "cancelled"
+        await self._release(job.job_id)
+        await mark_windows_changed(self.session, {(job.index_uid, job.window_duration_secs, job.window_start)})
+        await self.session.flush()
+        return job
+
+    # --- reads ----------------------------------------------------------------------------------------------
+
+    async def get(self, job_id: str) -> CompactionJobRow | None:
+        return await self.session.get(CompactionJobRow, job_id)
+
+    async def inputs_of(self, job_ids: Sequence[str]) -> dict[str, list[str]]:
+        rows = await self.session.execute(
+            select(CompactionJobRow.job_id, CompactionJobRow.input_split_ids)
+            .where(CompactionJobRow.job_id.in_(job_ids)))
+        return {job_id: sorted(ids) for job_id, ids in rows.all()}
+
+    async def list_page(self, flt: JobFilter, *, limit: int, after_job_id: str | None) -> Sequence[CompactionJobRow]:
+        stmt = select(CompactionJobRow)
+        if flt.index_uid is not None:
+            stmt = stmt.where(CompactionJobRow.index_uid == flt.index_uid)
+        if flt.statuses:
+            stmt = stmt.where(CompactionJobRow.status.in_(flt.statuses))
+        if flt.window_start_gte is not None:
+            stmt = stmt.where(CompactionJobRow.window_start >= flt.window_start_gte)
+        if flt.window_start_lt is not None:
+            stmt = stmt.where(CompactionJobRow.window_start < flt.window_start_lt)
+        if after_job_id is not None:
+            stmt = stmt.where(CompactionJobRow.job_id > after_job_id)
+        return (await self.session.execute(stmt.order_by(CompactionJobRow.job_id).limit(limit))).scalars().all()
+
+    async def claimed_split_ids(self, split_ids: Sequence[str]) -> set[str]:
+        if not split_ids:
+            return set()
+        rows = await self.session.execute(
+            select(CompactionJobInputRow.split_id)
+            .where(and_(CompactionJobInputRow.split_id.in_(split_ids), CompactionJobInputRow.live)))
+        return set(rows.scalars().all())
+
+    # --- internals ------------------------------------------------------------------------------------------
+
+    def _record_failure(self, job: CompactionJobRow, reason: str, now: datetime, max_failures: int) -> None:
+        target = status_after_failure(job.failures + 1, max_failures)
+        check_transition(job.status, target)
+        job.failure_log = [*job.failure_log, {"at": now.isoformat(), "fencing_token": job.fencing_token,
+                                              "worker_id": job.worker_id, "reason": reason[:2000]}]
+        job.failures += 1
+        job.last_error = reason[:2000]
+        job.status = target
+        job.worker_id = None
+        job.stage = "excluded" if target is JobStatus.EXCLUDED else "waiting_retry"
+        job.updated_at = now
+        if target is JobStatus.EXCLUDED:
+            job.finished_at = now
+
+    async def _release(self, job_id: str) -> None:
+        await self.session.execute(
+            update(CompactionJobInputRow).where(CompactionJobInputRow.job_id == job_id).values(live=False))
+
+
+def _stale_reason(job: CompactionJobRow | None, token: int) -> str:
+    if job is None:
+        return "job does not exist"
+    if job.status is not JobStatus.IN_PROGRESS:
+        return f"job is {job.status}"
+    return f"fencing token {token} is stale: the job now holds token {job.fencing_token}"
+
+
+def job_summary(job: CompactionJobRow) -> dict[str, Any]:
+    return {"job_id": job.job_id, "status": str(job.status), "fencing_token": job.fencing_token}

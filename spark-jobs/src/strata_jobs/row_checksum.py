@@ -1,0 +1,192 @@
+"""An order-independent checksum of every row of a table (MC-1/MC-2 of a merge).
+
+    row_hash(row) = splitmix64( sum over columns c of K_c * h(row[c]) )      (all arithmetic mod 2^64)
+    checksum(table) = sum over rows of row_hash(row)                         (mod 2^64)
+
+- K_c is an odd constant derived from the column *name*, so the checksum does not depend on column order and a
+  value moved to another column changes it.
+- h(value) is the value's bit pattern for fixed-width types (a column is hashed after it was cast to the merge's
+  output type, so both sides see the same bits), a hash of the bytes for strings and binaries (dictionaries are
+  hashed once and gathered by index), a position-aware hash for lists, and NULL_HASH for a null. A column a table
+  lacks counts as all-null, consistently with MC-4 (missing columns become nulls in the output).
+- The final splitmix64 per row binds a row's columns together: swapping two values of one column between rows
+  changes the sum even though each column's multiset is unchanged. The sum over rows makes the order irrelevant.
+
+This detects lost, duplicated and altered rows with overwhelming probability (it is not a cryptographic digest).
+Cost: a few numpy passes over the rows per column, no per-row Python.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+U64 = np.uint64
+NULL_HASH = U64(0x6A09E667F3BCC909)
+_GOLDEN = U64(0x9E3779B97F4A7C15)
+_M1 = U64(0xBF58476D1CE4E5B9)
+_M2 = U64(0x94D049BB133111EB)
+_LENGTH_SALT = U64(0xD6E8FEB86659FD93)
+
+
+def splitmix64(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """The splitmix64 finalizer, vectorized; `out` may be `x` itself to work in place."""
+    z = np.add(x, _GOLDEN, out=out)
+    z ^= z >> U64(30)
+    z *= _M1
+    z ^= z >> U64(27)
+    z *= _M2
+    z ^= z >> U64(31)
+    return z
+
+
+def column_constant(name: str) -> np.uint64:
+    digest = hashlib.blake2b(name.encode("utf-8"), digest_size=8).digest()
+    return U64(int.from_bytes(digest, "little") | 1)
+
+
+def _validity(chunk: pa.Array) -> np.ndarray | None:
+    if chunk.null_count == 0:
+        return None
+    return np.asarray(chunk.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _fixed_width_bits(chunk: pa.Array) -> np.ndarray | None:
+    """The values of a fixed-width primitive chunk as uint64 bit patterns (garbage under nulls)."""
+    t = chunk.type
+    if pa.types.is_boolean(t):
+        return np.asarray(pc.fill_null(chunk, False).to_numpy(zero_copy_only=False), dtype=U64)
+    if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_temporal(t)):
+        return None
+    width = t.bit_width // 8
+    if width not in (1, 2, 4, 8):
+        return None
+    buffer = chunk.buffers()[1]
+    kind = "f" if pa.types.is_floating(t) else ("u" if pa.types.is_unsigned_integer(t) else "i")
+    if kind == "f" and width == 2:
+        kind = "u"  # float16: its bit pattern is all we need
+    raw = np.frombuffer(buffer, dtype=np.dtype(f"<{kind}{width}"), count=chunk.offset + len(chunk))[chunk.offset:]
+    if kind == "f":
+        raw = raw.view(np.dtype(f"<u{width}"))
+    if width == 8:
+        return raw.view(U64)
+    # Sign-extend signed ints so an int32 value and the same int64 value hash alike (outputs are cast anyway).
+    return raw.astype(np.int64).view(U64) if kind == "i" else raw.astype(U64)
+
+
+def _segment_sums(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Sum (mod 2^64) of values[offsets[i]:offsets[i+1]] for every i; empty segments sum to 0."""
+    cumulative = np.zeros(len(values) + 1, dtype=U64)
+    np.cumsum(values, dtype=U64, out=cumulative[1:])
+    return cumulative[offsets[1:]] - cumulative[offsets[:-1]]
+
+
+def _binary_hashes(chunk: pa.Array) -> np.ndarray:
+    """Per-value hash of a string/binary chunk: every byte mixed with its position, summed, mixed with the length."""
+    t = chunk.type
+    large = pa.types.is_large_string(t) or pa.types.is_large_binary(t)
+    buffers = chunk.buffers()
+    offsets = np.frombuffer(buffers[1], dtype=np.int64 if large else np.int32,
+                            count=chunk.offset + len(chunk) + 1)[chunk.offset:].astype(np.int64)
+    first, last = int(offsets[0]), int(offsets[-1])
+    lengths = np.diff(offsets)
+    if last > first:
+        data = np.frombuffer(buffers[2], dtype=np.uint8, count=last)[first:]
+        starts = np.repeat(offsets[:-1] - first, lengths)
+        position = np.arange(last - first, dtype=np.int64) - starts
+        mixed = position.view(U64) << U64(8)
+        mixed |= data
+        splitmix64(mixed, out=mixed)
+        sums = _segment_sums(mixed, offsets - first)
+    else:
+        sums = np.zeros(len(chunk), dtype=U64)
+    sums += lengths.view(U64) * _LENGTH_SALT
+    return splitmix64(sums, out=sums)
+
+
+def _dictionary_indices(chunk: pa.DictionaryArray) -> np.ndarray:
+    """Indices of a dictionary chunk as a signed numpy array, -1 where null."""
+    indices = chunk.indices
+    index_type = chunk.type.index_type
+    kind = "i" if pa.types.is_signed_integer(index_type) else "u"
+    raw = np.frombuffer(indices.buffers()[1], dtype=np.dtype(f"<{kind}{index_type.bit_width // 8}"),
+                        count=indices.offset + len(indices))[indices.offset:]
+    if kind == "u" or raw.dtype.itemsize < 4:
+        raw = raw.astype(np.int64)
+    valid = _validity(chunk)
+    if valid is not None:
+        raw = np.where(valid, raw, -1)
+    return raw
+
+
+def value_hashes(chunk: pa.Array, scale: np.uint64 = U64(1)) -> np.ndarray:
+    """scale * h(value) for every slot of one Arrow array (h = NULL_HASH where null), as a new writable array."""
+    t = chunk.type
+    if len(chunk) == 0:
+        return np.zeros(0, dtype=U64)
+    if pa.types.is_dictionary(t):
+        # Hash the dictionary once; -1 (null) picks the NULL_HASH appended at the end.
+        table = np.append(value_hashes(chunk.dictionary), NULL_HASH)
+        table *= scale
+        return table[_dictionary_indices(chunk)]
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        hashes = _binary_hashes(chunk)
+    elif pa.types.is_list(t) or pa.types.is_large_list(t):
+        flat_offsets = np.asarray(chunk.offsets.to_numpy(zero_copy_only=False), dtype=np.int64)
+        first = int(flat_offsets[0])
+        child = chunk.values.slice(first, int(flat_offsets[-1]) - first)
+        child_hashes = value_hashes(child)
+        relative = flat_offsets - first
+        lengths = np.diff(relative)
+        position = np.arange(len(child), dtype=np.int64) - np.repeat(relative[:-1], lengths)
+        child_hashes = child_hashes + position.view(U64) * _GOLDEN
+        splitmix64(child_hashes, out=child_hashes)
+        hashes = _segment_sums(child_hashes, relative)
+        hashes += lengths.view(U64) * _LENGTH_SALT
+        splitmix64(hashes, out=hashes)
+    else:
+        bits = _fixed_width_bits(chunk)
+        if bits is None:  # any other type: slow but exact, through Python values
+            hashes = np.array([int.from_bytes(hashlib.blake2b(repr(v).encode(), digest_size=8).digest(), "little")
+                               for v in chunk.to_pylist()], dtype=U64)
+        else:
+            hashes = bits if bits.flags.owndata and bits.flags.writeable else bits.copy()
+    valid = _validity(chunk)
+    if valid is not None:
+        hashes = np.where(valid, hashes, NULL_HASH)
+    hashes *= scale
+    return hashes
+
+
+def table_checksum(table: pa.Table, columns: list[str] | None = None) -> int:
+    """Order-independent checksum of `table`'s rows over `columns` (default: its own); a listed column the table
+    lacks counts as null in every row."""
+    names = table.column_names if columns is None else columns
+    rows = table.num_rows
+    if rows == 0:
+        return 0
+    acc = np.zeros(rows, dtype=U64)
+    missing = 0
+    for name in names:
+        constant = column_constant(name)
+        if name not in table.column_names:
+            missing = (missing + int(constant) * int(NULL_HASH)) % (1 << 64)
+            continue
+        start = 0
+        for chunk in table.column(name).chunks:
+            n = len(chunk)
+            if n:
+                acc[start:start + n] += value_hashes(chunk, constant)
+            start += n
+    if missing:
+        acc += U64(missing)
+    splitmix64(acc, out=acc)
+    return int(acc.sum(dtype=U64))
+
+
+def combine(*checksums: int) -> int:
+    """Checksum of the union of row sets whose checksums are given."""
+    return sum(checksums) % (1 << 64)

@@ -1,0 +1,171 @@
+"""The scheduler through its HTTP protocol on real PostgreSQL, with a manual clock: planning (dry run and
+trigger), claims (a split in at most one live job), leases and fencing tokens, expiry and reassignment, stale
+writes refused, the failure threshold, cancellation, and capacity-proportional planning."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import create_async_engine
+
+from tests.helpers import db_snapshot
+from tests.planner.compaction_helpers import create_index, ingest_split, open_window, poll
+
+pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("isolated_compaction")]
+
+
+async def _index_with_splits(indexer, keys, n: int, rows: int = 20) -> tuple[str, int, list[str]]:
+    index_id = await create_index(indexer, keys)
+    window = open_window()
+    split_ids = [await ingest_split(indexer, keys, index_id, window, rows, seed=i) for i in range(n)]
+    return index_id, window, split_ids
+
+
+async def test_plan_is_a_dry_run_with_reasons(indexer, planner, keys, database_url):
+    index_id, window, split_ids = await _index_with_splits(indexer, keys, 5)
+    before = await db_snapshot(database_url)
+    response = await planner.post(f"/v1/indexes/{index_id}/compaction/plan", json={},
+                                  headers=keys.header(keys.admin))
+    assert response.status_code == 200, response.text
+    plan = response.json()
+    assert plan["dry_run"] is True and plan["created_job_ids"] == []
+    [op] = plan["operations"]
+    assert op["window_start"] == window and len(op["split_ids"]) == 4 and op["kind"] == "level"
+    [left] = set(split_ids) - set(op["split_ids"])
+    assert plan["skipped"] == {left: "level_below_merge_factor"}
+    assert await db_snapshot(database_url) == before
+
+    final = (await planner.post(f"/v1/indexes/{index_id}/compaction/plan", json={"final": True},
+                                headers=keys.header(keys.admin))).json()
+    [final_op] = final["operations"]
+    assert final_op["kind"] == "final" and len(final_op["split_ids"]) == 4  # max_merge_factor bounds fan-in
+    assert list(final["skipped"].values()) == ["alone_in_window"]
+
+
+async def test_trigger_claims_each_split_once(indexer, planner, keys, database_url):
+    index_id, _, split_ids = await _index_with_splits(indexer, keys, 4)
+    first = (await planner.post(f"/v1/indexes/{index_id}/compaction/trigger", json={},
+                                headers=keys.header(keys.admin))).json()
+    assert len(first["created_job_ids"]) == 1
+    second = (await planner.post(f"/v1/indexes/{index_id}/compaction/trigger", json={},
+                                 headers=keys.header(keys.admin))).json()
+    assert second["created_job_ids"] == []
+    assert set(second["skipped"].values()) == {"in_live_job"}
+
+    # The database itself refuses a second live claim, whatever a planner believes.
+    engine = create_async_engine(database_url)
+    try:
+        async with engine.begin() as connection:
+            await connection.execute(text(
+                "INSERT INTO compaction_jobs (job_id, index_uid, source_id, partition_id, doc_mapping_uid, sort_schema,"
+                " window_duration_secs, window_start, kind, level, status, failures, failure_log, progress,"
+                " input_split_ids, input_rows, input_bytes, output_split_ids) SELECT '01ZZZZZZZZZZZZZZZZZZZZZZZZ',"
+                " index_uid, source_id, partition_id, doc_mapping_uid, sort_schema, window_duration_secs,"
+                " window_start, 'level', 0, 'unassigned', 0, '[]', 0, '{}', 0, 0, '{}' FROM compaction_jobs LIMIT 1"))
+            with pytest.raises(IntegrityError):
+                await connection.execute(text(
+                    "INSERT INTO compaction_job_inputs (job_id, split_id, live) VALUES "
+                    "('01ZZZZZZZZZZZZZZZZZZZZZZZZ', :split, true)"), {"split": split_ids[0]})
+    finally:
+        await engine.dispose()
+
+
+async def test_poll_assigns_with_lease_and_increasing_tokens(indexer, planner, keys):
+    index_id, _, _ = await _index_with_splits(indexer, keys, 8)
+    await planner.post(f"/v1/indexes/{index_id}/compaction/trigger", json={}, headers=keys.header(keys.admin))
+    first = await poll(planner, keys, "w1", capacity=1)
+    second = await poll(planner, keys, "w2", capacity=5)
+    assert len(first["assignments"]) == 1 and len(second["assignments"]) == 1
+    a, b = first["assignments"][0], second["assignments"][0]
+    assert a["job_id"] != b["job_id"]
+    assert b["fencing_token"] > a["fencing_token"]
+    assert a["lease_secs"] == 15.0
+    assert len(a["inputs"]) == 4 and all(i["uri"].startswith("file://") for i in a["inputs"])
+    assert a["output_uri_prefix"].endswith(f"/merges/{a['job_id']}/{a['fencing_token']}")
+    assert (await poll(planner, keys, "w3", capacity=3))["assignments"] == []
+
+
+async def test_expired_lease_reassigns_with_larger_token_and_refuses_the_old_one(indexer, planner, keys,
+                                                                                 planner_clock):
+    index_id, _, _ = await _index_with_splits(indexer, keys, 4)
+    await planner.post(f"/v1/indexes/{index_id}/compaction/trigger", json={}, headers=keys.header(keys.admin))
+    [old] = (await poll(planner, keys, "w1", capacity=1))["assignments"]
+
+    planner_clock.advance(7)
+    refreshed = await poll(planner, keys, "w1", capacity=0, updates=[
+        {"job_id": old["job_id"], "fencing_token": old["fencing_token"], "status": "in_progress", "stage": "merging"}])
+    assert refreshed["updates"][0]["accepted"] is True
+    planner_clock.advance(14)  # within the refreshed lease
+    assert (await poll(planner, keys, "w2", capacity=1))["assignments"] == []
+
+    planner_clock.advance(16)  # past it: w1 stopped reporting
+    [new] = (await poll(planner, keys, "w2", capacity=1))["assignments"]
+    assert new["job_id"] == old["job_id"] and new["fencing_token"] > old["fencing_token"]
+
+    late = await poll(planner, keys, "w1", capacity=0, updates=[
+        {"job_id": old["job_id"], "fencing_token": old["fencing_token"], "status": "in_progress"}])
+    assert late["updates"][0]["accepted"] is False and "stale" in late["updates"][0]["reason"]
+    direct = await planner.post(f"/v1/compaction/jobs/{old['job_id']}/status", headers=keys.header(keys.worker),
+                                json={"job_id": old["job_id"], "fencing_token": old["fencing_token"],
+                                      "status": "failure", "error": "late"})
+    assert direct.status_code == 409
+
+    job = (await planner.get(f"/v1/compaction/jobs/{old['job_id']}", headers=keys.header(keys.worker))).json()
+    assert job["status"] == "in_progress" and job["worker_id"] == "w2" and job["failures"] == 1
+    assert "lease expired" in job["failure_log"][0]["reason"]
+
+
+async def test_failures_past_the_threshold_exclude_the_job(indexer, planner, keys):
+    index_id, _, _ = await _index_with_splits(indexer, keys, 4)
+    await planner.post(f"/v1/indexes/{index_id}/compaction/trigger", json={}, headers=keys.header(keys.admin))
+    for attempt in range(3):
+        [job] = (await poll(planner, keys, "w", capacity=1))["assignments"]
+        result = await poll(planner, keys, "w", capacity=0, updates=[
+            {"job_id": job["job_id"], "fencing_token": job["fencing_token"], "status": "failure",
+             "error": f"boom {attempt}"}])
+        assert result["updates"][0]["accepted"] is True
+    detail = (await planner.get(f"/v1/compaction/jobs/{job['job_id']}", headers=keys.header(keys.worker))).json()
+    assert detail["status"] == "excluded" and detail["failures"] == 3 and detail["last_error"] == "boom 2"
+    assert (await poll(planner, keys, "w", capacity=1))["assignments"] == []
+
+
+async def test_cancel_refuses_the_worker_and_releases_inputs(indexer, planner, keys):
+    index_id, _, split_ids = await _index_with_splits(indexer, keys, 4)
+    await planner.post(f"/v1/indexes/{index_id}/compaction/trigger", json={}, headers=keys.header(keys.admin))
+    [job] = (await poll(planner, keys, "w", capacity=1))["assignments"]
+    assert (await planner.post(f"/v1/compaction/jobs/{job['job_id']}/cancel",
+                               headers=keys.header(keys.worker))).status_code == 403
+    cancelled = await planner.post(f"/v1/compaction/jobs/{job['job_id']}/cancel", headers=keys.header(keys.admin))
+    assert cancelled.status_code == 200 and cancelled.json()["status"] == "cancelled"
+    again = await planner.post(f"/v1/compaction/jobs/{job['job_id']}/cancel", headers=keys.header(keys.admin))
+    assert again.status_code == 409
+    refused = await poll(planner, keys, "w", capacity=0, updates=[
+        {"job_id": job["job_id"], "fencing_token": job["fencing_token"], "status": "success", "outputs": []}])
+    assert refused["updates"][0]["accepted"] is False and "cancelled" in refused["updates"][0]["reason"]
+    replanned = (await planner.post(f"/v1/indexes/{index_id}/compaction/plan", json={},
+                                    headers=keys.header(keys.admin))).json()
+    assert sorted(replanned["operations"][0]["split_ids"]) == sorted(split_ids)
+
+
+async def test_polling_plans_new_jobs_in_proportion_to_capacity(indexer, planner, keys):
+    index_ids = [(await _index_with_splits(indexer, keys, 3))[0] for _ in range(3)]
+    first = await poll(planner, keys, "w", capacity=2)
+    assert len(first["assignments"]) == 2, "the poll planned two jobs for two free slots"
+    jobs = (await planner.get("/v1/compaction/jobs", params={"status": "unassigned"},
+                              headers=keys.header(keys.worker))).json()["jobs"]
+    assert jobs == [], "no more jobs than the reported capacity"
+    assert len({a["index_uid"] for a in first["assignments"]}) == 2
+    assert len(index_ids) == 3
+
+
+async def test_trigger_errors(planner, keys):
+    assert (await planner.post("/v1/indexes/nope/compaction/trigger", json={},
+                               headers=keys.header(keys.admin))).status_code == 404
+    assert (await planner.post("/v1/indexes/nope/compaction/trigger", json={},
+                               headers=keys.header(keys.writer))).status_code == 403
+    bad = await planner.post("/v1/indexes/nope/compaction/trigger", json={"from": 10, "to": 5},
+                             headers=keys.header(keys.admin))
+    assert bad.status_code in (404, 422)
+    assert (await planner.post("/v1/compaction/poll", json={"worker_id": "w", "capacity": -1},
+                               headers=keys.header(keys.worker))).status_code == 422
