@@ -1,4 +1,5 @@
-"""The `strata` command: run the local stack (up/down/status), serve one API, migrate, and ingest files."""
+"""The `strata` command: run the local stack (up/down/status), serve one API, migrate, ingest files, compact, and
+run a standalone compaction worker."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from pathlib import Path
 import httpx
 
 from strata_shared.config import Settings
+from strata_services.compact import add_commands as add_compaction_commands
 from strata_services.client import CliError, api_key, api_url, problem_text, stack_state
 from strata_services.local.spark_server import pid_alive
 
@@ -198,6 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
     ingest.add_argument("--partition")
     ingest.add_argument("--json", action="store_true", help="print the API's answer as JSON")
     ingest.set_defaults(func=cmd_ingest)
+    add_compaction_commands(sub)
     return parser
 
 

@@ -57,6 +57,8 @@ class Settings(BaseSettings):
     # Inputs of a merge stay readable this long after it publishes, so queries planned before it finish.
     gc_grace_secs: int = 600
     gc_interval_secs: float = 30.0
+    # Fault injection for tests: runners hold each job this long in the "merging" stage before submitting it.
+    fault_merge_delay_secs: float = 0.0
 
     spark_master: str = "local[2]"
     spark_driver_memory: str = "2g"

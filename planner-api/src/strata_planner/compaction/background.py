@@ -50,7 +50,8 @@ async def start_background(app: FastAPI) -> None:
             client, worker_id=f"{socket.gethostname()}:{os.getpid()}:embedded",
             slots=settings.compaction_worker_slots, executor=SparkMergeExecutor(state.spark),
             api_key=state.api_keys.add_internal_key(frozenset({Scope.WORKER})),
-            poll_interval_secs=settings.compaction_poll_interval_secs)
+            poll_interval_secs=settings.compaction_poll_interval_secs,
+            merge_delay_secs=settings.fault_merge_delay_secs)
         state.extras["runner"] = runner
         state.extras["runner_client"] = client
         tasks.append(asyncio.create_task(runner.run(stop)))

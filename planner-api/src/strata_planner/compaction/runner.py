@@ -70,9 +70,20 @@ class CompactionRunner:
             except Exception:  # noqa: BLE001 - the loop must survive anything one iteration hits
                 log.exception("runner iteration failed")
             await self._wait(stop)
-        for job in list(self.running.values()):
+        await self.shutdown()
+
+    async def shutdown(self) -> None:
+        """Stop every running merge: cancel its task and interrupt its Spark operation. Its lease then expires
+        and another runner takes the job."""
+        jobs, self.running = list(self.running.values()), {}
+        for job in jobs:
             job.task.cancel()
             await asyncio.to_thread(self._interrupt, job.assignment)
+        for job in jobs:
+            try:
+                await job.task
+            except BaseException:  # noqa: BLE001, S110 - cancelled or interrupted: the outcome is dropped
+                pass
 
     async def step(self) -> PollResponse:
         """One poll: report, then start whatever was assigned."""

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import distinct, select
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from strata_shared.domain.fields import FieldType
@@ -153,7 +153,7 @@ async def plan_incrementally(session: AsyncSession, now: datetime, budget: int) 
     """An incremental planner pass over the indexes with changed or newly closed windows, creating at most
     `budget` jobs; returns how many it created."""
     index_uids = (await session.execute(
-        select(distinct(CompactionWindowRow.index_uid)).where(
+        select(CompactionWindowRow.index_uid).distinct().where(
             (CompactionWindowRow.dirty) | (~CompactionWindowRow.final_planned)))).scalars().all()
     created = 0
     for index_uid in sorted(index_uids):
