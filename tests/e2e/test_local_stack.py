@@ -93,6 +93,14 @@ def test_up_quickstart_status_ingest_proxy_down(stack_env, tmp_path):
         missing = _strata(stack_env, "ingest", str(ndjson), "--index", "no-such-index")
         assert missing.returncode == 2 and "does not exist" in missing.stderr
 
+        # The quickstart's data compacts: every window's splits merge into one (a final merge), through Spark.
+        compacted = _strata(stack_env, "compact", "--index", "quickstart-metrics", "--final", "--wait", timeout=300)
+        assert compacted.returncode == 0, compacted.stdout + compacted.stderr
+        assert "merge operations (merging)" in compacted.stdout and "success" in compacted.stdout
+        dry = _strata(stack_env, "compact", "--index", "quickstart-metrics", "--final", "--dry-run")
+        assert dry.returncode == 0 and "0 merge operations" in dry.stdout, dry.stdout
+        assert _strata(stack_env, "compact", "--index", "nope").returncode == 2
+
         proxy = f"http://127.0.0.1:{stack_env['STRATA_PROXY_PORT']}"
         assert httpx.get(f"{proxy}/v1/anything").status_code == 401
         query_key = next(k for k, v in keys.items() if "query" in v["scopes"])

@@ -65,18 +65,26 @@ def _run_quickstart(settings: Settings) -> None:
             created = client.post("/v1/indexes", json=quickstart_index_config(now), headers=admin)
             if created.status_code != 201:
                 raise CliError(f"creating the quickstart index failed: {problem_text(created)}")
-        rows = 300_000
+        total_rows, batches = 300_000, 4
         started = time.perf_counter()
-        response = client.post(f"/v1/indexes/{QUICKSTART_INDEX}/ingest", content=arrow_ipc(metrics_rows(rows, now)),
-                               headers={**admin, "Content-Type": "application/vnd.apache.arrow.stream"})
-        if response.status_code != 200:
-            raise CliError(f"quickstart ingest failed: {problem_text(response)}")
-        body = response.json()
-        print(f"\nquickstart: ingested {body['rows_written']:,} rows into {QUICKSTART_INDEX!r} in "
-              f"{time.perf_counter() - started:.2f}s ({body['rows_dropped_late']} late rows dropped):")
-        for split in body["splits"]:
+        splits, written, late = [], 0, 0
+        # Several batches, as writers send them: each window gets several small splits for compaction to merge.
+        for batch in range(batches):
+            body = arrow_ipc(metrics_rows(total_rows // batches, now, seed=batch))
+            response = client.post(f"/v1/indexes/{QUICKSTART_INDEX}/ingest", content=body,
+                                   headers={**admin, "Content-Type": "application/vnd.apache.arrow.stream"})
+            if response.status_code != 200:
+                raise CliError(f"quickstart ingest failed: {problem_text(response)}")
+            result = response.json()
+            splits += result["splits"]
+            written += result["rows_written"]
+            late += result["rows_dropped_late"]
+        print(f"\nquickstart: ingested {written:,} rows into {QUICKSTART_INDEX!r} in {batches} batches, "
+              f"{time.perf_counter() - started:.2f}s ({late} late rows dropped):")
+        for split in sorted(splits, key=lambda s: (s["window_start"], s["split_id"])):
             print(f"  split {split['split_id']}  window {split['window_start']}  {split['num_rows']:>7,} rows  "
                   f"{split['size_bytes'] / 1e6:6.2f} MB")
+        print(f"  compact them: strata compact --index {QUICKSTART_INDEX} --final --wait")
         print(f"  list them: curl -H 'Authorization: Bearer <key>' {base}/v1/indexes/{QUICKSTART_INDEX}/splits")
 
 
