@@ -1,13 +1,15 @@
-"""Benchmark 1: ingestion of 1,000,000 metrics-like rows through POST /v1/indexes/{id}/ingest vs plain pyarrow.
+"""Benchmark 1: ingestion of 1,000,000 metrics-like rows through POST /v1/indexes/{id}/ingest vs plain
+pyarrow.
 
-Data: metric_name ~200 values, service ~50, host ~2,000, timestamp_secs (i64) spread over 3 windows of 900 s that all
-lie within the last hour (nothing is late), value f64; rows in random order. The API receives one Arrow IPC stream
-over real HTTP (uvicorn in a child process) and must cut, sort, encode and register one split per window.
+Data: metric_name ~200 values, service ~50, host ~2,000, timestamp_secs (i64) spread over 3 windows of 900 s
+that all lie within the last hour (nothing is late), value f64; rows in random order. The API receives one
+Arrow IPC stream over real HTTP (uvicorn in a child process) and must cut, sort, encode and register one split
+per window.
 
 Baseline, same run, same table, in this process: window per row, pyarrow.compute.sort_indices by (window,
-metric_name, service, host, timestamp_secs), take, one zstd Parquet file per window (row groups of 131,072 rows,
-level 3, statistics on) written to local disk. Runs alternate API/baseline; the medians and their ratio are
-reported. Goal: API at most 1.3x the baseline.
+metric_name, service, host, timestamp_secs), take, one zstd Parquet file per window (row groups of 131,072
+rows, level 3, statistics on) written to local disk. Runs alternate API/baseline; the medians and their ratio
+are reported. Goal: API at most 1.3x the baseline.
 """
 
 from __future__ import annotations
@@ -41,24 +43,31 @@ ARROW_STREAM = "application/vnd.apache.arrow.stream"
 def make_table(rows: int, seed: int = 42) -> pa.Table:
     """Random-order metrics rows; timestamp_secs holds offsets 0..2699 (rebased onto real time per run)."""
     rng = np.random.default_rng(seed)
-    metric_names = pa.array([f"app.{group}.metric_{i:03d}" for i, group in
-                             zip(range(200), ["http", "db", "cache", "queue", "cpu"] * 40, strict=True)])
+    metric_names = pa.array(
+        [
+            f"app.{group}.metric_{i:03d}"
+            for i, group in zip(range(200), ["http", "db", "cache", "queue", "cpu"] * 40, strict=True)
+        ]
+    )
     services = pa.array([f"service-{i:02d}" for i in range(50)])
     hosts = pa.array([f"host-{i:04d}.dc{i % 4}.example.internal" for i in range(2000)])
-    return pa.table({
-        "metric_name": metric_names.take(pa.array(rng.integers(0, len(metric_names), rows))),
-        "service": services.take(pa.array(rng.integers(0, len(services), rows))),
-        "host": hosts.take(pa.array(rng.integers(0, len(hosts), rows))),
-        "timestamp_secs": pa.array(rng.integers(0, NUM_WINDOWS * WINDOW, rows), type=pa.int64()),
-        "value": pa.array(rng.standard_normal(rows) * 100.0, type=pa.float64()),
-    })
+    return pa.table(
+        {
+            "metric_name": metric_names.take(pa.array(rng.integers(0, len(metric_names), rows))),
+            "service": services.take(pa.array(rng.integers(0, len(services), rows))),
+            "host": hosts.take(pa.array(rng.integers(0, len(hosts), rows))),
+            "timestamp_secs": pa.array(rng.integers(0, NUM_WINDOWS * WINDOW, rows), type=pa.int64()),
+            "value": pa.array(rng.standard_normal(rows) * 100.0, type=pa.float64()),
+        }
+    )
 
 
 def rebase(offsets: pa.Table, wait_margin_secs: int = 30) -> tuple[pa.Table, int]:
-    """The table with timestamps moved onto the 3 full windows before the current one: all within the last hour.
+    """The table with timestamps moved onto the 3 full windows before the current one: all within the last
+    hour.
 
-    The earliest row turns late when the next window starts; if that is less than `wait_margin_secs` away, wait
-    for it, so no row can turn late during a run.
+    The earliest row turns late when the next window starts; if that is less than `wait_margin_secs` away,
+    wait for it, so no row can turn late during a run.
     """
     now = time.time()
     current = int(now) - int(now) % WINDOW
@@ -84,22 +93,34 @@ def baseline(table: pa.Table, out_dir: Path) -> tuple[int, int]:
     ts = table.column("timestamp_secs").combine_chunks().to_numpy()
     windows = ts - np.mod(ts, WINDOW)
     keyed = table.append_column("__window", pa.array(windows, type=pa.int64()))
-    order = pc.sort_indices(keyed, sort_keys=[("__window", "ascending")] + [(c, "ascending") for c in SORT_COLUMNS])
+    order = pc.sort_indices(
+        keyed, sort_keys=[("__window", "ascending")] + [(c, "ascending") for c in SORT_COLUMNS]
+    )
     ordered = table.take(order)
     windows = windows[order.to_numpy()]
     bounds = [0, *(np.flatnonzero(np.diff(windows)) + 1).tolist(), len(windows)]
     written = 0
     for begin, end in zip(bounds[:-1], bounds[1:], strict=True):
         path = out_dir / f"window-{int(windows[begin])}.parquet"
-        pq.write_table(ordered.slice(begin, end - begin), path, row_group_size=ROW_GROUP_SIZE, compression="zstd",
-                       compression_level=ZSTD_LEVEL, write_statistics=True, store_schema=False)
+        pq.write_table(
+            ordered.slice(begin, end - begin),
+            path,
+            row_group_size=ROW_GROUP_SIZE,
+            compression="zstd",
+            compression_level=ZSTD_LEVEL,
+            write_statistics=True,
+            store_schema=False,
+        )
         written += path.stat().st_size
     return len(bounds) - 1, written
 
 
 def _ingest(client: httpx.Client, index_id: str, body: bytes, writer_key: str) -> dict[str, Any]:
-    response = client.post(f"/v1/indexes/{index_id}/ingest", content=body,
-                           headers={"Content-Type": ARROW_STREAM, "Authorization": f"Bearer {writer_key}"})
+    response = client.post(
+        f"/v1/indexes/{index_id}/ingest",
+        content=body,
+        headers={"Content-Type": ARROW_STREAM, "Authorization": f"Bearer {writer_key}"},
+    )
     if response.status_code != 200:
         raise RuntimeError(f"ingest answered {response.status_code}: {response.text[:500]}")
     return response.json()
@@ -120,10 +141,13 @@ def run(stack: Stack, *, rows: int = 1_000_000, runs: int = 5) -> dict[str, Any]
     index_id = "bench-ingest"
     offsets = make_table(rows)
 
-    with httpx.Client(base_url=server.base_url, timeout=600) as client, \
-            httpx.Client(base_url=echo.base_url, timeout=600) as echo_client:
-        created = client.post("/v1/indexes", json=metrics_index_config(index_id),
-                              headers=stack.keys.header(stack.keys.admin))
+    with (
+        httpx.Client(base_url=server.base_url, timeout=600) as client,
+        httpx.Client(base_url=echo.base_url, timeout=600) as echo_client,
+    ):
+        created = client.post(
+            "/v1/indexes", json=metrics_index_config(index_id), headers=stack.keys.header(stack.keys.admin)
+        )
         if created.status_code != 201:
             raise RuntimeError(f"create index answered {created.status_code}: {created.text[:500]}")
 
@@ -155,7 +179,9 @@ def run(stack: Stack, *, rows: int = 1_000_000, runs: int = 5) -> dict[str, Any]
             api_times.append(time.perf_counter() - started)
             api_peaks.append(peak_rss_bytes(server.pid) - idle)
             if answer["rows_written"] != rows or answer["rows_dropped_late"]:
-                raise RuntimeError(f"unexpected ingest outcome: {({k: v for k, v in answer.items() if k != 'splits'})}")
+                raise RuntimeError(
+                    f"unexpected ingest outcome: { ({k: v for k, v in answer.items() if k != 'splits'}) }"
+                )
             splits_per_run = len(answer["splits"])
             api_bytes = sum(s["size_bytes"] for s in answer["splits"])
 
@@ -206,22 +232,30 @@ def render(result: dict[str, Any]) -> str:
     lines = [
         "## Ingestion: 1M rows, API vs plain pyarrow",
         "",
-        f"{fmt_int(rows)} metrics-like rows (metric_name 200 values, service 50, host 2,000, i64 timestamp_secs over "
-        f"{NUM_WINDOWS} windows of {WINDOW} s within the last hour, f64 value), random order, sent as one Arrow IPC "
-        f"stream of {fmt_bytes(result['body_bytes'])} to `POST /v1/indexes/{{id}}/ingest` over HTTP (uvicorn, "
-        f"127.0.0.1). The API writes {result['splits_per_run']} splits per run. The baseline does the same logical work "
-        "on the same in-memory table with plain pyarrow (window per row, `pc.sort_indices` by (window, metric_name, "
+        f"{fmt_int(rows)} metrics-like rows (metric_name 200 values, service 50, host 2,000, i64 "
+        "timestamp_secs over "
+        f"{NUM_WINDOWS} windows of {WINDOW} s within the last hour, f64 value), random order, sent as one "
+        "Arrow IPC "
+        f"stream of {fmt_bytes(result['body_bytes'])} to `POST /v1/indexes/{{id}}/ingest` over HTTP "
+        "(uvicorn, "
+        f"127.0.0.1). The API writes {result['splits_per_run']} splits per run. The baseline does the same "
+        "logical work "
+        "on the same in-memory table with plain pyarrow (window per row, `pc.sort_indices` by (window, "
+        "metric_name, "
         f"service, host, timestamp_secs), take, one zstd-{ZSTD_LEVEL} Parquet file per window, row groups of "
-        f"{fmt_int(ROW_GROUP_SIZE)}, statistics on, to local disk). Median of {result['runs']} alternating runs after "
+        f"{fmt_int(ROW_GROUP_SIZE)}, statistics on, to local disk). Median of {result['runs']} alternating "
+        "runs after "
         "one warm-up.",
         "",
         "| path | median | runs | rows/s | output | peak RSS above idle |",
         "|---|---|---|---|---|---|",
         f"| API (HTTP request to response) | {fmt_s(result['api_median'])} | "
         f"{', '.join(f'{t:.2f}' for t in result['api_times'])} | {fmt_int(rows / result['api_median'])} | "
-        f"{fmt_bytes(result['api_output_bytes'])} | {fmt_bytes(result['api_peak_extra_rss'])} (server process) |",
+        f"{fmt_bytes(result['api_output_bytes'])} | {fmt_bytes(result['api_peak_extra_rss'])} (server "
+        "process) |",
         f"| baseline (plain pyarrow) | {fmt_s(result['baseline_median'])} | "
-        f"{', '.join(f'{t:.2f}' for t in result['baseline_times'])} | {fmt_int(rows / result['baseline_median'])} | "
+        f"{', '.join(f'{t:.2f}' for t in result['baseline_times'])} | "
+        f"{fmt_int(rows / result['baseline_median'])} | "
         f"{fmt_bytes(result['baseline_output_bytes'])} | {fmt_bytes(result['baseline_peak_extra_rss'])} |",
         f"| HTTP transport floor (same body to a bare ASGI app, same uvicorn and httpx) | "
         f"{fmt_s(result['echo_median'])} | {', '.join(f'{t:.2f}' for t in result['echo_times'])} | | | |",
@@ -230,8 +264,10 @@ def render(result: dict[str, Any]) -> str:
         f"**{'met' if ok else 'missed'}**. Without the HTTP transport floor, the API's own work is "
         f"{(result['api_median'] - result['echo_median']) / result['baseline_median']:.2f}x the baseline.",
         "",
-        f"Server RSS after the runs: {fmt_bytes(result['server_rss_after'])}. Peak RSS above idle is VmHWM (reset "
-        "through /proc/<pid>/clear_refs before each run) minus VmRSS before the run; the baseline figure is for "
+        f"Server RSS after the runs: {fmt_bytes(result['server_rss_after'])}. Peak RSS above idle is VmHWM "
+        "(reset "
+        "through /proc/<pid>/clear_refs before each run) minus VmRSS before the run; the baseline figure is "
+        "for "
         "the benchmark process, which already holds the input table.",
     ]
     return "\n".join(lines)
@@ -243,10 +279,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--no-write", action="store_true", help="print the section instead of updating the docs")
+    parser.add_argument(
+        "--no-write", action="store_true", help="print the section instead of updating the docs"
+    )
     args = parser.parse_args()
-    run_and_write({SECTION: lambda stack: render(run(stack, rows=args.rows, runs=args.runs))},
-                  write=not args.no_write)
+    run_and_write(
+        {SECTION: lambda stack: render(run(stack, rows=args.rows, runs=args.runs))}, write=not args.no_write
+    )
 
 
 if __name__ == "__main__":

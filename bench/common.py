@@ -1,4 +1,5 @@
-"""Small helpers shared by the benchmarks: timing statistics, formatting, machine facts, the metrics-index config."""
+"""Small helpers shared by the benchmarks: timing statistics, formatting, machine facts, the metrics-index
+config."""
 
 from __future__ import annotations
 

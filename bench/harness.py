@@ -1,7 +1,7 @@
-"""The stack every benchmark runs against: a PostgreSQL (embedded pgserver in a temporary directory, or the server
-named by STRATA_DATABASE_URL), fresh databases migrated with Alembic, and indexer-api served by real uvicorn in a
-subprocess on 127.0.0.1, reached over real HTTP. Everything started here is stopped by `Stack.close()` (use it as a
-context manager), databases dropped and temporary files removed.
+"""The stack every benchmark runs against: a PostgreSQL (embedded pgserver in a temporary directory, or the
+server named by STRATA_DATABASE_URL), fresh databases migrated with Alembic, and indexer-api served by real
+uvicorn in a subprocess on 127.0.0.1, reached over real HTTP. Everything started here is stopped by
+`Stack.close()` (use it as a context manager), databases dropped and temporary files removed.
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-# ---------------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # Process memory, from /proc (Linux): the peak (VmHWM) can be reset by writing 5 to clear_refs.
 
 
@@ -95,12 +95,12 @@ def reset_peak_rss(pid: int | str = "self") -> bool:
         return False
 
 
-# ---------------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 
 
 class IndexerServer:
-    """indexer-api under uvicorn in a child process (`python -m bench.serve`); with echo=True, the bare ASGI app
-    that only reads the body (the HTTP transport floor)."""
+    """indexer-api under uvicorn in a child process (`python -m bench.serve`); with echo=True, the bare ASGI
+    app that only reads the body (the HTTP transport floor)."""
 
     def __init__(self, settings: Settings, log_path: Path, *, echo: bool = False) -> None:
         self.settings = settings
@@ -110,14 +110,16 @@ class IndexerServer:
         self.base_url = ""
 
     def start(self, timeout: float = 60.0) -> None:
-        payload = json.dumps({
-            "database_url": self.settings.database_url,
-            "storage_uri": self.settings.storage_uri,
-            "api_keys": self.settings.api_keys,
-            "max_ingest_bytes": self.settings.max_ingest_bytes,
-            "max_register_batch": self.settings.max_register_batch,
-            "home": str(self.settings.home),
-        })
+        payload = json.dumps(
+            {
+                "database_url": self.settings.database_url,
+                "storage_uri": self.settings.storage_uri,
+                "api_keys": self.settings.api_keys,
+                "max_ingest_bytes": self.settings.max_ingest_bytes,
+                "max_register_batch": self.settings.max_register_batch,
+                "home": str(self.settings.home),
+            }
+        )
         last_error = ""
         for _attempt in range(3):
             port = _free_port()
@@ -126,8 +128,18 @@ class IndexerServer:
             log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the child for its lifetime
             try:
                 self.proc = subprocess.Popen(
-                    [sys.executable, "-m", "bench.serve", "--port", str(port), *(["--echo"] if self.echo else [])],
-                    cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+                    [
+                        sys.executable,
+                        "-m",
+                        "bench.serve",
+                        "--port",
+                        str(port),
+                        *(["--echo"] if self.echo else []),
+                    ],
+                    cwd=REPO_ROOT,
+                    env=env,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
                 )
             finally:
                 log.close()
@@ -167,7 +179,9 @@ class IndexerServer:
         proc, self.proc = self.proc, None
         if proc is None or proc.poll() is not None:
             return
-        proc.send_signal(signal.SIGINT)  # uvicorn shuts down gracefully (lifespan shutdown disposes the engine)
+        proc.send_signal(
+            signal.SIGINT
+        )  # uvicorn shuts down gracefully (lifespan shutdown disposes the engine)
         try:
             proc.wait(timeout=20)
         except subprocess.TimeoutExpired:

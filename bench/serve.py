@@ -1,8 +1,8 @@
 """Child process of the harness: indexer-api (or, with --echo, a bare ASGI app) under uvicorn on 127.0.0.1.
 
-Settings come as JSON in BENCH_INDEXER_SETTINGS (the harness clears STRATA_* so nothing else leaks in). The echo app
-reads the whole request body the way ingestion does (chunks joined into one bytes) and answers its length: it
-measures the HTTP transport floor of the same uvicorn configuration and client.
+Settings come as JSON in BENCH_INDEXER_SETTINGS (the harness clears STRATA_* so nothing else leaks in). The
+echo app reads the whole request body the way ingestion does (chunks joined into one bytes) and answers its
+length: it measures the HTTP transport floor of the same uvicorn configuration and client.
 """
 
 from __future__ import annotations
@@ -32,7 +32,9 @@ async def echo_app(scope, receive, send) -> None:
         if not message.get("more_body"):
             break
     body = b"".join(chunks)
-    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+    await send(
+        {"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]}
+    )
     await send({"type": "http.response.body", "body": json.dumps({"received": len(body)}).encode()})
 
 

@@ -25,6 +25,10 @@ class ObjectStore:
         if isinstance(self.fs, pafs.LocalFileSystem):
             self.fs.create_dir(self.root_path, recursive=True)
 
+    @property
+    def is_local(self) -> bool:
+        return isinstance(self.fs, pafs.LocalFileSystem)
+
     def uri_for(self, relative_path: str) -> str:
         return f"{self.root_uri}/{relative_path.lstrip('/')}"
 
@@ -62,6 +66,7 @@ class ObjectStore:
         return info.type == pafs.FileType.File
 
     def size(self, uri: str) -> int:
+        """Size in bytes; FileNotFoundError if there is no file (one metadata call answers both)."""
         info = self.fs.get_file_info(self.resolve(uri))
         if info.type != pafs.FileType.File:
             raise FileNotFoundError(uri)

@@ -7,9 +7,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from ulid import ULID
 
 from strata_shared.domain.index_config import IndexConfig, IndexSettings, config_problems
-from strata_shared.errors import Conflict, InvalidInput, NotFound
+from strata_shared.errors import Conflict, InvalidInput
 from strata_shared.metastore.models import IndexRow
-from strata_shared.metastore.repositories import IndexRepository, SplitRepository, utcnow
+from strata_shared.metastore.repositories import IndexRepository, SplitRepository, load_live_index, utcnow
 from strata_indexer.indexes.schemas import IndexOut
 
 
@@ -37,10 +37,7 @@ def _settings_json(settings: IndexSettings) -> dict:
 
 
 async def load_index(session: AsyncSession, index_id: str, *, for_update: bool = False) -> IndexRow:
-    row = await IndexRepository(session).get_live(index_id, for_update=for_update)
-    if row is None:
-        raise NotFound(f"index {index_id!r} does not exist")
-    return row
+    return await load_live_index(session, index_id, for_update=for_update)
 
 
 async def create_index(session: AsyncSession, config: IndexConfig) -> IndexOut:

@@ -41,9 +41,10 @@ def inspect_split(item: SplitToRegister, index: IndexIdentity, storage: ObjectSt
         uri = storage.canonical_uri(item.uri)
     except PathOutsideRoot as exc:
         raise SplitRejected("uri", str(exc)) from exc
-    if not storage.exists(uri):
-        raise SplitRejected("uri", f"file {item.uri!r} does not exist")
-    size_bytes = storage.size(uri)
+    try:
+        size_bytes = storage.size(uri)
+    except FileNotFoundError:
+        raise SplitRejected("uri", f"file {item.uri!r} does not exist") from None
     try:
         with storage.open_input(uri) as handle:
             footer = pq.read_metadata(handle)

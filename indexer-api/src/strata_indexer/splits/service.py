@@ -20,8 +20,9 @@ from strata_shared.storage import ObjectStore
 from strata_indexer.splits.inspect import IndexIdentity, SplitRejected, inspect_split
 from strata_indexer.splits.schemas import RegisterSplitsResponse, SplitToRegister
 
-# Footer reads are I/O (object storage round trips on S3): a few in flight at once hide the latency.
-_FOOTER_READERS = ThreadPoolExecutor(max_workers=8, thread_name_prefix="footer")
+# On S3 a footer read is a round trip: a few in flight hide the latency. On a local disk the check is Python
+# holding the GIL, and threads only add switching (measured: 0.51 s vs 0.35 s per 1,000 footers).
+_REMOTE_FOOTER_READERS = ThreadPoolExecutor(max_workers=8, thread_name_prefix="footer")
 
 # What makes two registrations of one split_id "the same": everything derived from the file and the request.
 _IDENTITY_FIELDS = ("index_uid", "uri", "partition_id", "source_id", "num_rows", "size_bytes", "window_start",
@@ -36,7 +37,10 @@ def _inspect_all(items: list[SplitToRegister], index: IndexIdentity, storage: Ob
         except SplitRejected as rejected:
             return (f"splits.{position}.{rejected.field}", f"split {item.split_id}: {rejected.message}")
 
-    results = list(_FOOTER_READERS.map(one, enumerate(items)))
+    if storage.is_local:
+        results = [one(pair) for pair in enumerate(items)]
+    else:
+        results = list(_REMOTE_FOOTER_READERS.map(one, enumerate(items)))
     problems = [r for r in results if isinstance(r, tuple)]
     if problems:
         raise InvalidInput.fields(problems)

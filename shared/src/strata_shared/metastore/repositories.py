@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import and_, delete, func, insert, or_, select, update
+from sqlalchemy import delete, func, insert, select, tuple_, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -76,10 +76,12 @@ class SplitRepository:
         if not splits:
             return
         now = utcnow()
-        await self.session.execute(insert(SplitRow), [_split_values(s, now) for s in splits])
+        # Core inserts on the tables: every row carries every key, so one executemany covers the batch (the ORM
+        # bulk path drops None values and splits rows of different typed columns into separate statements).
+        await self.session.execute(insert(SplitRow.__table__), [_split_values(s, now) for s in splits])
         stats_rows = [_stats_values(s.split_id, st) for s in splits for st in s.column_stats.values()]
         if stats_rows:
-            await self.session.execute(insert(SplitColumnStatsRow), stats_rows)
+            await self.session.execute(insert(SplitColumnStatsRow.__table__), stats_rows)
         await mark_windows_changed(self.session, {(s.index_uid, s.window_duration_secs, s.window_start)
                                                   for s in splits if s.state == SplitState.PUBLISHED})
 
@@ -139,9 +141,9 @@ class SplitRepository:
         if flt.window_start_lt is not None:
             stmt = stmt.where(SplitRow.window_start < flt.window_start_lt)
         if after is not None:
-            window, split_id = after
-            stmt = stmt.where(or_(SplitRow.window_start > window,
-                                  and_(SplitRow.window_start == window, SplitRow.split_id > split_id)))
+            # A row comparison, so PostgreSQL seeks the (window_start, split_id) index to the cursor instead of
+            # scanning from its first entry.
+            stmt = stmt.where(tuple_(SplitRow.window_start, SplitRow.split_id) > tuple_(*after))
         stmt = stmt.order_by(SplitRow.window_start, SplitRow.split_id).limit(limit)
         rows = (await self.session.execute(stmt)).scalars().all()
         stats = await self._stats_of([r.split_id for r in rows])

@@ -1,0 +1,68 @@
+"""Run every benchmark on one stack and rewrite their sections of docs/benchmarks.md.
+
+    .tools/bin/uv run python -m bench.run                 # all: ingest, register, metastore
+    .tools/bin/uv run python -m bench.run ingest register # some of them
+    .tools/bin/uv run python -m bench.run --quick         # small sizes, to check the harness (do not publish)
+
+Also runnable as `uv run python bench/run.py`. Each benchmark can run alone too (`python -m
+bench.bench_ingest`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+if __package__ in (None, ""):  # `python bench/run.py`: make `bench` importable from the repository root
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench import bench_ingest, bench_metastore, bench_register  # noqa: E402
+from bench.report import run_and_write  # noqa: E402
+
+NAMES = ("ingest", "register", "metastore")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description="Strata benchmarks: run them and update docs/benchmarks.md")
+    parser.add_argument(
+        "names",
+        nargs="*",
+        default=[],
+        metavar="NAME",
+        help=f"benchmarks to run (default: all of {', '.join(NAMES)})",
+    )
+    parser.add_argument("--quick", action="store_true", help="small sizes, printed only (implies --no-write)")
+    parser.add_argument(
+        "--no-write", action="store_true", help="print the sections instead of updating the docs"
+    )
+    parser.add_argument("--keep", action="store_true", help="keep the run's directory under bench/.data/")
+    parser.add_argument(
+        "--runs", type=int, default=5, help="ingest: measured runs per path (median reported)"
+    )
+    args = parser.parse_args()
+    unknown = [n for n in args.names if n not in NAMES]
+    if unknown:
+        parser.error(f"unknown benchmark {', '.join(unknown)}: choose from {', '.join(NAMES)}")
+    names = args.names or list(NAMES)
+    quick = args.quick
+
+    benchmarks = {
+        "ingest": lambda stack: bench_ingest.render(
+            bench_ingest.run(stack, rows=100_000 if quick else 1_000_000, runs=2 if quick else args.runs)
+        ),
+        "register": lambda stack: bench_register.render(
+            bench_register.run(stack, splits=1_000 if quick else 10_000, batch=500 if quick else 1_000)
+        ),
+        "metastore": lambda stack: bench_metastore.render(
+            bench_metastore.run(stack, splits=20_000 if quick else 1_000_000)
+        ),
+    }
+    failures = run_and_write(
+        {name: benchmarks[name] for name in names}, write=not (args.no_write or quick), keep=args.keep
+    )
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
