@@ -27,6 +27,7 @@ status: install
 	$(UV) run strata status
 
 test: install
+	$(UV) run ruff check .
 	$(UV) run pytest -p no:cacheprovider
 
 # Pure-logic tests only: no PostgreSQL, no Spark.
@@ -34,7 +35,8 @@ test-fast: install
 	$(UV) run pytest -p no:cacheprovider -m "not spark" tests/shared tests/compose
 
 bench: install
-	$(UV) run python bench/run.py
+	$(UV) sync --frozen --group bench
+	$(UV) run --group bench python -m bench.run
 
 lint: install
 	$(UV) run ruff check .

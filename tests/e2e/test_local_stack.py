@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from strata_services.local.spark_server import free_port
+from strata_services.local.processes import free_port
 
 pytestmark = pytest.mark.spark
 

@@ -13,9 +13,9 @@ import pyarrow.parquet as pq
 import pytest
 from ulid import ULID
 
-from strata_shared.domain.sort_schema import SortSchema, is_sorted, sort_indices
 from strata_planner.compaction.executor import SparkMergeExecutor
 from strata_planner.compaction.runner import CompactionRunner
+from strata_shared.domain.sort_schema import SortSchema, is_sorted, sort_indices
 from tests.planner.compaction_helpers import create_index, ingest_split, open_window
 
 pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("isolated_compaction")]

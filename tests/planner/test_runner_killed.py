@@ -16,7 +16,6 @@ import httpx
 import pyarrow.parquet as pq
 import pytest
 
-from strata_shared.config import Settings
 from strata_planner.app import create_app
 from strata_planner.compaction.executor import SparkMergeExecutor
 from strata_planner.compaction.runner import CompactionRunner

@@ -11,14 +11,10 @@ import time
 from pathlib import Path
 
 import pytest
+
 from strata_services.local import java
-from strata_services.local.spark_server import (
-    LocalSparkConnectServer,
-    SparkServerError,
-    free_port,
-    pid_alive,
-    session_members,
-)
+from strata_services.local.processes import free_port, pid_alive, session_members
+from strata_services.local.spark_server import LocalSparkConnectServer, SparkServerError
 from strata_shared.spark import SparkSessionFactory
 
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses /proc and prctl")
@@ -137,7 +133,8 @@ def test_stop_leaves_nothing_the_server_started(tmp_path: Path) -> None:
 _LAUNCHER = """
 import sys, time
 from pathlib import Path
-from strata_services.local.spark_server import LocalSparkConnectServer, free_port
+from strata_services.local.processes import free_port
+from strata_services.local.spark_server import LocalSparkConnectServer
 
 server = LocalSparkConnectServer(free_port(), work_dir=Path(sys.argv[1]))
 server.start()

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import httpx
 
-from strata_shared.config import Settings
-from strata_services.compact import add_commands as add_compaction_commands
 from strata_services.client import CliError, api_key, api_url, problem_text, stack_state
-from strata_services.local.spark_server import pid_alive
+from strata_services.compact import add_commands as add_compaction_commands
+from strata_services.local.processes import pid_alive
+from strata_shared.config import Settings
 
 SERVABLE = ("planner-api", "indexer-api", "query-api", "proxy")
 APIS = ("planner-api", "indexer-api", "query-api")
@@ -54,7 +54,13 @@ def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _run_quickstart(settings: Settings) -> None:
-    from strata_services.quickstart import QUICKSTART_INDEX, arrow_ipc, metrics_rows, now_secs, quickstart_index_config
+    from strata_services.quickstart import (
+        QUICKSTART_INDEX,
+        arrow_ipc,
+        metrics_rows,
+        now_secs,
+        quickstart_index_config,
+    )
 
     base = api_url(settings, "indexer-api")
     admin = {"Authorization": f"Bearer {api_key(settings, 'admin')}"}
@@ -108,7 +114,8 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
     if state and not pid_alive(state.get("pid", -1)):
         state = None
     all_ready = True
-    print(f"stack supervisor: {'running (pid %d)' % state['pid'] if state else 'not running'}")
+    supervisor = f"running (pid {state['pid']})" if state else "not running"
+    print(f"stack supervisor: {supervisor}")
     for name in SERVABLE:
         url = api_url(settings, name)
         try:
@@ -201,7 +208,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host")
     serve.add_argument("--port", type=int)
     serve.set_defaults(func=cmd_serve)
-    sub.add_parser("migrate", help="upgrade the metastore at STRATA_DATABASE_URL to head").set_defaults(func=cmd_migrate)
+    migrate_cmd = sub.add_parser("migrate", help="upgrade the metastore at STRATA_DATABASE_URL to head")
+    migrate_cmd.set_defaults(func=cmd_migrate)
     ingest = sub.add_parser("ingest", help="ingest a local Parquet or NDJSON file into an index")
     ingest.add_argument("file")
     ingest.add_argument("--index", required=True)

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import httpx
 
-from strata_shared.config import Settings
 from strata_services.local.keys import key_with_scope, local_keys
 from strata_services.local.stack import STATE_FILE
+from strata_shared.config import Settings
 
 
 class CliError(Exception):

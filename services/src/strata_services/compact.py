@@ -14,8 +14,8 @@ from datetime import datetime
 
 import httpx
 
-from strata_shared.config import Settings
 from strata_services.client import CliError, api_key, api_url, problem_text
+from strata_shared.config import Settings
 
 TERMINAL = {"success", "excluded", "cancelled"}
 
@@ -109,9 +109,9 @@ def _wait(client: httpx.Client, job_ids: list[str], poll_secs: float) -> int:
 
 
 def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
-    from strata_shared.spark.session import SparkSessionFactory
     from strata_planner.compaction.executor import SparkMergeExecutor
     from strata_planner.compaction.runner import CompactionRunner
+    from strata_shared.spark.session import SparkSessionFactory
 
     if not settings.spark_remote:
         raise CliError("STRATA_SPARK_REMOTE is not set: a worker submits merges to a Spark Connect server")
@@ -146,7 +146,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     compact.add_argument("--to", dest="end", help="windows starting before this")
     compact.add_argument("--dry-run", action="store_true", help="print the plan, create nothing")
     compact.add_argument("--final", action="store_true", help="merge what remains toward the target size")
-    compact.add_argument("--wait", action="store_true", help="show progress until every job ends; non-zero exit if any failed")
+    compact.add_argument("--wait", action="store_true",
+                         help="show progress until every job ends; non-zero exit if any failed")
     compact.add_argument("--poll-secs", type=float, default=1.0)
     compact.set_defaults(func=cmd_compact)
     worker = sub.add_parser("worker", help="run a standalone compaction worker")

@@ -7,13 +7,13 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query, Response
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from strata_indexer.indexes import service
+from strata_indexer.indexes.schemas import IndexOut, IndexPage
 from strata_shared.domain.index_config import IndexConfig, IndexSettings
 from strata_shared.metastore.repositories import IndexRepository
 from strata_shared.web.auth import Principal, Scope, require, require_any
 from strata_shared.web.deps import db_session
 from strata_shared.web.problems import problem_responses
-from strata_indexer.indexes import service
-from strata_indexer.indexes.schemas import IndexOut, IndexPage
 
 router = APIRouter(prefix="/v1/indexes", tags=["indexes"])
 Session = Annotated[AsyncSession, Depends(db_session)]

@@ -6,11 +6,11 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 from ulid import ULID
 
+from strata_indexer.indexes.schemas import IndexOut
 from strata_shared.domain.index_config import IndexConfig, IndexSettings, config_problems
 from strata_shared.errors import Conflict, InvalidInput
 from strata_shared.metastore.models import IndexRow
 from strata_shared.metastore.repositories import IndexRepository, SplitRepository, load_live_index, utcnow
-from strata_indexer.indexes.schemas import IndexOut
 
 
 def to_out(row: IndexRow) -> IndexOut:

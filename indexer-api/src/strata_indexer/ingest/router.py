@@ -8,14 +8,14 @@ from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from strata_shared.web.auth import Principal, Scope, require
-from strata_shared.web.deps import app_state, db_session
-from strata_shared.web.problems import problem_responses
-from strata_shared.web.state import AppState
 from strata_indexer.indexes.service import load_index
 from strata_indexer.ingest.body import read_limited
 from strata_indexer.ingest.decode import ARROW_STREAM_TYPES, NDJSON_TYPES, media_kind
 from strata_indexer.ingest.service import ingest_table
+from strata_shared.web.auth import Principal, Scope, require
+from strata_shared.web.deps import app_state, db_session
+from strata_shared.web.problems import problem_responses
+from strata_shared.web.state import AppState
 
 router = APIRouter(prefix="/v1/indexes", tags=["ingest"])
 PARTITION_PATTERN = r"^[A-Za-z0-9_.-]{1,128}$"

@@ -14,17 +14,17 @@ from dataclasses import dataclass
 import pyarrow as pa
 from ulid import ULID
 
+from strata_indexer.ingest.decode import decode_body
 from strata_shared.domain.column_stats import compute_column_stats
 from strata_shared.domain.index_config import IndexSettings
 from strata_shared.domain.ingest_batch import CutBatch, cut_batch
-from strata_shared.domain.split import SplitMetadata, SplitState
+from strata_shared.domain.split import SplitMetadata
 from strata_shared.errors import Unavailable
 from strata_shared.metastore.models import IndexRow
 from strata_shared.metastore.repositories import SplitRepository
 from strata_shared.splitfile.writer import encode_split, row_group_spans
 from strata_shared.storage import ObjectStore
 from strata_shared.web.state import AppState
-from strata_indexer.ingest.decode import decode_body
 
 log = logging.getLogger("strata.ingest")
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from strata_indexer.splits.schemas import SplitToRegister
 from strata_shared.domain.column_stats import ColumnStats
 from strata_shared.domain.fields import FieldType, field_type_of
 from strata_shared.domain.index_config import IndexSettings
@@ -18,7 +19,6 @@ from strata_shared.domain.windows import NULL_TIMESTAMP_WINDOW_START, validate_w
 from strata_shared.splitfile.footer import footer_column_stats
 from strata_shared.splitfile.writer import row_group_spans
 from strata_shared.storage import ObjectStore, PathOutsideRoot
-from strata_indexer.splits.schemas import SplitToRegister
 
 
 class SplitRejected(Exception):

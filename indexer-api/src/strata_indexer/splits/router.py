@@ -7,15 +7,21 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from strata_indexer.indexes.service import load_index
+from strata_indexer.splits import service
+from strata_indexer.splits.schemas import (
+    NAME_PATTERN,
+    RegisterSplitsRequest,
+    RegisterSplitsResponse,
+    SplitOut,
+    SplitPage,
+)
 from strata_shared.domain.split import SplitState
 from strata_shared.metastore.repositories import SplitFilter
 from strata_shared.web.auth import Principal, Scope, require, require_any
 from strata_shared.web.deps import app_state, db_session
 from strata_shared.web.problems import problem_responses
 from strata_shared.web.state import AppState
-from strata_indexer.indexes.service import load_index
-from strata_indexer.splits import service
-from strata_indexer.splits.schemas import NAME_PATTERN, RegisterSplitsRequest, RegisterSplitsResponse, SplitOut, SplitPage
 
 router = APIRouter(prefix="/v1/indexes", tags=["splits"])
 Session = Annotated[AsyncSession, Depends(db_session)]

@@ -15,7 +15,8 @@ NAME_PATTERN = r"^[A-Za-z0-9_.-]{1,128}$"
 class SplitToRegister(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    split_id: str = Field(pattern=ULID_PATTERN, description="ULID chosen by the writer; registration is idempotent by it")
+    split_id: str = Field(pattern=ULID_PATTERN,
+                          description="ULID chosen by the writer; registration is idempotent by it")
     uri: str = Field(min_length=1, max_length=4096, description="URI under the storage root, or a root-relative path")
     num_rows: int = Field(ge=0, description="checked against the footer")
     partition_id: str = Field("default", pattern=NAME_PATTERN)

@@ -11,11 +11,11 @@ import socket
 import httpx
 from fastapi import FastAPI
 
-from strata_shared.web.auth import Scope
-from strata_shared.web.state import AppState
 from strata_planner.compaction.clock import system_clock
 from strata_planner.compaction.gc import collect_garbage
 from strata_planner.compaction.metrics import CompactionMetrics
+from strata_shared.web.auth import Scope
+from strata_shared.web.state import AppState
 
 log = logging.getLogger("strata.planner")
 

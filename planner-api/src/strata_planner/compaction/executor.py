@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from strata_jobs.merge import MergeInput, MergeResult, MergeSpec
 from strata_jobs.spark_merge import submit_merges
-from strata_shared.spark.session import SparkSessionFactory
 from strata_planner.compaction.schemas import Assignment
+from strata_shared.spark.session import SparkSessionFactory
 
 
 class MergeFailed(Exception):

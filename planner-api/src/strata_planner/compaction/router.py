@@ -8,14 +8,6 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query, Request
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from strata_shared.domain.jobs import InvalidTransition, JobStatus
-from strata_shared.errors import Conflict, InvalidInput, NotFound
-from strata_shared.metastore.compaction_repository import CompactionRepository, JobFilter
-from strata_shared.metastore.repositories import load_live_index
-from strata_shared.web.auth import Principal, Scope, require, require_any
-from strata_shared.web.deps import app_state, db_session
-from strata_shared.web.problems import problem_responses
-from strata_shared.web.state import AppState
 from strata_planner.compaction import scheduler as scheduler_service
 from strata_planner.compaction.clock import system_clock
 from strata_planner.compaction.planning import WindowRange, plan_index, skipped_summary
@@ -32,6 +24,14 @@ from strata_planner.compaction.schemas import (
     WindowPage,
 )
 from strata_planner.compaction.status import job_out, window_summaries
+from strata_shared.domain.jobs import InvalidTransition, JobStatus
+from strata_shared.errors import Conflict, InvalidInput, NotFound
+from strata_shared.metastore.compaction_repository import CompactionRepository, JobFilter
+from strata_shared.metastore.repositories import load_live_index
+from strata_shared.web.auth import Principal, Scope, require, require_any
+from strata_shared.web.deps import app_state, db_session
+from strata_shared.web.problems import problem_responses
+from strata_shared.web.state import AppState
 
 router = APIRouter(tags=["compaction"])
 Session = Annotated[AsyncSession, Depends(db_session)]

@@ -21,6 +21,8 @@ from strata_jobs.merge import MergeResult
 from strata_planner.compaction.schemas import Assignment, OutputSplit, PollResponse
 
 log = logging.getLogger("strata.runner")
+# Progress by stage: Spark reports nothing finer from inside a Python worker, so the fraction marks the stage.
+STAGE_PROGRESS = {"merging": 0.1, "publishing": 0.9}
 
 
 class Executor(Protocol):
@@ -115,6 +117,7 @@ class CompactionRunner:
             base = {"job_id": job_id, "fencing_token": job.assignment.fencing_token}
             if not job.task.done():
                 updates.append({**base, "status": "in_progress", "stage": job.stage,
+                                "progress": STAGE_PROGRESS.get(job.stage, 0.0),
                                 "spark_operation_tag": job.assignment.spark_operation_tag})
                 continue
             finished.append(job_id)

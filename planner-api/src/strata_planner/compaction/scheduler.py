@@ -11,28 +11,27 @@ from datetime import datetime, timedelta
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from strata_planner.compaction.planning import WindowRange, plan_index
+from strata_planner.compaction.schemas import (
+    AssignedInput,
+    Assignment,
+    PollRequest,
+    PollResponse,
+    StatusUpdate,
+    UpdateResult,
+)
+from strata_shared.domain.column_stats import ColumnStats
 from strata_shared.domain.fields import FieldType
 from strata_shared.domain.index_config import IndexSettings
 from strata_shared.domain.jobs import JobStatus
 from strata_shared.domain.scheduler_rules import SchedulerConfig, jobs_to_plan
 from strata_shared.domain.split import RowGroupSpan, SplitMetadata, SplitState
-from strata_shared.domain.column_stats import ColumnStats
 from strata_shared.metastore.compaction_models import CompactionJobRow, CompactionWindowRow
 from strata_shared.metastore.compaction_repository import CompactionRepository, PublishConflict, StaleToken
 from strata_shared.metastore.models import IndexRow
 from strata_shared.metastore.repositories import SplitRepository
 from strata_shared.storage import ObjectStore
 from strata_shared.web.state import AppState
-from strata_planner.compaction.planning import WindowRange, plan_index
-from strata_planner.compaction.schemas import (
-    AssignedInput,
-    Assignment,
-    OutputSplit,
-    PollRequest,
-    PollResponse,
-    StatusUpdate,
-    UpdateResult,
-)
 
 log = logging.getLogger("strata.scheduler")
 

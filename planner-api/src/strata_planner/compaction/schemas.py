@@ -15,7 +15,8 @@ class _Strict(BaseModel):
 
 
 class PlanRequest(_Strict):
-    start: int | datetime | None = Field(None, alias="from", description="first window start (epoch seconds or RFC 3339)")
+    start: int | datetime | None = Field(None, alias="from",
+                                         description="first window start (epoch seconds or RFC 3339)")
     end: int | datetime | None = Field(None, alias="to", description="windows starting before this")
     final: bool = Field(False, description="treat every window as closed: merge what remains toward the target size")
     model_config = ConfigDict(extra="forbid", populate_by_name=True)

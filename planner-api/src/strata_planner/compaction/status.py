@@ -7,6 +7,8 @@ from datetime import datetime
 from sqlalchemy import and_, case, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from strata_planner.compaction.planning import policy_params
+from strata_planner.compaction.schemas import JobOut, WindowOut
 from strata_shared.domain.index_config import IndexSettings
 from strata_shared.domain.jobs import LIVE_STATUSES
 from strata_shared.domain.merge_policy import split_level
@@ -14,8 +16,6 @@ from strata_shared.domain.split import SplitState
 from strata_shared.domain.windows import is_window_closed
 from strata_shared.metastore.compaction_models import CompactionJobRow, CompactionWindowRow
 from strata_shared.metastore.models import IndexRow, SplitRow
-from strata_planner.compaction.planning import policy_params
-from strata_planner.compaction.schemas import JobOut, WindowOut
 
 
 def job_out(job: CompactionJobRow, input_ids: list[str]) -> JobOut:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import httpx
 
-from strata_services.local.spark_server import _die_with_parent_hook, _Spawner
+from strata_services.local.processes import Spawner, die_with_parent_hook
 
 
 class ApiProcess:
@@ -35,9 +35,9 @@ class ApiProcess:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         cmd = [sys.executable, "-m", "strata_services.cli", "serve", self.name, "--host", self.host,
                "--port", str(self.port)]
-        hook = _die_with_parent_hook()
+        hook = die_with_parent_hook()
         with open(self.log_path, "ab") as logfile:
-            self._proc = _Spawner.spawn(lambda: subprocess.Popen(
+            self._proc = Spawner.spawn(lambda: subprocess.Popen(
                 cmd, stdin=subprocess.DEVNULL, stdout=logfile, stderr=subprocess.STDOUT,
                 env={**os.environ, **self.env}, start_new_session=True, preexec_fn=hook))
 

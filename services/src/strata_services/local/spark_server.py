@@ -7,134 +7,33 @@ we die, even from SIGKILL, when no cleanup code of ours runs).
 
 from __future__ import annotations
 
-import concurrent.futures
-import ctypes
 import logging
 import os
-import queue
 import signal
 import socket
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pyspark
 
 from strata_services.local.java import resolve_java_home
+from strata_services.local.processes import (
+    Spawner,
+    die_with_parent_hook,
+    session_members,
+    signal_group,
+)
 
 log = logging.getLogger(__name__)
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
-_PR_SET_PDEATHSIG = 1
 
 
 class SparkServerError(RuntimeError):
     """The local Spark Connect server could not be started or did not become ready."""
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """Return a TCP port that is free on `host` right now (another process may still take it later)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return sock.getsockname()[1]
-
-
-def _proc_state(pid: int) -> tuple[str, int, int] | None:
-    """(state letter, process group, session) of a pid from /proc, or None when it does not exist."""
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError):
-        return None
-    # The command name is in parentheses and may itself contain spaces or ')'.
-    fields = raw[raw.rfind(")") + 2 :].split()
-    return fields[0], int(fields[2]), int(fields[3])
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether `pid` is a running process; a zombie waiting to be reaped counts as dead."""
-    if pid <= 0:  # os.kill(-1, 0) would probe every process we may signal
-        return False
-    if sys.platform.startswith("linux"):
-        state = _proc_state(pid)
-        return state is not None and state[0] not in ("Z", "X")
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def session_members(sid: int) -> dict[int, int]:
-    """Live (non-zombie) processes of session `sid` as {pid: pgid} (Linux: scans /proc).
-
-    The server is started as a session leader, so its session is everything it ever forked, including
-    pyspark's worker daemon, which moves itself into a process group of its own.
-    """
-    members = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        state = _proc_state(int(entry.name))
-        if state is not None and state[2] == sid and state[0] not in ("Z", "X"):
-            members[int(entry.name)] = state[1]
-    return members
-
-
-def _die_with_parent_hook() -> Callable[[], None] | None:
-    """A preexec_fn that makes the child get SIGKILL when the spawning thread dies (Linux only)."""
-    if not sys.platform.startswith("linux"):
-        return None
-    # Load libc before fork: dlopen after fork in a threaded process can deadlock on loader locks.
-    libc = ctypes.CDLL(None, use_errno=True)
-    prctl = libc.prctl
-    parent = os.getpid()
-
-    def hook() -> None:
-        if prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
-            raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
-        # The parent may have died between fork and prctl; then nobody would ever send the signal.
-        if os.getppid() != parent:
-            os.kill(os.getpid(), signal.SIGKILL)
-
-    return hook
-
-
-class _Spawner:
-    """Starts children from one daemon thread that lives as long as the process.
-
-    PR_SET_PDEATHSIG fires when the *thread* that forked the child exits, not the process. Spawning from a
-    short-lived worker thread (anyio's to_thread workers retire after idling) would kill the JVM at a random
-    later moment, so every spawn goes through this thread instead.
-    """
-
-    _lock = threading.Lock()
-    _jobs: queue.SimpleQueue = queue.SimpleQueue()
-    _thread: threading.Thread | None = None
-
-    @classmethod
-    def spawn(cls, start: Callable[[], subprocess.Popen[bytes]]) -> subprocess.Popen[bytes]:
-        """Run `start` (which calls Popen) on the spawner thread and return its result."""
-        with cls._lock:
-            if cls._thread is None:
-                cls._thread = threading.Thread(target=cls._run, name="strata-spawner", daemon=True)
-                cls._thread.start()
-        future: concurrent.futures.Future = concurrent.futures.Future()
-        cls._jobs.put((start, future))
-        return future.result()
-
-    @classmethod
-    def _run(cls) -> None:
-        while True:
-            start, future = cls._jobs.get()
-            try:
-                future.set_result(start())
-            except BaseException as exc:  # handed back to the caller, who re-raises it
-                future.set_exception(exc)
 
 
 class LocalSparkConnectServer:
@@ -229,7 +128,7 @@ class LocalSparkConnectServer:
                 raise SparkServerError(f"spark connect server already running (pid {self.pid})")
             for sub in ("logs", "spark-warehouse", "ivy", "tmp", "derby"):
                 (self.work_dir / sub).mkdir(parents=True, exist_ok=True)
-            cmd, env, hook = self.command(), self._environment(), _die_with_parent_hook()
+            cmd, env, hook = self.command(), self._environment(), die_with_parent_hook()
             with open(self.log_path, "ab") as logfile:
                 logfile.write(f"\n=== strata: starting {' '.join(cmd)}\n".encode())
                 logfile.flush()
@@ -246,7 +145,7 @@ class LocalSparkConnectServer:
                         preexec_fn=hook,
                     )
 
-                self._proc = _Spawner.spawn(launch)
+                self._proc = Spawner.spawn(launch)
             log.info(
                 "spark connect server starting: pid %s, %s, log %s", self.pid, self.remote, self.log_path
             )
@@ -323,20 +222,20 @@ class LocalSparkConnectServer:
                 return
             pgid = proc.pid  # start_new_session made the JVM its session and group leader
             if proc.poll() is None:
-                _signal_group(pgid, signal.SIGTERM)
+                signal_group(pgid, signal.SIGTERM)
                 try:
                     proc.wait(timeout=timeout)
                 except subprocess.TimeoutExpired:
                     log.warning("spark connect server %s ignored SIGTERM for %.0fs; killing", pgid, timeout)
-                    _signal_group(pgid, signal.SIGKILL)
+                    signal_group(pgid, signal.SIGKILL)
                     proc.wait()
             # Python workers forked by the JVM may linger after it exits; nothing it started may survive.
-            _signal_group(pgid, signal.SIGKILL)
+            signal_group(pgid, signal.SIGKILL)
             if sys.platform.startswith("linux"):
                 end = time.monotonic() + 5.0
                 while (left := session_members(pgid)) and time.monotonic() < end:
                     for group in set(left.values()):
-                        _signal_group(group, signal.SIGKILL)
+                        signal_group(group, signal.SIGKILL)
                     time.sleep(0.05)
             # Forget the process: a later stop() must not signal a pgid the kernel may have handed out again.
             self._proc = None
@@ -352,10 +251,3 @@ class LocalSparkConnectServer:
 
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
-
-
-def _signal_group(pgid: int, sig: signal.Signals) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except ProcessLookupError:
-        pass

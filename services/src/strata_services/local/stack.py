@@ -1,5 +1,6 @@
 """The local stack supervisor behind `strata up`: embedded PostgreSQL, a Spark Connect server, and the three APIs,
-and the query proxy, each as a child bound to this process, stopped in reverse order on Ctrl-C, SIGTERM or a child's death."""
+and the query proxy, each as a child bound to this process, stopped in reverse order on Ctrl-C, SIGTERM or a
+child's death."""
 
 from __future__ import annotations
 
@@ -11,12 +12,12 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from strata_shared.config import Settings
-from strata_shared.metastore import migrate
 from strata_services.local.api_process import ApiProcess
 from strata_services.local.keys import resolve_api_keys
 from strata_services.local.postgres import EmbeddedPostgres
 from strata_services.local.spark_server import LocalSparkConnectServer
+from strata_shared.config import Settings
+from strata_shared.metastore import migrate
 
 log = logging.getLogger("strata.stack")
 STATE_FILE = "stack.json"

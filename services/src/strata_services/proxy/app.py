@@ -12,12 +12,12 @@ from fastapi import FastAPI, Request
 from fastapi.responses import StreamingResponse
 from prometheus_client import CollectorRegistry
 
+from strata_services.proxy.upstreams import Upstreams
 from strata_shared.config import Settings
 from strata_shared.errors import Unavailable
 from strata_shared.web.auth import ApiKeyRegistry, request_key
 from strata_shared.web.metrics import install_metrics
 from strata_shared.web.problems import install_problem_handlers, problem_responses
-from strata_services.proxy.upstreams import Upstreams
 
 # Hop-by-hop headers (RFC 9110 section 7.6.1) are not forwarded.
 _HOP_BY_HOP = {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",

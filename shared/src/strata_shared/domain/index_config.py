@@ -146,7 +146,8 @@ def config_problems(settings: IndexSettings) -> list[tuple[str, str]]:
         if column_type is None:
             problems.append(("sort_schema", f"sort column {column.name!r} is not declared in fields"))
         elif not column_type.sortable:
-            problems.append(("sort_schema", f"sort column {column.name!r} has type {column_type}, which is not sortable"))
+            problems.append(("sort_schema",
+                             f"sort column {column.name!r} has type {column_type}, which is not sortable"))
 
     artifacts = settings.artifacts
     named = [("artifacts.zone_map_columns", c) for c in artifacts.zone_map_columns]

@@ -151,7 +151,8 @@ class CompactionRepository:
         await self.session.flush()
         return job
 
-    async def publish(self, job_id: str, token: int, outputs: Sequence[SplitMetadata], now: datetime) -> CompactionJobRow:
+    async def publish(self, job_id: str, token: int, outputs: Sequence[SplitMetadata],
+                      now: datetime) -> CompactionJobRow:
         """One transaction's worth of work: outputs published, inputs marked for deletion, lineage recorded, job
         succeeded; or nothing at all (StaleToken, PublishConflict)."""
         job = await self._fenced(job_id, token)

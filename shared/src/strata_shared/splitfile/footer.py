@@ -10,7 +10,8 @@ from strata_shared.domain.column_stats import ColumnStats, merge_column_stats, v
 
 def _plain(value: object, arrow_type: pa.DataType) -> object:
     if pa.types.is_timestamp(arrow_type):
-        return int(pa.scalar(value, type=arrow_type).cast(pa.timestamp("us", tz=arrow_type.tz)).cast(pa.int64()).as_py())
+        micros = pa.scalar(value, type=arrow_type).cast(pa.timestamp("us", tz=arrow_type.tz))
+        return int(micros.cast(pa.int64()).as_py())
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
     if isinstance(value, bool):

@@ -31,9 +31,9 @@ async def healthz(request: Request) -> Health:
     return Health(status="ok", service=request.app.state.strata.service)
 
 
-async def _check_database(request: Request, timeout: float) -> str | None:
+async def _check_database(request: Request, limit_secs: float) -> str | None:
     try:
-        async with asyncio.timeout(timeout):
+        async with asyncio.timeout(limit_secs):
             async with request.app.state.strata.engine.connect() as connection:
                 await connection.execute(text("SELECT 1"))
         return None
@@ -41,11 +41,11 @@ async def _check_database(request: Request, timeout: float) -> str | None:
         return f"postgresql unreachable: {type(exc).__name__}: {exc}"[:300]
 
 
-async def _check_spark(request: Request, timeout: float) -> str | None:
+async def _check_spark(request: Request, limit_secs: float) -> str | None:
     spark = request.app.state.strata.spark
     if spark is None:
         return "spark connect is not configured (STRATA_SPARK_REMOTE)"
-    ok, detail = await spark.check_ready(timeout)
+    ok, detail = await spark.check_ready(limit_secs)
     return None if ok else f"spark connect unreachable: {detail}"[:300]
 
 
