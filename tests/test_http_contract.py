@@ -53,8 +53,8 @@ async def test_unknown_route_is_a_problem(api):
 
 
 async def test_readyz_reports_an_unreachable_spark(database_url, keys, storage_root):
-    from asgi_lifespan import LifespanManager
     import httpx
+    from asgi_lifespan import LifespanManager
 
     from strata_indexer.app import create_app
 

@@ -12,7 +12,16 @@ import pytest
 
 from strata_shared.domain.sort_schema import SortSchema, is_sorted
 from strata_shared.domain.split import read_kv_metadata
-from tests.helpers import ARROW, NDJSON, arrow_stream, db_snapshot, metrics_index, ndjson, storage_snapshot, unique_index_id
+from tests.helpers import (
+    ARROW,
+    NDJSON,
+    arrow_stream,
+    db_snapshot,
+    metrics_index,
+    ndjson,
+    storage_snapshot,
+    unique_index_id,
+)
 
 pytestmark = pytest.mark.spark
 

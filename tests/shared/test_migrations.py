@@ -7,8 +7,10 @@ import asyncio
 from sqlalchemy import inspect
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from strata_shared.metastore import migrate
-from strata_shared.metastore import compaction_models  # noqa: F401 - registers the compaction tables
+from strata_shared.metastore import (
+    compaction_models,  # noqa: F401 - registers the compaction tables
+    migrate,
+)
 from strata_shared.metastore.models import Base
 
 

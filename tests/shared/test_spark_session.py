@@ -9,6 +9,7 @@ import threading
 import time
 
 import pytest
+
 from strata_shared.spark import SparkSessionFactory
 from strata_shared.spark.session import parse_remote
 
