@@ -2,16 +2,18 @@
 columns are cut from it.
 
 Three kinds, chosen by the column's output type:
-- `dict` (string): one dictionary of the distinct values over all inputs ("unified": built once from the inputs'
-  per-row-group dictionaries, as read with `read_dictionary`) and an int32 code per row, -1 for null. 4 bytes a row.
-- `num` (integers, floats, temporal, bool): one numpy array of the values plus a validity mask when some are null.
+- `dict` (string): one dictionary of the distinct values over all inputs ("unified": built once from the
+  inputs' per-row-group dictionaries, as read with `read_dictionary`) and an int32 code per row, -1 for null.
+  4 bytes a row.
+- `num` (integers, floats, temporal, bool): one numpy array of the values plus a validity mask when some are
+  null.
 - `arrow` (anything else: lists, binaries, decimals...): one combined Arrow array, cut with Arrow's take.
 
 Output string columns are written as dictionary arrays whose dictionary is compacted per row group (only the
-values that row group uses): the Parquet writer then stores that dictionary as is, skipping the per-value hashing
-it does for plain strings, and row-group statistics and dictionary pages stay as tight as for a plain write. With
-`store_schema=False` such a file reads back as plain `string` (checked by the tests). A column whose dictionary
-is much larger than a row group (high cardinality) is decoded to plain strings instead.
+values that row group uses): the Parquet writer then stores that dictionary as is, skipping the per-value
+hashing it does for plain strings, and row-group statistics and dictionary pages stay as tight as for a plain
+write. With `store_schema=False` such a file reads back as plain `string` (checked by the tests). A column
+whose dictionary is much larger than a row group (high cardinality) is decoded to plain strings instead.
 """
 
 from __future__ import annotations
@@ -22,7 +24,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-# Past this many distinct values per row group row, compacting per row group costs more than decoding (O(D) work).
+from strata_jobs.arrow_numpy import int_values, primitive_values, to_arrow, validity
+
+# Past this many distinct values per row group row, compacting per row group costs more than decoding (O(D)
+# work).
 DICT_COMPACT_MAX_RATIO = 4
 
 
@@ -39,33 +44,18 @@ def numpy_dtype(arrow_type: pa.DataType) -> np.dtype | None:
     if pa.types.is_integer(arrow_type):
         kind = "i" if pa.types.is_signed_integer(arrow_type) else "u"
         return np.dtype(f"<{kind}{arrow_type.bit_width // 8}")
-    if pa.types.is_temporal(arrow_type) and arrow_type.bit_width in (32, 64) and not pa.types.is_interval(arrow_type):
+    temporal = pa.types.is_temporal(arrow_type) and not pa.types.is_interval(arrow_type)
+    if temporal and arrow_type.bit_width in (32, 64):
         return np.dtype(f"<i{arrow_type.bit_width // 8}")
     return None
 
 
-def _valid_mask(chunk: pa.Array) -> np.ndarray | None:
-    if chunk.null_count == 0:
-        return None
-    return np.asarray(chunk.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
-
-
-def _chunk_values(chunk: pa.Array, dtype: np.dtype) -> np.ndarray:
-    if dtype == np.dtype(bool):
-        return np.asarray(pc.fill_null(chunk, False).to_numpy(zero_copy_only=False), dtype=bool)
-    return np.frombuffer(chunk.buffers()[1], dtype=dtype, count=chunk.offset + len(chunk))[chunk.offset:]
-
-
 def dictionary_codes(chunk: pa.DictionaryArray) -> np.ndarray:
     """Indices of a dictionary chunk as int64, -1 where null."""
-    indices = chunk.indices
-    dtype = numpy_dtype(indices.type)
-    raw = np.frombuffer(indices.buffers()[1], dtype=dtype, count=indices.offset + len(indices))[indices.offset:]
-    out = raw.astype(np.int64)
-    valid = _valid_mask(chunk)
-    if valid is not None:
-        out[~valid] = -1
-    return out
+    codes = int_values(chunk.indices, -1)
+    if chunk.null_count and chunk.indices.null_count != chunk.null_count:
+        codes[~validity(chunk)] = -1
+    return codes
 
 
 @dataclass(slots=True)
@@ -95,17 +85,17 @@ class SourceColumn:
     # -- output construction ---------------------------------------------------------------------------------
 
     def take(self, index: np.ndarray, row_group_size: int) -> pa.ChunkedArray:
-        """The rows at `index` (in that order) as an output column of type `out_type` (dictionary for strings)."""
+        """The rows at `index`, in that order, as an output column of `out_type` (dictionary for strings)."""
         if self.kind == "dict":
             return self._take_dict(self.codes[index], row_group_size)
         if self.kind == "num":
             values = self.values[index]
-            mask = None if self.valid is None else ~self.valid[index]
-            return pa.chunked_array([self._wrap(values, mask)], type=self.out_type)
-        return pa.chunked_array([self.array.take(pa.array(index))], type=self.out_type)
+            valid = None if self.valid is None else self.valid[index]
+            return pa.chunked_array([self._wrap(values, valid)], type=self.out_type)
+        return pa.chunked_array([self.array.take(to_arrow(index))], type=self.out_type)
 
     def slices(self, starts: np.ndarray, lengths: np.ndarray, row_group_size: int) -> pa.ChunkedArray:
-        """The concatenation of rows [start, start + length) for every run, zero-copy where the kind allows."""
+        """Rows [start, start + length) of every run, concatenated; zero-copy where the kind allows."""
         if self.kind == "dict":
             index = _runs_to_index(starts, lengths)
             return self._take_dict(self.codes[index], row_group_size)
@@ -115,21 +105,21 @@ class SourceColumn:
 
     def full_array(self) -> pa.Array:
         if self.kind == "num":
-            return self._wrap(self.values, None if self.valid is None else ~self.valid)
+            return self._wrap(self.values, self.valid)
         if self.kind == "arrow":
             return self.array
-        mask = self.codes < 0 if self.null_count else None
-        return pa.DictionaryArray.from_arrays(pa.array(self.codes, mask=mask), self.dictionary)
+        valid = self.codes >= 0 if self.null_count else None
+        return pa.DictionaryArray.from_arrays(to_arrow(self.codes, valid=valid), self.dictionary)
 
-    def _wrap(self, values: np.ndarray, mask: np.ndarray | None) -> pa.Array:
-        array = pa.array(values, mask=mask)
+    def _wrap(self, values: np.ndarray, valid: np.ndarray | None) -> pa.Array:
+        array = to_arrow(values, valid=valid)
         return array if array.type == self.out_type else array.view(self.out_type)
 
     def _take_dict(self, codes: np.ndarray, row_group_size: int) -> pa.ChunkedArray:
         size = len(self.dictionary)
         has_nulls = self.null_count > 0
         if size > DICT_COMPACT_MAX_RATIO * row_group_size:
-            indices = pa.array(codes, mask=codes < 0 if has_nulls else None)
+            indices = to_arrow(codes, valid=codes >= 0 if has_nulls else None)
             return pa.chunked_array([self.dictionary.take(indices)], type=self.out_type)
         chunks = []
         used = np.zeros(size + 1, dtype=bool)
@@ -142,8 +132,8 @@ class SourceColumn:
             remap -= 1
             remap = np.append(remap, np.int32(-1))  # a null code -1 reads the appended -1
             local = remap[part]
-            indices = pa.array(local, mask=local < 0 if has_nulls else None)
-            chunks.append(pa.DictionaryArray.from_arrays(indices, self.dictionary.filter(pa.array(keep))))
+            indices = to_arrow(local, valid=local >= 0 if has_nulls else None)
+            chunks.append(pa.DictionaryArray.from_arrays(indices, self.dictionary.filter(to_arrow(keep))))
         return pa.chunked_array(chunks, type=pa.dictionary(pa.int32(), self.out_type))
 
 
@@ -183,7 +173,7 @@ class ColumnBuilder:
             self.chunks: list[pa.Array] = []
 
     def add(self, column: pa.ChunkedArray | None, rows: int) -> None:
-        """The next input's column (already cast to out_type or to dictionary<out_type>), or None: all null."""
+        """The next input's column (cast to out_type or to dictionary<out_type>), or None: all null."""
         begin = self.position
         if column is None:
             self._add_nulls(begin, rows)
@@ -224,7 +214,7 @@ class ColumnBuilder:
             codes = dictionary_codes(chunk)
             if dictionary.null_count:
                 # A null inside the dictionary is a null row: point it at the null slot.
-                nulls = np.append(np.asarray(dictionary.is_null().to_numpy(zero_copy_only=False)), True)
+                nulls = np.append(~validity(dictionary), True)
                 codes = np.where(nulls[codes], -1, codes)
             target = self.codes[offset:offset + n]
             np.add(codes, self.dictionary_base, out=target, casting="unsafe")
@@ -233,8 +223,8 @@ class ColumnBuilder:
             self.dictionaries.append(dictionary)
             self.dictionary_base += len(dictionary)
         elif self.kind == "num":
-            self.values[offset:offset + n] = _chunk_values(chunk, self.values.dtype)
-            valid = _valid_mask(chunk)
+            self.values[offset:offset + n] = primitive_values(chunk, self.values.dtype)
+            valid = validity(chunk)
             if valid is not None:
                 self._validity()[offset:offset + n] = valid
         else:
@@ -248,11 +238,10 @@ class ColumnBuilder:
             if self.dictionaries:
                 everything = pa.concat_arrays(self.dictionaries)
             else:
-                everything = pa.array([], type=self.out_type)
+                everything = pa.nulls(0, self.out_type)
             unified = pc.unique(everything.drop_null())
             mapping = pc.index_in(everything, value_set=unified)
-            remap = np.append(np.asarray(pc.fill_null(mapping, -1).to_numpy(zero_copy_only=False),
-                                         dtype=self.codes.dtype), self.codes.dtype.type(-1))
+            remap = np.append(int_values(mapping, -1).astype(self.codes.dtype), self.codes.dtype.type(-1))
             column.codes = remap[self.codes]  # -1 (null) reads the appended -1
             column.null_count = int(np.count_nonzero(column.codes < 0))
             column.dictionary = unified

@@ -1,44 +1,37 @@
-"""The global order of a merge: sort keys from ranks, then a stable sort or a k-way merge of the presorted inputs.
+"""The global order of a merge: sort keys from ranks, then a stable sort or a k-way merge of the presorted
+inputs.
 
-The comparator is strata_shared.domain.sort_schema's: per column ascending or descending, a null greater than every
-value (last in an ascending column, first in a descending one), ties in input order then row order.
+The comparator is strata_shared.domain.sort_schema's: per column ascending or descending, a null greater than
+every value (last in an ascending column, first in a descending one), ties in input order then row order.
 
 Every sort column becomes a small unsigned rank per row that compares like the column:
 - strings: the rank of the value among the sorted distinct values (the unified dictionary is sorted once);
-- integers, timestamps, floats, bools: an order-preserving unsigned image of the value (sign bit flipped; floats
-  with -0.0 folded into 0.0 and one NaN above +inf, as Arrow sorts) minus its minimum over the job, so a timestamp
-  column within one window needs ~log2(window) bits; a column whose value range is too wide gets dense ranks
-  (np.unique) instead;
+- integers, timestamps, floats, bools: an order-preserving unsigned image of the value (sign bit flipped;
+  floats with -0.0 folded into 0.0 and one NaN above +inf, as Arrow sorts) minus its minimum over the job, so
+  a timestamp column within one window needs ~log2(window) bits; a column whose value range is too wide gets
+  dense ranks (np.unique) instead;
 - other types: dense ranks from Arrow's sort.
-A null gets rank max+1; a descending column's ranks are inverted (max - rank), nulls included, which puts them first.
-The ranks are packed, first sort column most significant, into as few 63-bit words as possible, usually one: then
-the order is one `np.argsort(kind="stable")` (timsort, which exploits the presorted runs of the inputs).
+A null gets rank max+1; a descending column's ranks are inverted (max - rank), nulls included, which puts them
+first. The ranks are packed, first sort column most significant, into as few 63-bit words as possible, usually
+one: then the order is one `np.argsort(kind="stable")` (timsort, which exploits the presorted runs of the
+inputs).
 """
 
 from __future__ import annotations
 
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from strata_jobs.arrow_numpy import int_values, primitive_values, to_arrow, validity
 from strata_jobs.merge_columns import SourceColumn
 from strata_shared.domain.sort_schema import SortSchema
 
 WORD_BITS = 63
 _SIGN = np.uint64(1 << 63)
-
-
-@dataclass(slots=True)
-class _Rank:
-    name: str
-    ranks: np.ndarray | None  # uint64; None while only the cheap offset form is known
-    width: int
-    source: SourceColumn | None = None
-    descending: bool = False
-    unsigned: np.ndarray | None = None  # num columns: the order-preserving image, kept to re-rank densely
-    dense: bool = True
 
 
 @dataclass(slots=True)
@@ -54,23 +47,106 @@ class SortKey:
         return sum(self.word_bits)
 
 
+class _Plan:
+    """One sort column's ranks: their width now, the array only when packed (so one is alive at a time)."""
+
+    def __init__(self, column: SourceColumn, descending: bool) -> None:
+        self.column = column
+        self.descending = descending
+        self.has_nulls = column.null_count > 0
+        self.dense = False
+        self.low = 0
+        self.top = 0  # the largest rank, nulls included
+        self.table: np.ndarray | None = None  # dict: rank of every dictionary entry (+ null slot)
+        self.ranks: np.ndarray | None = None  # arrow / dense num: ranks of every row
+        kind = column.kind
+        if kind == "dict":
+            size = len(column.dictionary)
+            self.top = size if self.has_nulls else max(size - 1, 0)
+            table = np.empty(size + 1, dtype=np.uint64)
+            table[int_values(pc.sort_indices(column.dictionary), 0)] = np.arange(size, dtype=np.uint64)
+            table[size] = size  # null, read by code -1
+            if descending:
+                table = np.uint64(self.top) - table
+            self.table = table
+        elif kind == "num":
+            valid = column.valid
+            if valid is not None and not valid.any():
+                return  # all null: top 0, reorders nothing
+            if column.values.dtype.kind in "iub":
+                values = column.values
+                if valid is None:
+                    low, high = values.min(), values.max()
+                else:
+                    limits = (True, False) if values.dtype.kind == "b" else \
+                        (np.iinfo(values.dtype).max, np.iinfo(values.dtype).min)
+                    low = np.min(values, where=valid, initial=limits[0])
+                    high = np.max(values, where=valid, initial=limits[1])
+                self.low = int(low)
+                self.top = int(high) - int(low) + (1 if self.has_nulls else 0)
+            else:
+                self._densify()  # floats: dense ranks of their order-preserving image
+        else:
+            self.ranks, self.top = _arrow_dense_ranks(column.array)
+            if descending:
+                np.subtract(np.uint64(self.top), self.ranks, out=self.ranks)
+
+    @property
+    def width(self) -> int:
+        return self.top.bit_length()
+
+    @property
+    def can_densify(self) -> bool:
+        return self.column.kind == "num" and not self.dense
+
+    def _densify(self) -> None:
+        column = self.column
+        image = _order_preserving(column)
+        valid = column.valid
+        distinct = np.unique(image if valid is None else image[valid])
+        ranks = np.searchsorted(distinct, image).astype(np.uint64)
+        self.top = len(distinct) if self.has_nulls else len(distinct) - 1
+        if valid is not None:
+            ranks[~valid] = len(distinct)
+        if self.descending:
+            np.subtract(np.uint64(self.top), ranks, out=ranks)
+        self.ranks = ranks
+        self.dense = True
+
+    def densify(self) -> None:
+        if self.can_densify:
+            self._densify()
+
+    def make(self) -> np.ndarray:
+        """The ranks of every row as a new uint64 array (nulls and direction applied)."""
+        column = self.column
+        if self.table is not None:
+            return self.table[column.codes]  # code -1 (null) reads the null slot
+        if self.ranks is not None:
+            ranks, self.ranks = self.ranks, None
+            return ranks
+        unsigned = column.values.dtype.kind == "u"
+        ranks = column.values.astype(np.uint64 if unsigned else np.int64)
+        ranks -= ranks.dtype.type(self.low)
+        ranks = ranks.view(np.uint64)
+        if column.valid is not None:
+            ranks[~column.valid] = np.uint64(self.top)
+        if self.descending:
+            np.subtract(np.uint64(self.top), ranks, out=ranks)
+        return ranks
+
+
 def _order_preserving(column: SourceColumn) -> np.ndarray:
     """uint64 whose unsigned order is the column's value order (garbage where null)."""
     values = column.values
     kind = values.dtype.kind
-    if kind == "b":
-        return values.astype(np.uint64)
-    if kind == "u":
+    if kind in "bu":
         return values.astype(np.uint64)
     if kind == "i":
-        out = values.astype(np.int64).view(np.uint64)
-        if out is values or out.base is values:
-            out = out.copy()
+        out = values.astype(np.int64).view(np.uint64)  # astype copies: the source stays untouched
         out ^= _SIGN
         return out
     floats = values.astype(np.float64)
-    if floats is values:
-        floats = floats.copy()
     floats[floats == 0] = 0.0  # -0.0 ties with 0.0
     floats[np.isnan(floats)] = np.nan  # one NaN, above +inf
     bits = floats.view(np.uint64)
@@ -80,117 +156,77 @@ def _order_preserving(column: SourceColumn) -> np.ndarray:
     return bits
 
 
-def _with_nulls(ranks: np.ndarray, null_mask: np.ndarray | None, null_rank: int, descending: bool,
-                top: int) -> np.ndarray:
-    if null_mask is not None:
-        ranks[null_mask] = null_rank
-    if descending:
-        np.subtract(np.uint64(top), ranks, out=ranks)
-    return ranks
-
-
-def _rank_column(column: SourceColumn, descending: bool) -> _Rank:
-    has_nulls = column.null_count > 0
-    if column.kind == "dict":
-        size = len(column.dictionary)
-        top = size if has_nulls else max(size - 1, 0)
-        table = np.empty(size + 1, dtype=np.uint64)
-        table[np.asarray(pc.sort_indices(column.dictionary).to_numpy(), dtype=np.int64)] = np.arange(size,
-                                                                                                      dtype=np.uint64)
-        table[size] = size  # null, read by code -1
-        if descending:
-            table = np.uint64(top) - table
-        return _Rank(column.name, table[column.codes], top.bit_length())
-    if column.kind == "num":
-        unsigned = _order_preserving(column)
-        valid = column.valid
-        if valid is not None and not valid.any():
-            return _Rank(column.name, None, 0)
-        low = int(np.min(unsigned, where=valid, initial=np.iinfo(np.uint64).max)) if valid is not None \
-            else int(unsigned.min())
-        high = int(np.max(unsigned, where=valid, initial=0)) if valid is not None else int(unsigned.max())
-        top = high - low + (1 if has_nulls else 0)
-        return _Rank(column.name, None, top.bit_length(), column, descending, unsigned, dense=False)
-    # Any other type: dense ranks from Arrow's own sort (nulls last).
-    array = column.array
-    order = pc.sort_indices(array, null_placement="at_end")
+def _arrow_dense_ranks(array: pa.Array) -> tuple[np.ndarray, int]:
+    """Dense ranks (0-based) from Arrow's own sort, nulls after every value; and the largest rank."""
+    if len(array) == 0:
+        return np.zeros(0, dtype=np.uint64), 0
+    order = pc.sort_indices(array)  # nulls at the end by default
     ordered = array.take(order)
     rest = len(ordered) - ordered.null_count
-    same = pc.fill_null(pc.equal(ordered.slice(1), ordered.slice(0, len(ordered) - 1)), True)
-    steps = np.concatenate([[0], ~np.asarray(same.to_numpy(zero_copy_only=False), dtype=bool)]).astype(np.uint64)
-    if rest < len(ordered) and rest > 0:
-        steps[rest] = 1  # first null: a rank of its own, after every value
+    equal = pc.equal(ordered.slice(1), ordered.slice(0, len(ordered) - 1))
+    same = primitive_values(equal, np.dtype(bool)).copy()
+    known = validity(equal)
+    if known is not None:
+        same[~known] = True  # a null next to a null ties; the first null is handled below
+    steps = np.concatenate([[False], ~same]).astype(np.uint64)
+    if 0 < rest < len(ordered):
+        steps[rest] = 1  # the first null: a rank of its own, after every value
     dense = np.cumsum(steps, dtype=np.uint64)
     ranks = np.empty(len(array), dtype=np.uint64)
-    ranks[np.asarray(order.to_numpy(), dtype=np.int64)] = dense
-    top = int(dense[-1]) if len(dense) else 0
-    if descending:
-        ranks = np.uint64(top) - ranks
-    return _Rank(column.name, ranks, top.bit_length())
+    ranks[int_values(order, 0)] = dense
+    return ranks, int(dense[-1])
 
 
-def _materialize(rank: _Rank, dense: bool) -> None:
-    """Turn a num column's image into ranks: offset from the minimum, or dense ranks among distinct values."""
-    column, unsigned = rank.source, rank.unsigned
-    valid = column.valid
-    null_mask = None if valid is None else ~valid
-    present = unsigned if valid is None else unsigned[valid]
-    if dense:
-        distinct = np.unique(present)
-        ranks = np.searchsorted(distinct, unsigned).astype(np.uint64)
-        null_rank = len(distinct)
-    else:
-        low = np.uint64(present.min())
-        ranks = unsigned - low
-        null_rank = int(present.max() - low) + 1
-    top = null_rank if null_mask is not None else null_rank - 1
-    rank.ranks = _with_nulls(ranks, null_mask, null_rank, rank.descending, top)
-    rank.width = top.bit_length()
-    rank.unsigned = None
-    rank.dense = dense
-
-
-def build_sort_key(columns: dict[str, SourceColumn], schema: SortSchema) -> SortKey:
-    """Ranks of every sort column present, packed into as few <=63-bit words as possible."""
-    ranks: list[_Rank] = []
+def build_sort_key(columns: dict[str, SourceColumn], schema: SortSchema, pool: Executor | None = None
+                   ) -> SortKey:
+    """Ranks of every sort column present, packed into as few <=63-bit words as possible. With `pool`, the
+    columns' ranks are computed in parallel (all alive at once); without, one at a time."""
+    plans: list[_Plan] = []
     for sort_column in schema.columns:
         column = columns.get(sort_column.name)
-        if column is None:
+        if column is None or column.length == 0:
             continue  # absent from every input: null everywhere, reorders nothing
-        rank = _rank_column(column, sort_column.descending)
-        if rank.width > 0:
-            ranks.append(rank)
+        plan = _Plan(column, sort_column.descending)
+        if plan.width > 0:
+            plans.append(plan)
     # Offsets are O(n) but can be wide (a u64 id); dense ranks cost a sort. Densify the widest offset columns
-    # only while the key would not fit in one word (or a column alone would not fit a word).
-    pending = sorted((r for r in ranks if r.ranks is None), key=lambda r: -r.width)
-    for rank in pending:
-        if sum(r.width for r in ranks) > WORD_BITS or rank.width > WORD_BITS:
-            _materialize(rank, dense=True)
-        else:
-            _materialize(rank, dense=False)
+    # only while the key would not fit in one word, or a column would not fit in any word.
+    for plan in sorted((p for p in plans if p.can_densify), key=lambda p: -p.width):
+        if sum(p.width for p in plans) > WORD_BITS or plan.width > WORD_BITS:
+            plan.densify()
+    layout: list[list[_Plan]] = []
+    bits = WORD_BITS + 1
+    for plan in plans:
+        if bits + plan.width > WORD_BITS:
+            layout.append([])
+            bits = 0
+        layout[-1].append(plan)
+        bits += plan.width
+    made = {}
+    if pool is not None:
+        made = dict(zip(map(id, plans), pool.map(_Plan.make, plans), strict=True))
     words: list[np.ndarray] = []
     word_bits: list[int] = []
-    current: np.ndarray | None = None
-    bits = 0
-    for rank in ranks:
-        if current is not None and bits + rank.width > WORD_BITS:
-            words.append(current)
-            word_bits.append(bits)
-            current, bits = None, 0
-        if current is None:
-            current, bits = rank.ranks, rank.width
-        else:
-            current <<= np.uint64(rank.width)
-            current |= rank.ranks
-            bits += rank.width
-        rank.ranks = None
-    if current is not None:
-        words.append(current)
-        word_bits.append(bits)
-    return SortKey(words, word_bits, {r.name: r.width for r in ranks})
+    for group in layout:
+        word: np.ndarray | None = None
+        width = sum(p.width for p in group)
+        shift = width
+        for plan in group:
+            shift -= plan.width
+            ranks = made.pop(id(plan)) if made else plan.make()
+            if shift:
+                ranks <<= np.uint64(shift)
+            if word is None:
+                word = ranks
+            else:
+                word |= ranks
+            del ranks
+        words.append(word)
+        word_bits.append(width)
+    return SortKey(words, word_bits, {p.column.name: p.width for p in plans})
 
 
-# -- orders ---------------------------------------------------------------------------------------------------
+# -- orders --------------------------------------------------------------------------------------------------
 
 
 def stable_sort_order(key: SortKey, rows: int) -> np.ndarray:
@@ -246,19 +282,33 @@ def kway_order(key: SortKey, segments: list[tuple[int, int]], rows: int) -> np.n
     return runs[0][1]
 
 
-def compute_order(key: SortKey, segments: list[tuple[int, int]], rows: int, method: str) -> np.ndarray:
-    if method == "kway":
-        return kway_order(key, segments, rows)
-    if method == "stable_sort":
-        return stable_sort_order(key, rows)
-    raise ValueError(f"unknown order method {method!r}")
+def compute_order(key: SortKey, segments: list[tuple[int, int]], rows: int, method: str
+                  ) -> tuple[np.ndarray, str]:
+    """The stable order of the rows and the method that computed it (a k-way merge needs one key word and at
+    least two inputs; otherwise the stable sort does the work)."""
+    if method == "kway" and len(key.words) == 1 and sum(1 for _, n in segments if n) >= 2:
+        return kway_order(key, segments, rows), "kway"
+    if method not in ("kway", "stable_sort"):
+        raise ValueError(f"unknown order method {method!r}")
+    return stable_sort_order(key, rows), "stable_sort"
 
 
-# -- runs and checks ------------------------------------------------------------------------------------------
+# -- runs and checks -----------------------------------------------------------------------------------------
+
+
+def count_runs(order: np.ndarray, block: int = 1 << 20) -> int:
+    """How many runs of consecutive source rows the order has (blockwise: no order-sized temporaries)."""
+    if len(order) == 0:
+        return 0
+    breaks = 0
+    for start in range(0, len(order) - 1, block):
+        part = order[start:start + block + 1]
+        breaks += int(np.count_nonzero(np.diff(part) != 1))
+    return breaks + 1
 
 
 def run_heads(order: np.ndarray) -> np.ndarray:
-    """Positions in `order` where a run of consecutive source rows starts (rows of the concatenated inputs)."""
+    """Positions in `order` where a run of consecutive source rows (of the concatenated inputs) starts."""
     if len(order) == 0:
         return np.zeros(0, dtype=np.int64)
     breaks = np.flatnonzero(np.diff(order) != 1) + 1
@@ -305,13 +355,14 @@ def _compare_values(a, b) -> int:
 
 
 def spot_check_pairs(table: pa.Table, schema: SortSchema, positions: np.ndarray) -> int | None:
-    """Row p+1 >= row p under the reference comparator for every p in positions; the first p failing or None."""
+    """Row p+1 >= row p under the reference comparator for every p in positions: the first p failing, or
+    None."""
     names = [c.name for c in schema.columns if c.name in table.column_names]
     if not names or len(positions) == 0:
         return None
     descending = [c.descending for c in schema.columns if c.name in table.column_names]
     index = np.stack([positions, positions + 1], axis=1).reshape(-1)
-    rows = table.select(names).take(pa.array(index)).to_pylist()
+    rows = table.select(names).take(to_arrow(index.astype(np.int64))).to_pylist()
     for i, p in enumerate(positions):
         left = tuple(rows[2 * i][n] for n in names)
         right = tuple(rows[2 * i + 1][n] for n in names)

@@ -1,4 +1,4 @@
-"""What a merge job is given and what it returns, with their JSON forms (the Spark wrapper ships them as strings)."""
+"""What a merge job is given and what it returns, and their JSON forms (the Spark wrapper ships strings)."""
 
 from __future__ import annotations
 
@@ -16,9 +16,10 @@ ORDER_METHODS = ("auto", "stable_sort", "kway")
 class MergeTypeConflict(ValueError):
     """MC-4: one column has different logical types in two inputs. Raised before any output is written."""
 
-    def __init__(self, column: str, first_type: str, first_split: str, second_type: str, second_split: str) -> None:
-        super().__init__(f"column {column!r} is {first_type} in split {first_split} and {second_type} in split "
-                         f"{second_split}")
+    def __init__(self, column: str, first_type: str, first_split: str, second_type: str,
+                 second_split: str) -> None:
+        super().__init__(f"column {column!r} is {first_type} in split {first_split} and {second_type} in "
+                         f"split {second_split}")
         self.column = column
         self.types = (first_type, second_type)
         self.split_ids = (first_split, second_split)
@@ -56,8 +57,8 @@ class MergeSpec:
     generation: int
     root_split_ids: list[str] = field(default_factory=list)
     order_method: str = "auto"  # "stable_sort" | "kway" | "auto"
-    # Verify the checksum and the order on the Parquet bytes decoded again, not only on the Arrow tables handed
-    # to the writer. Costs one more decode of the outputs.
+    # Verify the checksum and the order on the Parquet bytes decoded again, not only on the Arrow tables
+    # handed to the writer. Costs one more decode of the outputs.
     verify_readback: bool = False
 
 
@@ -137,7 +138,8 @@ def split_from_dict(data: dict[str, Any]) -> SplitMetadata:
         uri=data.get("uri", ""),
         size_bytes=int(data.get("size_bytes", 0)),
         row_groups=[RowGroupSpan(**rg) for rg in data.get("row_groups", [])],
-        column_stats={name: ColumnStats.from_json(name, s) for name, s in data.get("column_stats", {}).items()},
+        column_stats={name: ColumnStats.from_json(name, s)
+                      for name, s in data.get("column_stats", {}).items()},
         num_merge_ops=int(data.get("num_merge_ops", 0)),
         generation=int(data.get("generation", 0)),
         root_split_ids=list(data.get("root_split_ids", [])),

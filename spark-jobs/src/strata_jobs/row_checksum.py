@@ -5,15 +5,17 @@
 
 - K_c is an odd constant derived from the column *name*, so the checksum does not depend on column order and a
   value moved to another column changes it.
-- h(value) is the value's bit pattern for fixed-width types (a column is hashed after it was cast to the merge's
-  output type, so both sides see the same bits), a hash of the bytes for strings and binaries (dictionaries are
-  hashed once and gathered by index), a position-aware hash for lists, and NULL_HASH for a null. A column a table
-  lacks counts as all-null, consistently with MC-4 (missing columns become nulls in the output).
+- h(value) is the value's bit pattern for fixed-width types (a column is hashed after it was cast to the
+  merge's output type, so both sides see the same bits), a hash of the bytes for strings and binaries
+  (dictionaries are hashed once and gathered by index), a position-aware hash for lists, and NULL_HASH for a
+  null. A column a table lacks counts as all-null, consistently with MC-4 (missing columns become nulls in the
+  output).
 - The final splitmix64 per row binds a row's columns together: swapping two values of one column between rows
-  changes the sum even though each column's multiset is unchanged. The sum over rows makes the order irrelevant.
+  changes the sum even though each column's multiset is unchanged. The sum over rows makes the order
+  irrelevant.
 
-This detects lost, duplicated and altered rows with overwhelming probability (it is not a cryptographic digest).
-Cost: a few numpy passes over the rows per column, no per-row Python.
+This detects lost, duplicated and altered rows with overwhelming probability (it is not a cryptographic
+digest). Cost: a few numpy passes over the rows per column, no per-row Python.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ import hashlib
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
+
+from strata_jobs.arrow_numpy import int_values, primitive_values, validity
 
 U64 = np.uint64
 NULL_HASH = U64(0x6A09E667F3BCC909)
@@ -49,16 +52,14 @@ def column_constant(name: str) -> np.uint64:
 
 
 def _validity(chunk: pa.Array) -> np.ndarray | None:
-    if chunk.null_count == 0:
-        return None
-    return np.asarray(chunk.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+    return validity(chunk)
 
 
 def _fixed_width_bits(chunk: pa.Array) -> np.ndarray | None:
     """The values of a fixed-width primitive chunk as uint64 bit patterns (garbage under nulls)."""
     t = chunk.type
     if pa.types.is_boolean(t):
-        return np.asarray(pc.fill_null(chunk, False).to_numpy(zero_copy_only=False), dtype=U64)
+        return primitive_values(chunk, np.dtype(bool)).astype(U64)
     if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_temporal(t)):
         return None
     width = t.bit_width // 8
@@ -68,7 +69,8 @@ def _fixed_width_bits(chunk: pa.Array) -> np.ndarray | None:
     kind = "f" if pa.types.is_floating(t) else ("u" if pa.types.is_unsigned_integer(t) else "i")
     if kind == "f" and width == 2:
         kind = "u"  # float16: its bit pattern is all we need
-    raw = np.frombuffer(buffer, dtype=np.dtype(f"<{kind}{width}"), count=chunk.offset + len(chunk))[chunk.offset:]
+    raw = np.frombuffer(buffer, dtype=np.dtype(f"<{kind}{width}"),
+                        count=chunk.offset + len(chunk))[chunk.offset:]
     if kind == "f":
         raw = raw.view(np.dtype(f"<u{width}"))
     if width == 8:
@@ -85,7 +87,8 @@ def _segment_sums(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
 
 
 def _binary_hashes(chunk: pa.Array) -> np.ndarray:
-    """Per-value hash of a string/binary chunk: every byte mixed with its position, summed, mixed with the length."""
+    """Per-value hash of a string/binary chunk: every byte mixed with its position, summed, mixed with the
+    length."""
     t = chunk.type
     large = pa.types.is_large_string(t) or pa.types.is_large_binary(t)
     buffers = chunk.buffers()
@@ -108,34 +111,53 @@ def _binary_hashes(chunk: pa.Array) -> np.ndarray:
 
 
 def _dictionary_indices(chunk: pa.DictionaryArray) -> np.ndarray:
-    """Indices of a dictionary chunk as a signed numpy array, -1 where null."""
+    """Indices of a dictionary chunk (their own integer width when no slot is null), -1 where null."""
     indices = chunk.indices
-    index_type = chunk.type.index_type
+    index_type = indices.type
     kind = "i" if pa.types.is_signed_integer(index_type) else "u"
-    raw = np.frombuffer(indices.buffers()[1], dtype=np.dtype(f"<{kind}{index_type.bit_width // 8}"),
-                        count=indices.offset + len(indices))[indices.offset:]
-    if kind == "u" or raw.dtype.itemsize < 4:
-        raw = raw.astype(np.int64)
-    valid = _validity(chunk)
-    if valid is not None:
-        raw = np.where(valid, raw, -1)
+    raw = primitive_values(indices, np.dtype(f"<{kind}{index_type.bit_width // 8}"))
+    if chunk.null_count == 0 and kind == "i":
+        return raw
+    raw = raw.astype(np.int64)
+    if chunk.null_count:
+        raw[~validity(chunk)] = -1
     return raw
 
 
-def value_hashes(chunk: pa.Array, scale: np.uint64 = U64(1)) -> np.ndarray:
-    """scale * h(value) for every slot of one Arrow array (h = NULL_HASH where null), as a new writable array."""
+def _python_hash(value) -> int:
+    return int.from_bytes(hashlib.blake2b(repr(value).encode(), digest_size=8).digest(), "little")
+
+
+_ONE = U64(1)
+
+
+def _identity(array: pa.Array) -> tuple:
+    """Where an array's data lives: equal for slices of one dictionary object, cheap to compute."""
+    return (tuple(b.address if b is not None else 0 for b in array.buffers()), array.offset, len(array))
+
+
+def value_hashes(chunk: pa.Array, scale: np.uint64 = _ONE, memo: dict | None = None) -> np.ndarray:
+    """scale * h(value) for every slot of one Arrow array (h = NULL_HASH where null), as a new array. `memo`
+    keeps dictionary hashes between calls, for slices that share a dictionary."""
     t = chunk.type
     if len(chunk) == 0:
         return np.zeros(0, dtype=U64)
     if pa.types.is_dictionary(t):
         # Hash the dictionary once; -1 (null) picks the NULL_HASH appended at the end.
-        table = np.append(value_hashes(chunk.dictionary), NULL_HASH)
-        table *= scale
+        dictionary = chunk.dictionary
+        memo_key = (_identity(dictionary), int(scale))
+        table = None if memo is None else memo.get(memo_key)
+        if table is None:
+            table = np.append(value_hashes(dictionary), NULL_HASH)
+            table *= scale
+            if memo is not None:
+                memo[memo_key] = table
         return table[_dictionary_indices(chunk)]
-    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t):
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) \
+            or pa.types.is_large_binary(t):
         hashes = _binary_hashes(chunk)
     elif pa.types.is_list(t) or pa.types.is_large_list(t):
-        flat_offsets = np.asarray(chunk.offsets.to_numpy(zero_copy_only=False), dtype=np.int64)
+        flat_offsets = int_values(chunk.offsets, 0)
         first = int(flat_offsets[0])
         child = chunk.values.slice(first, int(flat_offsets[-1]) - first)
         child_hashes = value_hashes(child)
@@ -150,8 +172,7 @@ def value_hashes(chunk: pa.Array, scale: np.uint64 = U64(1)) -> np.ndarray:
     else:
         bits = _fixed_width_bits(chunk)
         if bits is None:  # any other type: slow but exact, through Python values
-            hashes = np.array([int.from_bytes(hashlib.blake2b(repr(v).encode(), digest_size=8).digest(), "little")
-                               for v in chunk.to_pylist()], dtype=U64)
+            hashes = np.array([_python_hash(v) for v in chunk.to_pylist()], dtype=U64)
         else:
             hashes = bits if bits.flags.owndata and bits.flags.writeable else bits.copy()
     valid = _validity(chunk)
@@ -161,30 +182,60 @@ def value_hashes(chunk: pa.Array, scale: np.uint64 = U64(1)) -> np.ndarray:
     return hashes
 
 
+# Rows hashed per block: the accumulators stay small (cache-resident) whatever the table size.
+BLOCK_ROWS = 1 << 18
+
+
+def _add_hashes(acc: np.ndarray, chunk: pa.Array, scale: np.uint64, memo: dict) -> None:
+    """acc += scale * h(value), slot by slot, in as few passes as the type allows."""
+    t = chunk.type
+    if pa.types.is_dictionary(t):
+        dictionary = chunk.dictionary
+        memo_key = (_identity(dictionary), int(scale))
+        table = memo.get(memo_key)
+        if table is None:
+            table = np.append(value_hashes(dictionary), NULL_HASH)  # -1 (null) reads the appended NULL_HASH
+            table *= scale
+            memo[memo_key] = table
+        acc += table[_dictionary_indices(chunk)]
+        return
+    bits = None
+    if not pa.types.is_boolean(t):
+        bits = _fixed_width_bits(chunk)
+    if bits is not None and chunk.null_count == 0:
+        acc += bits * scale
+        return
+    acc += value_hashes(chunk, scale)
+
+
+# Rows hashed per block: the accumulators stay small (cache-resident) whatever the table size.
+BLOCK_ROWS = 1 << 18
+
+
 def table_checksum(table: pa.Table, columns: list[str] | None = None) -> int:
-    """Order-independent checksum of `table`'s rows over `columns` (default: its own); a listed column the table
-    lacks counts as null in every row."""
+    """Order-independent checksum of `table`'s rows over `columns` (default: its own); a listed column the
+    table lacks counts as null in every row. Works through the rows in blocks of BLOCK_ROWS."""
     names = table.column_names if columns is None else columns
-    rows = table.num_rows
-    if rows == 0:
-        return 0
-    acc = np.zeros(rows, dtype=U64)
+    present = [(name, column_constant(name)) for name in names if name in table.column_names]
     missing = 0
     for name in names:
-        constant = column_constant(name)
         if name not in table.column_names:
-            missing = (missing + int(constant) * int(NULL_HASH)) % (1 << 64)
-            continue
-        start = 0
-        for chunk in table.column(name).chunks:
-            n = len(chunk)
-            if n:
-                acc[start:start + n] += value_hashes(chunk, constant)
-            start += n
-    if missing:
-        acc += U64(missing)
-    splitmix64(acc, out=acc)
-    return int(acc.sum(dtype=U64))
+            missing = (missing + int(column_constant(name)) * int(NULL_HASH)) % (1 << 64)
+    total = 0
+    memo: dict = {}
+    for begin in range(0, table.num_rows, BLOCK_ROWS):
+        block = table.slice(begin, BLOCK_ROWS)
+        acc = np.full(block.num_rows, missing, dtype=U64)
+        for name, constant in present:
+            start = 0
+            for chunk in block.column(name).chunks:
+                n = len(chunk)
+                if n:
+                    _add_hashes(acc[start:start + n], chunk, constant, memo)
+                start += n
+        splitmix64(acc, out=acc)
+        total = (total + int(acc.sum(dtype=U64))) % (1 << 64)
+    return total
 
 
 def combine(*checksums: int) -> int:

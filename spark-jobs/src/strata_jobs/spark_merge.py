@@ -13,7 +13,15 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from strata_jobs.merge import MergeResult, MergeSpec, result_from_json, result_to_json, run_merge, spec_from_json, spec_to_json
+from strata_jobs.merge import (
+    MergeResult,
+    MergeSpec,
+    result_from_json,
+    result_to_json,
+    run_merge,
+    spec_from_json,
+    spec_to_json,
+)
 
 RESULT_SCHEMA = "job_id string, ok boolean, result string, error string"
 

@@ -1,0 +1,314 @@
+"""The sorted merge kernel of compaction: N sorted splits of one window -> fewer, larger, sorted, staged
+splits.
+
+Pure pyarrow + numpy (+ strata_shared pure modules): it runs in a Spark Python worker
+(strata_jobs.spark_merge) and can be called directly. It never imports pandas (see strata_jobs.arrow_numpy).
+Steps:
+
+1. Footers of every input (merge_inputs); the output schema is the union of their columns, in
+   first-appearance order over the inputs as given. A column whose logical type
+   (strata_shared.domain.fields.field_type_of; dictionary<string> == string) differs between two inputs raises
+   MergeTypeConflict before any data is read or anything written (MC-4).
+2. Read the inputs one after another, string columns as dictionaries, in a pipeline: a reader thread reads
+   and casts input i+1 to the union's types while a hasher thread hashes input i for the row checksum and
+   this thread copies it into the merge's column form (merge_columns). Missing columns are nulls.
+3. Global order (merge_order): per-column ranks packed into one uint64 key, then a stable argsort (timsort
+   over the presorted runs), or a k-way merge of the inputs' key runs; both give exactly the stable order.
+4. Outputs of at most target_split_num_rows rows and about target_split_size_bytes bytes (bytes per row
+   estimated from the inputs' file sizes), each column gathered through the order (`take`) or, for column
+   kinds whose crossover the order's mean run length reaches, cut as zero-copy slices of the runs; encoded
+   with strata_shared.splitfile.writer.encode_split on a writer thread, uploaded under a temporary name and
+   moved.
+5. Verification (merge_verify) before returning, else MergeVerificationError and every output deleted: MC-1
+   row counts (the written footers) and MC-2 an order-independent checksum of every row (row_checksum) equal
+   to the inputs'; MC-3 sort keys recomputed from each output table's own values non-decreasing, plus
+   reference-comparator checks at block and output boundaries and on sampled adjacent rows; MC-4 the written
+   schema equals the union. The in-memory checks run while the writer thread encodes. With verify_readback
+   the checksum and the order are checked on the uploaded file read back instead.
+
+Memory, with R rows in the job. The merge's form of the columns costs 4 bytes a row per string column (int32
+codes into one dictionary) and the value width (+1 byte where nulls exist) per other column: row_width, 40
+bytes for the PERF-NOTES shape (6 string tags, i64 timestamp, f64 value). On top of it: three inputs' Arrow
+tables at most (read ahead, being copied, being hashed: fan-in only matters through the largest inputs), the
+sort key with the sort columns' ranks while it is packed, and the order (8 + 8 bytes a row, plus timsort's
+scratch), then one output at a time: its Arrow table (row_width a row; the last output frees the merge's
+columns and the order as it is cut), its Parquet bytes (twice: encode_split copies them to `bytes`), and
+verification blocks of 256k rows. Peak ~= R * (row_width + 24) + output table + 2 * output file + 3 * largest
+input table, reported as stats["peak_bytes_estimate"] (490-510 MB for 4M rows). Measured by merge_experiment
+(4M rows, 16 or 64 inputs): peak RSS 650-700 MB, of which ~115 MB is the interpreter and libraries, i.e.
+about 140 bytes a row: under 1 GB per 4M-row job.
+
+Measured speed (merge_experiment, 4M rows, on a shared 2-CPU machine whose copy floor, read + write with the
+same writer settings, is 1.4-1.75 s against 1.03 s in PERF-NOTES): stable_sort 1.25x the floor when the
+machine was otherwise idle (1.77 s vs 1.42 s; the second core runs the verification while the writer thread
+encodes), 1.55x under contention (CPU: 2.37 s vs 1.51 s). Verification (row checksums of inputs and outputs,
+MC-3 keys) costs about 0.4 CPU-s of that; without it the merge costs 1.13x the floor's CPU. kway is slower
+everywhere: its order step takes 0.48-0.71 s against 0.10-0.15 s for the stable sort, hence
+AUTO_ORDER_METHOD.
+"""
+
+from __future__ import annotations
+
+import time
+import zlib
+from concurrent.futures import Executor, ThreadPoolExecutor
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from ulid import ULID
+
+from strata_jobs import merge_output
+from strata_jobs.merge_columns import SourceColumn, is_dict_type
+from strata_jobs.merge_inputs import Clock, close_inputs, open_inputs, read_all, union_schema
+from strata_jobs.merge_order import build_sort_key, compute_order, count_runs, run_heads
+from strata_jobs.merge_spec import (
+    ORDER_METHODS,
+    MergeInput,
+    MergeResult,
+    MergeSpec,
+    MergeTypeConflict,
+    MergeVerificationError,
+    result_from_json,
+    result_to_json,
+    spec_from_json,
+    spec_to_json,
+)
+from strata_jobs.merge_verify import Verifier, written_schema_problem
+from strata_shared.domain.sort_schema import SortSchema
+from strata_shared.domain.split import SplitMetadata, SplitState
+from strata_shared.splitfile.writer import row_group_spans
+
+__all__ = [
+    "MergeInput", "MergeResult", "MergeSpec", "MergeTypeConflict", "MergeVerificationError", "run_merge",
+    "spec_to_json", "spec_from_json", "result_to_json", "result_from_json", "AUTO_ORDER_METHOD",
+    "RUNS_MIN_MEAN_LENGTH", "union_schema",
+]
+
+# What order_method="auto" means: the faster method in merge_experiment's benchmark. The stable sort's order
+# step took 0.10-0.14 s for 4M rows from 16 or 64 inputs, the vectorized k-way merge 0.48-0.70 s.
+AUTO_ORDER_METHOD = "stable_sort"
+# Cut an output column from zero-copy run slices instead of gathering it when the order's mean run length
+# (runs of consecutive rows of one input) reaches this, per column kind. Measured by
+# `python -m strata_jobs.merge_experiment --crossover` on 4M rows: a variable-width Arrow column
+# (list<string>) costs 0.16 s by take vs 0.19 s by slices at L=32, 0.12 vs 0.10 at 64, 0.09 vs 0.005 at 1024;
+# a fixed-width column 0.005 s either way at L=1024 but 1.9 s by slices at L=4; string codes are gathered
+# either way (never sliced). With fine-grained interleaving (L ~ 1, usual when every input covers the key
+# range) every column is gathered.
+RUNS_MIN_MEAN_LENGTH = {"arrow": 64, "num": 1024}
+# Threads cutting output columns and computing their statistics (numpy gathers release the GIL): 0.27 s ->
+# 0.14 s for the 8 columns of 4M rows on 2 CPUs.
+BUILD_THREADS = 2
+
+
+def _plan_outputs(total_rows: int, total_bytes: int, spec: MergeSpec) -> list[tuple[int, int]]:
+    """Balanced [begin, end) row ranges, each within the row and (estimated) byte targets."""
+    if total_rows == 0:
+        return []
+    per_row = total_bytes / total_rows if total_bytes else 0.0
+    cap = spec.target_split_num_rows
+    if per_row > 0:
+        cap = min(cap, max(1, int(spec.target_split_size_bytes // per_row)))
+    count = -(-total_rows // cap)
+    size = -(-total_rows // count)
+    return [(b, min(b + size, total_rows)) for b in range(0, total_rows, size)]
+
+
+def _output_table(columns: dict[str, SourceColumn | None], union: pa.Schema, order: np.ndarray, begin: int,
+                  end: int, heads: np.ndarray | None, slice_kinds: frozenset[str], row_group_size: int,
+                  consume: bool = False, pool: Executor | None = None) -> pa.Table:
+    """Rows order[begin:end] of every column: gathered, or, for the column kinds in `slice_kinds`, sliced run
+    by run (`heads`: where runs start in the order). Columns in parallel on `pool` when given (numpy's gathers
+    release the GIL). With `consume`, each source column is dropped once cut."""
+    index = order[begin:end]
+    starts = lengths = None
+    if heads is not None and slice_kinds:
+        # Runs of consecutive source rows that fall inside [begin, end).
+        inside = heads[(heads > begin) & (heads < end)]
+        cut = np.concatenate([[begin], inside, [end]])
+        starts = order[cut[:-1]]
+        lengths = np.diff(cut)
+
+    def cut_column(name: str) -> pa.ChunkedArray:
+        column = columns[name]
+        if starts is not None and column.kind in slice_kinds:
+            array = column.slices(starts, lengths, row_group_size)
+        else:
+            array = column.take(index, row_group_size)
+        if consume:
+            columns[name] = None
+        return array
+
+    names = union.names
+    arrays = list(pool.map(cut_column, names)) if pool is not None else [cut_column(n) for n in names]
+    return pa.Table.from_arrays(arrays, names=names)
+
+
+def _validate(spec: MergeSpec) -> SortSchema:
+    if not spec.inputs:
+        raise ValueError("a merge needs at least one input")
+    if len({i.split_id for i in spec.inputs}) != len(spec.inputs):
+        raise ValueError("a split appears twice among the merge inputs")
+    if spec.target_split_num_rows < 1 or spec.target_split_size_bytes < 1:
+        raise ValueError("target_split_num_rows and target_split_size_bytes must be positive")
+    if spec.order_method not in ORDER_METHODS:
+        raise ValueError(f"order_method must be one of {ORDER_METHODS}, not {spec.order_method!r}")
+    return SortSchema.parse(spec.sort_schema)
+
+
+def _check_timestamp(union: pa.Schema, spec: MergeSpec) -> pa.DataType | None:
+    if spec.timestamp_field not in union.names:
+        return None
+    ts_type = union.field(spec.timestamp_field).type
+    if spec.timestamp_is_seconds and not pa.types.is_integer(ts_type):
+        raise ValueError(f"timestamp field {spec.timestamp_field!r} is {ts_type}, not epoch seconds (i64)")
+    if not spec.timestamp_is_seconds and not pa.types.is_timestamp(ts_type):
+        raise ValueError(f"timestamp field {spec.timestamp_field!r} is {ts_type}, not a timestamp")
+    return ts_type
+
+
+def run_merge(spec: MergeSpec) -> MergeResult:
+    """Merge spec.inputs into staged outputs under spec.output_uri_prefix: verified, or nothing is left."""
+    started_total = time.perf_counter()
+    clock = Clock()
+    schema = _validate(spec)
+    stats: dict = {"job_id": spec.job_id, "fencing_token": spec.fencing_token, "fan_in": len(spec.inputs)}
+
+    started = time.perf_counter()
+    inputs = open_inputs(spec.inputs)
+    try:
+        union = union_schema([(i.spec.split_id, i.schema) for i in inputs])
+        ts_type = _check_timestamp(union, spec)
+        total_rows = sum(i.rows for i in inputs)
+        total_bytes = sum(i.size_bytes for i in inputs)
+        clock.add("footers", time.perf_counter() - started)
+        columns, input_checksum = read_all(inputs, union, clock, stats)
+    finally:
+        close_inputs(inputs)
+    inputs_for_segments = [(0, 0)] * len(inputs)
+    offset = 0
+    for position, item in enumerate(inputs):
+        inputs_for_segments[position] = (offset, item.rows)
+        offset += item.rows
+
+    started = time.perf_counter()
+    method = AUTO_ORDER_METHOD if spec.order_method == "auto" else spec.order_method
+    with ThreadPoolExecutor(max_workers=BUILD_THREADS, thread_name_prefix="merge-key") as pool:
+        key = build_sort_key(columns, schema, pool)
+    clock.add("sort_key", time.perf_counter() - started)
+    started = time.perf_counter()
+    order, used_method = compute_order(key, inputs_for_segments, total_rows, method)
+    stats.update(order_method=used_method, key_words=len(key.words), key_bits=key.total_bits,
+                 key_column_bits=key.column_bits)
+    del key
+    clock.add("order", time.perf_counter() - started)
+
+    started = time.perf_counter()
+    num_runs = count_runs(order)
+    mean_run = total_rows / num_runs if num_runs else 0.0
+    slice_kinds = frozenset(kind for kind, threshold in RUNS_MIN_MEAN_LENGTH.items() if mean_run >= threshold)
+    heads = run_heads(order) if slice_kinds & {c.kind for c in columns.values()} else None
+    kinds_present = [k for k in ("dict", "num", "arrow") if any(c.kind == k for c in columns.values())]
+    stats.update(num_runs=num_runs, mean_run_length=round(mean_run, 2),
+                 build_method={k: "runs" if k in slice_kinds else "take" for k in kinds_present})
+    clock.add("runs", time.perf_counter() - started)
+    column_bytes = sum(c.nbytes for c in columns.values())
+    order_bytes = order.nbytes
+
+    sort_names = frozenset(schema.column_names)
+    verifier = Verifier(schema, union, seed=zlib.crc32(spec.job_id.encode()))
+    outputs: list[SplitMetadata] = []
+    uploaded: list[str] = []
+    max_output_table = max_output_file = 0
+    prefix = spec.output_uri_prefix.rstrip("/")
+    try:
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="merge-write") as writer, \
+                ThreadPoolExecutor(max_workers=BUILD_THREADS, thread_name_prefix="merge-build") as builders:
+            plan = _plan_outputs(total_rows, total_bytes, spec)
+            for number, (begin, end) in enumerate(plan):
+                started = time.perf_counter()
+                last = number == len(plan) - 1
+                # The last output consumes the merge's columns and order: they are freed as soon as cut.
+                table = _output_table(columns, union, order, begin, end, heads, slice_kinds,
+                                      spec.parquet.row_group_size, consume=last, pool=builders)
+                if last:
+                    order = heads = None
+                clock.add("build", time.perf_counter() - started)
+                started = time.perf_counter()
+                column_stats = merge_output.output_column_stats(table, sort_names, builders)
+                low, high = merge_output.time_range(column_stats, spec.timestamp_field, ts_type)
+                split_id = str(ULID())
+                metadata = SplitMetadata(
+                    split_id=split_id, index_uid=spec.index_uid, source_id=spec.source_id,
+                    partition_id=spec.partition_id, doc_mapping_uid=spec.doc_mapping_uid,
+                    sort_schema=str(schema), window_start=spec.window_start,
+                    window_duration_secs=spec.window_duration_secs, time_range_start=low, time_range_end=high,
+                    num_rows=table.num_rows, uri=f"{prefix}/{split_id}.parquet", column_stats=column_stats,
+                    num_merge_ops=spec.num_merge_ops, generation=spec.generation,
+                    root_split_ids=list(spec.root_split_ids), state=SplitState.STAGED,
+                )
+                clock.add("column_stats", time.perf_counter() - started)
+                # Encode and upload on the writer thread (the Parquet writer releases the GIL) while this
+                # thread verifies the table it handed over.
+                job = writer.submit(_encode_and_upload, table, metadata, spec, uploaded)
+                started = time.perf_counter()
+                if not spec.verify_readback:
+                    verifier.check_table(table, f"output {split_id}")
+                clock.add("verify", time.perf_counter() - started)
+                data_size, footer, timings = job.result()
+                for stage, seconds in timings.items():
+                    clock.add(stage, seconds)
+                started = time.perf_counter()
+                if footer.num_rows != table.num_rows:
+                    raise MergeVerificationError(f"MC-1: output {split_id} holds {footer.num_rows} rows, "
+                                                 f"{table.num_rows} were written")
+                problem = written_schema_problem(footer, union)
+                if problem:
+                    raise MergeVerificationError(f"MC-4: output {split_id}: {problem}")
+                if spec.verify_readback:
+                    verifier.check_table(_read_back(metadata.uri, union), f"output {split_id} (read back)")
+                clock.add("verify", time.perf_counter() - started)
+                metadata.size_bytes = data_size
+                metadata.row_groups = row_group_spans(footer)
+                outputs.append(metadata)
+                max_output_table = max(max_output_table, table.nbytes)
+                max_output_file = max(max_output_file, data_size)
+                del table
+        written_rows = sum(o.num_rows for o in outputs)
+        if written_rows != total_rows or verifier.rows != total_rows:
+            raise MergeVerificationError(f"MC-1: {total_rows} input rows, {written_rows} output rows")
+        if verifier.checksum != input_checksum:
+            raise MergeVerificationError(f"MC-2: output row checksum {verifier.checksum:#018x} != input "
+                                         f"{input_checksum:#018x}")
+    except BaseException:
+        for uri in uploaded:
+            merge_output.delete(uri)
+        raise
+
+    input_tables_bytes = stats.pop("input_tables_bytes_max3")
+    stats.update(
+        input_bytes=total_bytes, output_bytes=sum(o.size_bytes for o in outputs), num_outputs=len(outputs),
+        peak_bytes_estimate=int(column_bytes + order_bytes + 8 * total_rows + input_tables_bytes
+                                + max_output_table + 2 * max_output_file),
+        verify_readback=spec.verify_readback,
+    )
+    clock.add("total", time.perf_counter() - started_total)
+    stats["timings"] = clock.timings
+    return MergeResult(outputs, total_rows, sum(o.num_rows for o in outputs), input_checksum, stats)
+
+
+def _encode_and_upload(table: pa.Table, metadata: SplitMetadata, spec: MergeSpec, uploaded: list[str]):
+    started = time.perf_counter()
+    data, footer = merge_output.encode(table, metadata, spec.parquet)
+    encoded = time.perf_counter()
+    uploaded.append(metadata.uri)  # before the upload: a failed upload may still have left a file to delete
+    merge_output.upload(metadata.uri, data)
+    done = time.perf_counter()
+    return len(data), footer, {"encode": encoded - started, "upload": done - encoded}
+
+
+def _read_back(uri: str, union: pa.Schema) -> pa.Table:
+    fs, path = merge_output.filesystem_for(uri)
+    strings = [f.name for f in union if is_dict_type(f.type)]
+    with fs.open_input_file(path) as source:
+        return pq.ParquetFile(source, read_dictionary=strings).read(use_threads=True)
