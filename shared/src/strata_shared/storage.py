@@ -22,6 +22,9 @@ class ObjectStore:
         self.root_uri = root_uri.rstrip("/")
         self.fs, root_path = pafs.FileSystem.from_uri(self.root_uri)
         self.root_path = posixpath.normpath(root_path)
+        root = urlparse(self.root_uri)
+        self._root_scheme, self._root_netloc = root.scheme, root.netloc
+        self._root_prefix = self.root_path.rstrip("/") + "/"
         if isinstance(self.fs, pafs.LocalFileSystem):
             self.fs.create_dir(self.root_path, recursive=True)
 
@@ -34,23 +37,22 @@ class ObjectStore:
 
     def resolve(self, uri_or_relative: str) -> str:
         """Filesystem path of a URI or root-relative path; PathOutsideRoot if it leaves the root."""
-        parsed = urlparse(uri_or_relative)
-        if parsed.scheme:
-            root = urlparse(self.root_uri)
-            if parsed.scheme != root.scheme or parsed.netloc != root.netloc:
+        if "://" in uri_or_relative or uri_or_relative.startswith("file:"):
+            parsed = urlparse(uri_or_relative)
+            if parsed.scheme != self._root_scheme or parsed.netloc != self._root_netloc:
                 raise PathOutsideRoot(f"{uri_or_relative!r} is not under the storage root {self.root_uri!r}")
             candidate = parsed.path if parsed.scheme == "file" else f"{parsed.netloc}{parsed.path}"
         else:
             candidate = posixpath.join(self.root_path, uri_or_relative)
         normalized = posixpath.normpath(candidate)
-        if normalized != self.root_path and not normalized.startswith(self.root_path.rstrip("/") + "/"):
+        if normalized != self.root_path and not normalized.startswith(self._root_prefix):
             raise PathOutsideRoot(f"{uri_or_relative!r} is not under the storage root {self.root_uri!r}")
         return normalized
 
     def canonical_uri(self, uri_or_relative: str) -> str:
         """The one URI spelling of a path under the root, so the same file is never registered twice."""
         path = self.resolve(uri_or_relative)
-        return self.uri_for(posixpath.relpath(path, self.root_path))
+        return self.uri_for(path[len(self._root_prefix):] if path != self.root_path else "")
 
     def write_bytes(self, uri: str, data: bytes) -> None:
         path = self.resolve(uri)

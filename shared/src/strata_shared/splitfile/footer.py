@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from strata_shared.domain.column_stats import ColumnStats, merge_column_stats, value_type_of
+from strata_shared.domain.column_stats import ColumnStats, value_type_of
 
 
 def _plain(value: object, arrow_type: pa.DataType) -> object:
@@ -24,27 +24,31 @@ def footer_column_stats(footer: pq.FileMetaData, schema: pa.Schema) -> dict[str,
     out, since a partial min/max would let a query prune rows that exist."""
     stats: dict[str, ColumnStats] = {}
     leaf_index = {footer.schema.column(i).path: i for i in range(footer.num_columns)}
+    groups = [footer.row_group(g) for g in range(footer.num_row_groups)]
     for field in schema:
         value_type = value_type_of(field.type)
         position = leaf_index.get(field.name)
         if value_type is None or position is None:
             continue
-        parts: list[ColumnStats] = []
-        for group_index in range(footer.num_row_groups):
-            group = footer.row_group(group_index)
-            column = group.column(position)
-            st = column.statistics
+        low = high = None
+        nulls = 0
+        complete = True
+        for group in groups:
+            st = group.column(position).statistics
             if st is None or not st.has_null_count:
-                parts = []
+                complete = False
                 break
+            nulls += st.null_count
             if st.null_count == group.num_rows:
-                parts.append(ColumnStats(field.name, "null", None, None, st.null_count))
-                continue
+                continue  # an all-null row group says nothing about min/max
             if not st.has_min_max:
-                parts = []
+                complete = False
                 break
-            parts.append(ColumnStats(field.name, value_type, _plain(st.min, field.type), _plain(st.max, field.type),
-                                     st.null_count))
-        if parts:
-            stats[field.name] = merge_column_stats(parts)
+            group_low, group_high = _plain(st.min, field.type), _plain(st.max, field.type)
+            low = group_low if low is None or group_low < low else low
+            high = group_high if high is None or group_high > high else high
+        if not complete or not groups:
+            continue
+        stats[field.name] = (ColumnStats(field.name, "null", None, None, nulls) if low is None
+                             else ColumnStats(field.name, value_type, low, high, nulls))
     return stats
