@@ -169,3 +169,19 @@ async def test_trigger_errors(planner, keys):
     assert bad.status_code in (404, 422)
     assert (await planner.post("/v1/compaction/poll", json={"worker_id": "w", "capacity": -1},
                                headers=keys.header(keys.worker))).status_code == 422
+
+
+async def test_metrics_report_backlog_and_write_amplification(indexer, planner, keys):
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from strata_planner.compaction.metrics import CompactionMetrics
+
+    index_id, _, _ = await _index_with_splits(indexer, keys, 4)
+    await planner.post(f"/v1/indexes/{index_id}/compaction/trigger", json={}, headers=keys.header(keys.admin))
+    registry = CollectorRegistry()
+    metrics = CompactionMetrics(registry)
+    await metrics.refresh(planner.app.state.strata)
+    text = generate_latest(registry).decode()
+    assert 'strata_compaction_jobs{status="unassigned"} 1.0' in text
+    # Nothing merged yet: every published byte of this index has been written once.
+    assert f'strata_compaction_write_amplification{{index_id="{index_id}"}} 1.0' in text

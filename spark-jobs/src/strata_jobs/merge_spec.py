@@ -6,9 +6,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from strata_shared.domain.column_stats import ColumnStats
 from strata_shared.domain.index_config import ParquetConfig
-from strata_shared.domain.split import RowGroupSpan, SplitMetadata, SplitState
+from strata_shared.domain.split import SplitMetadata
 
 ORDER_METHODS = ("auto", "stable_sort", "kway")
 
@@ -98,58 +97,9 @@ def spec_from_json(text: str) -> MergeSpec:
     return spec_from_dict(json.loads(text))
 
 
-def split_to_dict(split: SplitMetadata) -> dict[str, Any]:
-    return {
-        "split_id": split.split_id,
-        "index_uid": split.index_uid,
-        "source_id": split.source_id,
-        "partition_id": split.partition_id,
-        "doc_mapping_uid": split.doc_mapping_uid,
-        "sort_schema": split.sort_schema,
-        "window_start": split.window_start,
-        "window_duration_secs": split.window_duration_secs,
-        "time_range_start": split.time_range_start,
-        "time_range_end": split.time_range_end,
-        "num_rows": split.num_rows,
-        "uri": split.uri,
-        "size_bytes": split.size_bytes,
-        "row_groups": [rg.to_json() for rg in split.row_groups],
-        "column_stats": {name: s.to_json() for name, s in split.column_stats.items()},
-        "num_merge_ops": split.num_merge_ops,
-        "generation": split.generation,
-        "root_split_ids": list(split.root_split_ids),
-        "state": str(split.state),
-    }
-
-
-def split_from_dict(data: dict[str, Any]) -> SplitMetadata:
-    return SplitMetadata(
-        split_id=data["split_id"],
-        index_uid=data["index_uid"],
-        source_id=data["source_id"],
-        partition_id=data["partition_id"],
-        doc_mapping_uid=data["doc_mapping_uid"],
-        sort_schema=data["sort_schema"],
-        window_start=int(data["window_start"]),
-        window_duration_secs=int(data["window_duration_secs"]),
-        time_range_start=data.get("time_range_start"),
-        time_range_end=data.get("time_range_end"),
-        num_rows=int(data["num_rows"]),
-        uri=data.get("uri", ""),
-        size_bytes=int(data.get("size_bytes", 0)),
-        row_groups=[RowGroupSpan(**rg) for rg in data.get("row_groups", [])],
-        column_stats={name: ColumnStats.from_json(name, s)
-                      for name, s in data.get("column_stats", {}).items()},
-        num_merge_ops=int(data.get("num_merge_ops", 0)),
-        generation=int(data.get("generation", 0)),
-        root_split_ids=list(data.get("root_split_ids", [])),
-        state=SplitState(data.get("state", SplitState.STAGED)),
-    )
-
-
 def result_to_json(result: MergeResult) -> str:
     return json.dumps({
-        "outputs": [split_to_dict(s) for s in result.outputs],
+        "outputs": [s.to_json() for s in result.outputs],
         "input_rows": result.input_rows,
         "output_rows": result.output_rows,
         "checksum": result.checksum,
@@ -159,5 +109,5 @@ def result_to_json(result: MergeResult) -> str:
 
 def result_from_json(text: str) -> MergeResult:
     data = json.loads(text)
-    return MergeResult([split_from_dict(s) for s in data["outputs"]], int(data["input_rows"]),
+    return MergeResult([SplitMetadata.from_json(s) for s in data["outputs"]], int(data["input_rows"]),
                        int(data["output_rows"]), int(data["checksum"]), dict(data.get("stats", {})))

@@ -73,6 +73,57 @@ class SplitMetadata:
         return CompactionScope(self.index_uid, self.source_id, self.partition_id, self.doc_mapping_uid,
                                self.sort_schema, self.window_duration_secs)
 
+    def to_json(self) -> dict[str, Any]:
+        """Every field as JSON-ready values (the merge ships outputs back from Spark this way)."""
+        return {
+            "split_id": self.split_id,
+            "index_uid": self.index_uid,
+            "source_id": self.source_id,
+            "partition_id": self.partition_id,
+            "doc_mapping_uid": self.doc_mapping_uid,
+            "sort_schema": self.sort_schema,
+            "window_start": self.window_start,
+            "window_duration_secs": self.window_duration_secs,
+            "time_range_start": self.time_range_start,
+            "time_range_end": self.time_range_end,
+            "num_rows": self.num_rows,
+            "uri": self.uri,
+            "size_bytes": self.size_bytes,
+            "row_groups": [rg.to_json() for rg in self.row_groups],
+            "column_stats": {name: s.to_json() for name, s in self.column_stats.items()},
+            "num_merge_ops": self.num_merge_ops,
+            "generation": self.generation,
+            "root_split_ids": list(self.root_split_ids),
+            "parent_split_ids": list(self.parent_split_ids),
+            "state": str(self.state),
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> SplitMetadata:
+        return cls(
+            split_id=data["split_id"],
+            index_uid=data["index_uid"],
+            source_id=data["source_id"],
+            partition_id=data["partition_id"],
+            doc_mapping_uid=data["doc_mapping_uid"],
+            sort_schema=data["sort_schema"],
+            window_start=int(data["window_start"]),
+            window_duration_secs=int(data["window_duration_secs"]),
+            time_range_start=data.get("time_range_start"),
+            time_range_end=data.get("time_range_end"),
+            num_rows=int(data["num_rows"]),
+            uri=data.get("uri", ""),
+            size_bytes=int(data.get("size_bytes", 0)),
+            row_groups=[RowGroupSpan(**rg) for rg in data.get("row_groups", [])],
+            column_stats={name: ColumnStats.from_json(name, s)
+                          for name, s in data.get("column_stats", {}).items()},
+            num_merge_ops=int(data.get("num_merge_ops", 0)),
+            generation=int(data.get("generation", 0)),
+            root_split_ids=list(data.get("root_split_ids", [])),
+            parent_split_ids=list(data.get("parent_split_ids", [])),
+            state=SplitState(data.get("state", SplitState.STAGED)),
+        )
+
     def kv_metadata(self) -> dict[str, str]:
         """What the file's footer carries about itself (ADR-003 section 9)."""
         values: dict[str, Any] = {
