@@ -69,7 +69,7 @@ async def _plan(index_id: str, request: PlanRequest, session: AsyncSession, stat
                                      split_ids=list(op.split_ids), num_rows=op.num_rows, size_bytes=op.size_bytes)
                     for op in outcome.plan.operations],
         skipped={k: str(v) for k, v in outcome.plan.skipped.items()},
-        skipped_counts=skipped_summary(outcome.plan),
+        skipped_counts=skipped_summary(outcome.plan, outcome.mature_splits),
         created_job_ids=outcome.created_job_ids, operations_not_created=outcome.operations_not_created,
     )
 

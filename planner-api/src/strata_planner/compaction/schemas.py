@@ -38,7 +38,8 @@ class PlanResponse(BaseModel):
     dry_run: bool
     windows_examined: int
     operations: list[PlannedOperation]
-    skipped: dict[str, str] = Field(description="split_id -> reason it is not merged")
+    skipped: dict[str, str] = Field(description="split_id -> reason it is not merged; mature splits are only "
+                                                "counted, in skipped_counts")
     skipped_counts: dict[str, int]
     created_job_ids: list[str] = []
     operations_not_created: int = 0

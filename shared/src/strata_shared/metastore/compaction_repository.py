@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, func, select, update
+from sqlalchemy import and_, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 from ulid import ULID
@@ -74,6 +74,35 @@ class CompactionRepository:
         except IntegrityError:
             return None
         return job_id
+
+    async def create_jobs(self, ops: Sequence[MergeOperation], now: datetime) -> list[str] | None:
+        """Insert many jobs and their claims in two statements and one savepoint; None (nothing written) when any
+        claim collides with a live one, so the caller can fall back to create_job per operation."""
+        if not ops:
+            return []
+        job_ids = [str(ULID()) for _ in ops]
+        jobs, claims = [], []
+        for job_id, op in zip(job_ids, ops, strict=True):
+            scope = op.scope
+            jobs.append({
+                "job_id": job_id, "index_uid": scope.index_uid, "source_id": scope.source_id,
+                "partition_id": scope.partition_id, "doc_mapping_uid": scope.doc_mapping_uid,
+                "sort_schema": scope.sort_schema, "window_duration_secs": scope.window_duration_secs,
+                "window_start": op.window_start, "kind": str(op.kind), "level": op.level,
+                "status": JobStatus.UNASSIGNED, "fencing_token": None, "worker_id": None, "lease_expires_at": None,
+                "failures": 0, "last_error": None, "failure_log": [], "stage": None, "progress": 0.0,
+                "spark_operation_tag": None, "input_split_ids": list(op.split_ids), "input_rows": op.num_rows,
+                "input_bytes": op.size_bytes, "output_split_ids": [], "output_bytes": None, "created_at": now,
+                "updated_at": now, "first_assigned_at": None, "assigned_at": None, "finished_at": None,
+            })
+            claims.extend({"job_id": job_id, "split_id": s, "live": True} for s in op.split_ids)
+        try:
+            async with self.session.begin_nested():
+                await self.session.execute(insert(CompactionJobRow.__table__), jobs)
+                await self.session.execute(insert(CompactionJobInputRow.__table__), claims)
+        except IntegrityError:
+            return None
+        return job_ids
 
     # --- queue ----------------------------------------------------------------------------------------------
 
