@@ -1,6 +1,6 @@
 """Run every benchmark on one stack and rewrite their sections of docs/benchmarks.md.
 
-    .tools/bin/uv run python -m bench.run                 # all: ingest, register, metastore
+    .tools/bin/uv run python -m bench.run                 # all: ingest, register, metastore, merge, planner
     .tools/bin/uv run python -m bench.run ingest register # some of them
     .tools/bin/uv run python -m bench.run --quick         # small sizes, to check the harness (do not publish)
 
@@ -17,10 +17,10 @@ from pathlib import Path
 if __package__ in (None, ""):  # `python bench/run.py`: make `bench` importable from the repository root
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import bench_ingest, bench_metastore, bench_register  # noqa: E402
+from bench import bench_ingest, bench_merge, bench_metastore, bench_planner, bench_register  # noqa: E402
 from bench.report import run_and_write  # noqa: E402
 
-NAMES = ("ingest", "register", "metastore")
+NAMES = ("ingest", "register", "metastore", "merge", "planner")
 
 
 def main() -> int:
@@ -40,6 +40,9 @@ def main() -> int:
     parser.add_argument(
         "--runs", type=int, default=5, help="ingest: measured runs per path (median reported)"
     )
+    parser.add_argument(
+        "--merge-runs", type=int, default=5, help="merge: measured runs per method (median reported)"
+    )
     args = parser.parse_args()
     unknown = [n for n in args.names if n not in NAMES]
     if unknown:
@@ -56,6 +59,16 @@ def main() -> int:
         ),
         "metastore": lambda stack: bench_metastore.render(
             bench_metastore.run(stack, splits=20_000 if quick else 1_000_000)
+        ),
+        "merge": lambda stack: bench_merge.render(
+            bench_merge.run(
+                stack,
+                rows=400_000 if quick else 4_000_000,
+                runs=1 if quick else args.merge_runs,
+            )
+        ),
+        "planner": lambda stack: bench_planner.render(
+            bench_planner.run(stack, splits=20_000 if quick else 1_000_000, runs=1 if quick else 3)
         ),
     }
     failures = run_and_write(
