@@ -395,9 +395,11 @@ async def _measure(url: str, info: dict[str, Any], runs: int, create_runs: int) 
         out["full_create"] = await _repeat(sessions, full_create, create_runs)
         print(f"[planner]   {out['full_create']['runs']}", flush=True)
 
+        await _assert_no_jobs(sessions, "the full passes")
         # Prototypes of the fixes, on the same data.
         print("[planner] prototypes ...", flush=True)
         out["proto"] = await proto.measure_full(sessions, dsn, index, now, runs)
+        await _assert_no_jobs(sessions, "the prototypes")
 
         # New splits land, committed through the repository (their windows get flagged).
         fresh = new_splits(info, NEW_SPLITS, info["now"])
@@ -435,6 +437,7 @@ async def _measure(url: str, info: dict[str, Any], runs: int, create_runs: int) 
         out["inc_worker"] = await _repeat(sessions, incremental_worker, inc_runs)
         out["inc_unbounded"] = await _repeat(sessions, incremental_unbounded, inc_runs)
         out["proto_inc"] = await proto.measure_incremental(sessions, index, now, inc_runs)
+        await _assert_no_jobs(sessions, "the incremental passes")
         for key in ("inc_dry", "inc_worker", "inc_unbounded"):
             print(f"[planner]   {key} {out[key]['runs']}", flush=True)
     finally:
@@ -455,6 +458,14 @@ def run(stack: Stack, *, splits: int = 1_000_000, days: int = 10, runs: int = 3,
 
 
 # ------------------------------------------------------------------------------------------------------------
+
+
+async def _assert_no_jobs(sessions, after: str) -> None:
+    """Every pass is rolled back: a job left behind would claim splits and change every later measurement."""
+    async with sessions() as session:
+        left = (await session.execute(text("SELECT count(*) FROM compaction_jobs"))).scalar_one()
+    if left:
+        raise RuntimeError(f"{left} compaction jobs were left behind by {after}: a pass was not rolled back")
 
 
 def _verdict(ok: bool) -> str:
