@@ -126,27 +126,16 @@ class SplitMetadata:
 
     def kv_metadata(self) -> dict[str, str]:
         """What the file's footer carries about itself (ADR-003 section 9)."""
-        values: dict[str, Any] = {
-            "split_id": self.split_id,
-            "index_uid": self.index_uid,
-            "source_id": self.source_id,
-            "partition_id": self.partition_id,
-            "doc_mapping_uid": self.doc_mapping_uid,
-            "sort_schema": self.sort_schema,
-            "window_start": self.window_start,
-            "window_duration_secs": self.window_duration_secs,
-            "time_range_start": self.time_range_start,
-            "time_range_end": self.time_range_end,
-            "num_rows": self.num_rows,
-            "num_merge_ops": self.num_merge_ops,
-            "generation": self.generation,
-        }
-        kv = {KV_PREFIX + k: "" if v is None else str(v) for k, v in values.items()}
-        kv[KV_PREFIX + "root_split_ids"] = json.dumps(self.root_split_ids)
-        kv[KV_PREFIX + "column_stats"] = json.dumps(
-            {name: s.to_json() for name, s in self.column_stats.items()}, separators=(",", ":")
-        )
+        values = self.to_json()
+        kv = {KV_PREFIX + k: "" if values[k] is None else str(values[k]) for k in _KV_SCALARS}
+        kv[KV_PREFIX + "root_split_ids"] = json.dumps(values["root_split_ids"])
+        kv[KV_PREFIX + "column_stats"] = json.dumps(values["column_stats"], separators=(",", ":"))
         return kv
+
+
+# The scalar fields a split's footer carries (the file's size, uri and row groups are known only outside it).
+_KV_SCALARS = ("split_id", "index_uid", "source_id", "partition_id", "doc_mapping_uid", "sort_schema", "window_start",
+               "window_duration_secs", "time_range_start", "time_range_end", "num_rows", "num_merge_ops", "generation")
 
 
 def read_kv_metadata(raw: dict[bytes, bytes] | None) -> dict[str, str]:
