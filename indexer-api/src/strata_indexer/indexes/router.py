@@ -10,7 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from strata_indexer.indexes import service
 from strata_indexer.indexes.schemas import IndexOut, IndexPage
 from strata_shared.domain.index_config import IndexConfig, IndexSettings
-from strata_shared.metastore.repositories import IndexRepository
+from strata_shared.metastore.repositories import IndexRepository, load_live_index
 from strata_shared.web.auth import Principal, Scope, require, require_any
 from strata_shared.web.deps import db_session
 from strata_shared.web.problems import problem_responses
@@ -40,7 +40,7 @@ async def list_indexes(session: Session, _: Annotated[Principal, Depends(any_key
 @router.get("/{index_id}", response_model=IndexOut, responses=problem_responses(401, 403, 404))
 async def get_index(index_id: str, session: Session, _: Annotated[Principal, Depends(any_key)]) -> IndexOut:
     """One index's configuration and identity."""
-    return service.to_out(await service.load_index(session, index_id))
+    return service.to_out(await load_live_index(session, index_id))
 
 
 @router.put("/{index_id}", response_model=IndexOut, responses=problem_responses(401, 403, 404, 422))

@@ -33,11 +33,7 @@ def _check(settings: IndexSettings) -> None:
 
 
 def _settings_json(settings: IndexSettings) -> dict:
-    return IndexSettings.model_validate(settings.model_dump(exclude={"index_id"})).model_dump(mode="json")
-
-
-async def load_index(session: AsyncSession, index_id: str, *, for_update: bool = False) -> IndexRow:
-    return await load_live_index(session, index_id, for_update=for_update)
+    return settings.model_dump(mode="json", exclude={"index_id"})
 
 
 async def create_index(session: AsyncSession, config: IndexConfig) -> IndexOut:
@@ -70,7 +66,7 @@ async def create_index(session: AsyncSession, config: IndexConfig) -> IndexOut:
 async def replace_index_settings(session: AsyncSession, index_id: str, settings: IndexSettings) -> IndexOut:
     """New splits follow the new settings; existing splits keep the scope they were written with (CS-1)."""
     _check(settings)
-    row = await load_index(session, index_id, for_update=True)
+    row = await load_live_index(session, index_id, for_update=True)
     row.config = _settings_json(settings)
     row.doc_mapping_uid = settings.doc_mapping_uid
     row.version += 1
@@ -82,7 +78,7 @@ async def replace_index_settings(session: AsyncSession, index_id: str, settings:
 
 async def delete_index(session: AsyncSession, index_id: str) -> int:
     """Soft-delete the incarnation and mark its splits for deletion; returns how many splits were marked."""
-    row = await load_index(session, index_id, for_update=True)
+    row = await load_live_index(session, index_id, for_update=True)
     await IndexRepository(session).soft_delete(row)
     marked = await SplitRepository(session).mark_index_for_deletion(row.index_uid)
     await session.commit()

@@ -8,10 +8,10 @@ from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from strata_indexer.indexes.service import load_index
 from strata_indexer.ingest.body import read_limited
 from strata_indexer.ingest.decode import ARROW_STREAM_TYPES, NDJSON_TYPES, media_kind
 from strata_indexer.ingest.service import ingest_table
+from strata_shared.metastore.repositories import load_live_index
 from strata_shared.web.auth import Principal, Scope, require
 from strata_shared.web.deps import app_state, db_session
 from strata_shared.web.problems import problem_responses
@@ -66,7 +66,7 @@ async def ingest(
     tenant, else `default`."""
     partition = partition_id or principal.tenant or "default"
     principal.check_tenant(partition)
-    index = await load_index(session, index_id)
+    index = await load_live_index(session, index_id)
     await session.commit()  # end the read transaction now: the ingest below must not hold a connection idle
     kind = media_kind(request.headers.get("content-type"))
     body = await read_limited(request, state.settings.max_ingest_bytes)

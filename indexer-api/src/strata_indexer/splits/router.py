@@ -7,7 +7,6 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from strata_indexer.indexes.service import load_index
 from strata_indexer.splits import service
 from strata_indexer.splits.schemas import (
     NAME_PATTERN,
@@ -17,7 +16,7 @@ from strata_indexer.splits.schemas import (
     SplitPage,
 )
 from strata_shared.domain.split import SplitState
-from strata_shared.metastore.repositories import SplitFilter
+from strata_shared.metastore.repositories import SplitFilter, load_live_index
 from strata_shared.web.auth import Principal, Scope, require, require_any
 from strata_shared.web.deps import app_state, db_session
 from strata_shared.web.problems import problem_responses
@@ -40,7 +39,7 @@ async def register_splits(
     row count). All or nothing; the same split again is a no-op, different metadata for it a 409."""
     for item in request.splits:
         principal.check_tenant(item.partition_id)
-    index = await load_index(session, index_id)
+    index = await load_live_index(session, index_id)
     return await service.register_splits(session, index, request.splits, state.storage,
                                          state.settings.max_register_batch)
 
@@ -62,7 +61,7 @@ async def list_splits(
     if principal.tenant is not None:
         partition_id = partition_id or principal.tenant
         principal.check_tenant(partition_id)
-    index = await load_index(session, index_id)
+    index = await load_live_index(session, index_id)
     flt = SplitFilter(index_uid=index.index_uid, states=tuple(state or ()), partition_id=partition_id,
                       window_start_gte=window_start_gte, window_start_lt=window_start_lt)
     page, next_cursor = await service.list_splits(session, flt, limit=limit, cursor=cursor)

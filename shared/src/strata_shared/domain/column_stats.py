@@ -128,15 +128,3 @@ def _common_prefix(first: str, last: str) -> str:
         length += 1
     return first[:length]
 
-
-def merge_column_stats(parts: list[ColumnStats]) -> ColumnStats:
-    """Statistics of a union of row sets (row groups of one file, or the inputs of a merge)."""
-    name = parts[0].name
-    typed = [p for p in parts if p.value_type != "null"]
-    nulls = sum(p.null_count for p in parts)
-    if not typed:
-        return ColumnStats(name, "null", None, None, nulls)
-    value_type = typed[0].value_type
-    lows = [p.min_value for p in typed if p.min_value is not None]
-    highs = [p.max_value for p in typed if p.max_value is not None]
-    return ColumnStats(name, value_type, min(lows) if lows else None, max(highs) if highs else None, nulls)

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
 from sqlalchemy import and_, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
@@ -303,6 +302,3 @@ def _stale_reason(job: CompactionJobRow | None, token: int) -> str:
         return f"job is {job.status}"
     return f"fencing token {token} is stale: the job now holds token {job.fencing_token}"
 
-
-def job_summary(job: CompactionJobRow) -> dict[str, Any]:
-    return {"job_id": job.job_id, "status": str(job.status), "fencing_token": job.fencing_token}

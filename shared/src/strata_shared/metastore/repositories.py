@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import delete, func, insert, select, tuple_, update
+from sqlalchemy import delete, insert, select, tuple_, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -148,10 +148,6 @@ class SplitRepository:
         rows = (await self.session.execute(stmt)).scalars().all()
         stats = await self._stats_of([r.split_id for r in rows])
         return [_to_metadata(r, stats.get(r.split_id, {})) for r in rows]
-
-    async def count(self, index_uid: str) -> int:
-        stmt = select(func.count()).select_from(SplitRow).where(SplitRow.index_uid == index_uid)
-        return (await self.session.execute(stmt)).scalar_one()
 
     async def _stats_of(self, split_ids: Sequence[str]) -> dict[str, dict[str, ColumnStats]]:
         if not split_ids:
