@@ -60,6 +60,30 @@ class Settings(BaseSettings):
     # Fault injection for tests: runners hold each job this long in the "merging" stage before submitting it.
     fault_merge_delay_secs: float = 0.0
 
+    # Indexing jobs (same scheduler rules as compaction: leases, fencing tokens, failures).
+    # Build slots of the runner inside indexer-api; 0 turns it off.
+    indexing_worker_slots: int = 1
+    # At most this many indexing jobs in progress at once, in total and per tenant (partition_id).
+    indexing_max_in_progress: int = 8
+    indexing_max_in_progress_per_tenant: int = 2
+    indexing_poll_interval_secs: float = 1.0
+    # Artifact uploads: attempts and first backoff (doubled each retry, with jitter).
+    artifact_upload_attempts: int = 5
+    artifact_upload_backoff_secs: float = 0.2
+    # The janitor deletes unregistered or invalid artifact objects older than this.
+    janitor_grace_secs: int = 600
+    janitor_interval_secs: float = 60.0
+    # Fault injection for tests: the first N artifact uploads of each build fail.
+    fault_artifact_upload_failures: int = 0
+
+    # Query planning and execution.
+    query_max_files: int = 10_000
+    query_timeout_secs: float = 300.0
+    # The proxy's per-tenant limits: token bucket (rate per second, burst) and concurrent requests.
+    proxy_rate_per_sec: float = 50.0
+    proxy_burst: int = 100
+    proxy_max_concurrent_per_tenant: int = 8
+
     spark_master: str = "local[2]"
     spark_driver_memory: str = "2g"
 
