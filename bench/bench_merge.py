@@ -404,7 +404,8 @@ def submit_merges_range(spark, specs: list, operation_tag: str) -> list:
     travel inside the pickled function and `spark.range(n, numPartitions=n)` gives one id, so one merge, per
     task."""
     from strata_jobs.merge import result_from_json, spec_to_json
-    from strata_jobs.spark_merge import RESULT_SCHEMA, SparkMergeOutcome
+    from strata_jobs.spark_merge import SparkMergeOutcome
+    from strata_jobs.spark_tasks import RESULT_SCHEMA
 
     payload = [spec_to_json(s) for s in specs]
 

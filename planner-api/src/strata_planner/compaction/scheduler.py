@@ -27,7 +27,8 @@ from strata_shared.domain.jobs import JobStatus
 from strata_shared.domain.scheduler_rules import SchedulerConfig, jobs_to_plan
 from strata_shared.domain.split import RowGroupSpan, SplitMetadata, SplitState
 from strata_shared.metastore.compaction_models import CompactionJobRow, CompactionWindowRow
-from strata_shared.metastore.compaction_repository import CompactionRepository, PublishConflict, StaleToken
+from strata_shared.metastore.compaction_repository import CompactionRepository, PublishConflict
+from strata_shared.metastore.leases import StaleToken
 from strata_shared.metastore.models import IndexRow
 from strata_shared.metastore.repositories import SplitRepository
 from strata_shared.storage import ObjectStore

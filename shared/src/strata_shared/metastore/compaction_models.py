@@ -3,35 +3,29 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy import (
     BigInteger,
     Boolean,
     DateTime,
-    Double,
-    Enum,
     ForeignKey,
     Index,
     Integer,
-    Sequence,
     String,
     Text,
     func,
     text,
 )
-from sqlalchemy.dialects.postgresql import ARRAY, JSONB
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Mapped, mapped_column
 
-from strata_shared.domain.jobs import JobStatus
+from strata_shared.metastore.leases import LeasedJobColumns, fencing_token_seq, job_status_enum
 from strata_shared.metastore.models import Base
 
-job_status_enum = Enum(JobStatus, name="job_status", values_callable=lambda e: [m.value for m in e])
-# Fencing tokens: one database sequence, so every assignment's token is larger than every earlier one.
-fencing_token_seq = Sequence("compaction_fencing_token_seq", metadata=Base.metadata)
+__all__ = ["CompactionJobInputRow", "CompactionJobRow", "CompactionWindowRow", "fencing_token_seq",
+           "job_status_enum"]
 
-
-class CompactionJobRow(Base):
+class CompactionJobRow(LeasedJobColumns, Base):
     __tablename__ = "compaction_jobs"
 
     job_id: Mapped[str] = mapped_column(String(26), primary_key=True)
@@ -44,28 +38,12 @@ class CompactionJobRow(Base):
     window_start: Mapped[int] = mapped_column(BigInteger)
     kind: Mapped[str] = mapped_column(String(16))
     level: Mapped[int] = mapped_column(Integer)
-    status: Mapped[JobStatus] = mapped_column(job_status_enum)
-    fencing_token: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
-    worker_id: Mapped[str | None] = mapped_column(String(128), nullable=True)
-    lease_expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
-    failures: Mapped[int] = mapped_column(Integer, default=0)
-    last_error: Mapped[str | None] = mapped_column(Text, nullable=True)
-    # [{at, fencing_token, worker_id, reason}], newest last.
-    failure_log: Mapped[list[dict[str, Any]]] = mapped_column(JSONB, default=list)
-    stage: Mapped[str | None] = mapped_column(String(32), nullable=True)
-    progress: Mapped[float] = mapped_column(Double, default=0.0)
-    spark_operation_tag: Mapped[str | None] = mapped_column(String(128), nullable=True)
     # Kept on the job for its history: input split rows are deleted by the garbage collector after the grace.
     input_split_ids: Mapped[list[str]] = mapped_column(ARRAY(String(26)), default=list)
     input_rows: Mapped[int] = mapped_column(BigInteger)
     input_bytes: Mapped[int] = mapped_column(BigInteger)
     output_split_ids: Mapped[list[str]] = mapped_column(ARRAY(String(26)), default=list)
     output_bytes: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
-    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
-    first_assigned_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
-    assigned_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
-    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
 
     __table_args__ = (
         # The scheduler's queue: unassigned jobs in priority order, and in-progress jobs by lease expiry.

@@ -11,26 +11,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import and_, func, insert, select, update
+from sqlalchemy import and_, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 from ulid import ULID
 
-from strata_shared.domain.jobs import JobStatus, check_transition, status_after_failure
+from strata_shared.domain.jobs import JobStatus
 from strata_shared.domain.merge_policy import MergeOperation
 from strata_shared.domain.split import SplitMetadata, SplitState
-from strata_shared.metastore.compaction_models import (
-    CompactionJobInputRow,
-    CompactionJobRow,
-    CompactionWindowRow,
-    fencing_token_seq,
-)
+from strata_shared.metastore.compaction_models import CompactionJobInputRow, CompactionJobRow, CompactionWindowRow
+from strata_shared.metastore.leases import LeaseQueue, new_job_values
 from strata_shared.metastore.models import SplitRow
 from strata_shared.metastore.repositories import SplitRepository, mark_windows_changed
-
-
-class StaleToken(Exception):
-    """The job is no longer this worker's: reassigned (larger token), cancelled, or finished."""
 
 
 class PublishConflict(Exception):
@@ -48,6 +40,7 @@ class JobFilter:
 class CompactionRepository:
     def __init__(self, session: AsyncSession) -> None:
         self.session = session
+        self.queue = LeaseQueue(session, CompactionJobRow)
 
     # --- creation -------------------------------------------------------------------------------------------
 
@@ -88,11 +81,8 @@ class CompactionRepository:
                 "partition_id": scope.partition_id, "doc_mapping_uid": scope.doc_mapping_uid,
                 "sort_schema": scope.sort_schema, "window_duration_secs": scope.window_duration_secs,
                 "window_start": op.window_start, "kind": str(op.kind), "level": op.level,
-                "status": JobStatus.UNASSIGNED, "fencing_token": None, "worker_id": None, "lease_expires_at": None,
-                "failures": 0, "last_error": None, "failure_log": [], "stage": None, "progress": 0.0,
-                "spark_operation_tag": None, "input_split_ids": list(op.split_ids), "input_rows": op.num_rows,
-                "input_bytes": op.size_bytes, "output_split_ids": [], "output_bytes": None, "created_at": now,
-                "updated_at": now, "first_assigned_at": None, "assigned_at": None, "finished_at": None,
+                "input_split_ids": list(op.split_ids), "input_rows": op.num_rows, "input_bytes": op.size_bytes,
+                "output_split_ids": [], "output_bytes": None, **new_job_values(now),
             })
             claims.extend({"job_id": job_id, "split_id": s, "live": True} for s in op.split_ids)
         try:
@@ -106,84 +96,34 @@ class CompactionRepository:
     # --- queue ----------------------------------------------------------------------------------------------
 
     async def count_by_status(self) -> dict[JobStatus, int]:
-        rows = await self.session.execute(
-            select(CompactionJobRow.status, func.count()).group_by(CompactionJobRow.status))
-        return {JobStatus(s): n for s, n in rows.all()}
+        return await self.queue.count_by_status()
 
     async def expire_leases(self, now: datetime, max_failures: int) -> list[str]:
-        """Revoke every expired lease: a failure each, then back to the queue or excluded at the threshold."""
-        rows = (await self.session.execute(
-            select(CompactionJobRow)
-            .where(CompactionJobRow.status == JobStatus.IN_PROGRESS, CompactionJobRow.lease_expires_at <= now)
-            .with_for_update(skip_locked=True)
-        )).scalars().all()
-        for job in rows:
-            self._record_failure(job, f"lease expired (worker {job.worker_id} stopped reporting)", now,
-                                 max_failures)
-        await self.session.flush()
-        return [job.job_id for job in rows]
+        return [job.job_id for job in await self.queue.expire_leases(now, max_failures)]
 
     async def assign(self, worker_id: str, capacity: int, now: datetime, lease: timedelta) -> list[CompactionJobRow]:
-        """Hand the highest-priority unassigned jobs to a worker, each with a new lease and a larger token."""
+        """Hand the highest-priority unassigned jobs to a worker: lower level first, then fewer failures."""
         if capacity <= 0:
             return []
-        jobs = (await self.session.execute(
-            select(CompactionJobRow)
-            .where(CompactionJobRow.status == JobStatus.UNASSIGNED)
-            .order_by(CompactionJobRow.level, CompactionJobRow.failures,
-                      CompactionJobRow.lease_expires_at.asc().nulls_first(), CompactionJobRow.job_id)
-            .limit(capacity)
-            .with_for_update(skip_locked=True)
-        )).scalars().all()
-        for job in jobs:
-            check_transition(job.status, JobStatus.IN_PROGRESS)
-            job.fencing_token = await self.session.scalar(fencing_token_seq.next_value())
-            job.status = JobStatus.IN_PROGRESS
-            job.worker_id = worker_id
-            job.lease_expires_at = now + lease
-            job.assigned_at = now
-            job.first_assigned_at = job.first_assigned_at or now
-            job.stage = "assigned"
-            job.progress = 0.0
-            job.updated_at = now
-        await self.session.flush()
-        return list(jobs)
+        m = CompactionJobRow
+        jobs = await self.queue.waiting(
+            [m.level, m.failures, m.lease_expires_at.asc().nulls_first(), m.job_id], capacity)
+        return await self.queue.lease(jobs, worker_id, now, lease)
 
     # --- worker writes (fenced) -----------------------------------------------------------------------------
 
-    async def _fenced(self, job_id: str, token: int) -> CompactionJobRow:
-        job = (await self.session.execute(
-            select(CompactionJobRow).where(CompactionJobRow.job_id == job_id).with_for_update()
-        )).scalar_one_or_none()
-        if job is None or job.fencing_token != token or job.status is not JobStatus.IN_PROGRESS:
-            raise StaleToken(_stale_reason(job, token))
-        return job
-
     async def refresh(self, job_id: str, token: int, now: datetime, lease: timedelta, stage: str | None,
                       progress: float | None, operation_tag: str | None) -> CompactionJobRow:
-        job = await self._fenced(job_id, token)
-        job.lease_expires_at = now + lease
-        if stage is not None:
-            job.stage = stage
-        if progress is not None:
-            job.progress = max(0.0, min(1.0, progress))
-        if operation_tag is not None:
-            job.spark_operation_tag = operation_tag
-        job.updated_at = now
-        await self.session.flush()
-        return job
+        return await self.queue.refresh(job_id, token, now, lease, stage, progress, operation_tag)
 
     async def fail(self, job_id: str, token: int, reason: str, now: datetime, max_failures: int) -> CompactionJobRow:
-        job = await self._fenced(job_id, token)
-        self._record_failure(job, reason, now, max_failures)
-        await self.session.flush()
-        return job
+        return await self.queue.fail(job_id, token, reason, now, max_failures)
 
     async def publish(self, job_id: str, token: int, outputs: Sequence[SplitMetadata],
                       now: datetime) -> CompactionJobRow:
         """One transaction's worth of work: outputs published, inputs marked for deletion, lineage recorded, job
         succeeded; or nothing at all (StaleToken, PublishConflict)."""
-        job = await self._fenced(job_id, token)
+        job = await self.queue.fenced(job_id, token)
         input_ids = sorted(job.input_split_ids)
         inputs = (await self.session.execute(
             select(SplitRow).where(SplitRow.split_id.in_(input_ids)).order_by(SplitRow.split_id).with_for_update()
@@ -205,14 +145,9 @@ class CompactionRepository:
         await self.session.execute(
             update(SplitRow).where(SplitRow.split_id.in_(input_ids))
             .values(state=SplitState.MARKED_FOR_DELETION, marked_for_deletion_at=now, updated_at=now))
-        check_transition(job.status, JobStatus.SUCCESS)
-        job.status = JobStatus.SUCCESS
-        job.stage = "published"
-        job.progress = 1.0
+        self.queue.succeed(job, now, stage="published")
         job.output_split_ids = [o.split_id for o in outputs]
         job.output_bytes = sum(o.size_bytes for o in outputs)
-        job.finished_at = now
-        job.updated_at = now
         await self._release(job.job_id)
         await self.session.execute(
             update(CompactionWindowRow)
@@ -231,11 +166,7 @@ class CompactionRepository:
         )).scalar_one_or_none()
         if job is None:
             return None
-        check_transition(job.status, JobStatus.CANCELLED)
-        job.status = JobStatus.CANCELLED
-        job.finished_at = now
-        job.updated_at = now
-        job.stage = "cancelled"
+        self.queue.cancel(job, now)
         await self._release(job.job_id)
         await mark_windows_changed(self.session, {(job.index_uid, job.window_duration_secs, job.window_start)})
         await self.session.flush()
@@ -276,29 +207,7 @@ class CompactionRepository:
 
     # --- internals ------------------------------------------------------------------------------------------
 
-    def _record_failure(self, job: CompactionJobRow, reason: str, now: datetime, max_failures: int) -> None:
-        target = status_after_failure(job.failures + 1, max_failures)
-        check_transition(job.status, target)
-        job.failure_log = [*job.failure_log, {"at": now.isoformat(), "fencing_token": job.fencing_token,
-                                              "worker_id": job.worker_id, "reason": reason[:2000]}]
-        job.failures += 1
-        job.last_error = reason[:2000]
-        job.status = target
-        job.worker_id = None
-        job.stage = "excluded" if target is JobStatus.EXCLUDED else "waiting_retry"
-        job.updated_at = now
-        if target is JobStatus.EXCLUDED:
-            job.finished_at = now
-
     async def _release(self, job_id: str) -> None:
         await self.session.execute(
             update(CompactionJobInputRow).where(CompactionJobInputRow.job_id == job_id).values(live=False))
-
-
-def _stale_reason(job: CompactionJobRow | None, token: int) -> str:
-    if job is None:
-        return "job does not exist"
-    if job.status is not JobStatus.IN_PROGRESS:
-        return f"job is {job.status}"
-    return f"fencing token {token} is stale: the job now holds token {job.fencing_token}"
 

@@ -16,6 +16,7 @@ from strata_shared.domain.column_stats import ColumnStats
 from strata_shared.domain.split import RowGroupSpan, SplitMetadata, SplitState
 from strata_shared.errors import NotFound
 from strata_shared.metastore.compaction_models import CompactionWindowRow
+from strata_shared.metastore.indexing_repository import IndexingRepository
 from strata_shared.metastore.models import IndexRow, SplitColumnStatsRow, SplitRow
 
 
@@ -82,8 +83,11 @@ class SplitRepository:
         stats_rows = [_stats_values(s.split_id, st) for s in splits for st in s.column_stats.values()]
         if stats_rows:
             await self.session.execute(insert(SplitColumnStatsRow.__table__), stats_rows)
+        published = [s for s in splits if s.state == SplitState.PUBLISHED]
         await mark_windows_changed(self.session, {(s.index_uid, s.window_duration_secs, s.window_start)
-                                                  for s in splits if s.state == SplitState.PUBLISHED})
+                                                  for s in published})
+        await IndexingRepository(self.session).enqueue(
+            [(s.split_id, s.index_uid, s.partition_id) for s in published], "published", now)
 
     async def get_many(self, split_ids: Sequence[str]) -> dict[str, SplitMetadata]:
         if not split_ids:
@@ -106,10 +110,13 @@ class SplitRepository:
             update(SplitRow)
             .where(SplitRow.split_id.in_(split_ids), SplitRow.state == SplitState.STAGED)
             .values(state=SplitState.PUBLISHED, published_at=now, updated_at=now)
-            .returning(SplitRow.index_uid, SplitRow.window_duration_secs, SplitRow.window_start)
+            .returning(SplitRow.index_uid, SplitRow.window_duration_secs, SplitRow.window_start,
+                       SplitRow.split_id, SplitRow.partition_id)
         )
         moved = result.all()
-        await mark_windows_changed(self.session, {tuple(row) for row in moved})
+        await mark_windows_changed(self.session, {(i, d, w) for i, d, w, _, _ in moved})
+        # Every published file gets its artifacts built: the job is created with the publication, atomically.
+        await IndexingRepository(self.session).enqueue([(s, i, p) for i, _, _, s, p in moved], "published", now)
         return len(moved)
 
     async def delete_staged(self, split_ids: Sequence[str]) -> None:

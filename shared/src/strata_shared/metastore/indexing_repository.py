@@ -1,0 +1,205 @@
+"""All SQL of indexing jobs, artifacts and snapshots.
+
+Jobs go through the shared `LeaseQueue` (leases, fencing tokens, failures), ordered oldest first and limited in
+progress globally and per tenant. A file's artifact set becomes visible in one statement: its snapshot row flips
+to `published` with the list of artifact ids, in the transaction that registers the last of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import and_, func, select, text, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.ext.asyncio import AsyncSession
+from ulid import ULID
+
+from strata_shared.domain.artifact_refs import ArtifactRef
+from strata_shared.domain.jobs import LIVE_STATUSES, JobStatus
+from strata_shared.domain.split import SplitState
+from strata_shared.metastore.indexing_models import ArtifactRow, ArtifactSnapshotRow, IndexingJobRow
+from strata_shared.metastore.leases import LeaseQueue, new_job_values
+from strata_shared.metastore.models import SplitRow
+
+LIVE_JOB = text("status IN ('unassigned', 'in_progress')")
+
+
+class ArtifactConflict(Exception):
+    """An artifact with the same identity (file, type, column, version) is registered with other content."""
+
+
+@dataclass(frozen=True, slots=True)
+class IndexingJobFilter:
+    index_uid: str | None = None
+    statuses: tuple[JobStatus, ...] = ()
+    split_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class IndexingLag:
+    index_uid: str
+    files_waiting: int
+    oldest_published_at: datetime | None
+
+
+class IndexingRepository:
+    def __init__(self, session: AsyncSession) -> None:
+        self.session = session
+        self.queue = LeaseQueue(session, IndexingJobRow)
+
+    # --- jobs -----------------------------------------------------------------------------------------------
+
+    async def enqueue(self, splits: Sequence[tuple[str, str, str]], reason: str, now: datetime) -> int:
+        """One job per (split_id, index_uid, partition_id) that has no live job yet; returns how many were new."""
+        if not splits:
+            return 0
+        rows = [{"job_id": str(ULID()), "split_id": s, "index_uid": i, "partition_id": p, "reason": reason,
+                 "artifact_count": None, "artifact_bytes": None, "skipped": [], **new_job_values(now)}
+                for s, i, p in sorted(set(splits))]
+        stmt = pg_insert(IndexingJobRow).values(rows).on_conflict_do_nothing(
+            index_elements=["split_id"], index_where=LIVE_JOB).returning(IndexingJobRow.job_id)
+        return len((await self.session.execute(stmt)).all())
+
+    async def cancel_orphaned(self, now: datetime) -> int:
+        """Unassigned jobs whose file is no longer published (merged away, index deleted) will never be read:
+        cancel them rather than spend a build on them."""
+        jobs = (await self.session.execute(
+            select(IndexingJobRow).join(SplitRow, SplitRow.split_id == IndexingJobRow.split_id)
+            .where(IndexingJobRow.status == JobStatus.UNASSIGNED, SplitRow.state != SplitState.PUBLISHED)
+            .with_for_update(of=IndexingJobRow, skip_locked=True))).scalars().all()
+        for job in jobs:
+            self.queue.cancel(job, now, stage="file_not_published")
+        await self.session.flush()
+        return len(jobs)
+
+    async def assign(self, worker_id: str, capacity: int, now: datetime, lease: timedelta, *,
+                     max_in_progress: int, max_in_progress_per_tenant: int) -> list[IndexingJobRow]:
+        """Oldest waiting jobs first, within the global and per-tenant limits on jobs in progress."""
+        running = dict((await self.session.execute(
+            select(IndexingJobRow.partition_id, func.count())
+            .where(IndexingJobRow.status == JobStatus.IN_PROGRESS)
+            .group_by(IndexingJobRow.partition_id))).all())
+        budget = min(capacity, max_in_progress - sum(running.values()))
+        if budget <= 0:
+            return []
+        m = IndexingJobRow
+        # Look past the head of the queue, so one busy tenant's backlog does not starve the others.
+        candidates = await self.queue.waiting([m.failures, m.created_at, m.job_id], limit=budget * 8 + 32)
+        chosen = []
+        for job in candidates:
+            if len(chosen) == budget:
+                break
+            if running.get(job.partition_id, 0) >= max_in_progress_per_tenant:
+                continue
+            running[job.partition_id] = running.get(job.partition_id, 0) + 1
+            chosen.append(job)
+        return await self.queue.lease(chosen, worker_id, now, lease)
+
+    async def get(self, job_id: str) -> IndexingJobRow | None:
+        return await self.session.get(IndexingJobRow, job_id)
+
+    async def list_page(self, flt: IndexingJobFilter, *, limit: int,
+                        after_job_id: str | None) -> Sequence[IndexingJobRow]:
+        stmt = select(IndexingJobRow)
+        if flt.index_uid is not None:
+            stmt = stmt.where(IndexingJobRow.index_uid == flt.index_uid)
+        if flt.statuses:
+            stmt = stmt.where(IndexingJobRow.status.in_(flt.statuses))
+        if flt.split_id is not None:
+            stmt = stmt.where(IndexingJobRow.split_id == flt.split_id)
+        if after_job_id is not None:
+            stmt = stmt.where(IndexingJobRow.job_id > after_job_id)
+        return (await self.session.execute(stmt.order_by(IndexingJobRow.job_id).limit(limit))).scalars().all()
+
+    async def has_live_job(self, split_id: str) -> bool:
+        return await self.session.scalar(
+            select(func.count()).select_from(IndexingJobRow)
+            .where(IndexingJobRow.split_id == split_id, IndexingJobRow.status.in_(LIVE_STATUSES))) > 0
+
+    # --- artifacts and snapshots ----------------------------------------------------------------------------
+
+    async def artifacts_of(self, split_id: str) -> list[ArtifactRow]:
+        return list((await self.session.execute(
+            select(ArtifactRow).where(ArtifactRow.split_id == split_id)
+            .order_by(ArtifactRow.artifact_type, ArtifactRow.column_name, ArtifactRow.format_version)
+        )).scalars().all())
+
+    async def register(self, split: SplitRow, refs: Sequence[ArtifactRef], registered_by: str, *,
+                       replace: bool) -> list[tuple[ArtifactRow, bool]]:
+        """Register artifacts of one file; (row, created) each. The same identity with the same content is a
+        no-op; with other content it is an ArtifactConflict, unless `replace` (a fenced rebuild of the file owns
+        its artifacts and may supersede them)."""
+        existing = {(a.artifact_type, a.column_name, a.format_version): a for a in await self.artifacts_of(
+            split.split_id)}
+        out = []
+        for ref in refs:
+            row = existing.get(ref.identity)
+            if row is not None:
+                same = (row.content_hash, row.size_bytes, row.uri) == (ref.content_hash, ref.size_bytes, ref.uri)
+                if same:
+                    out.append((row, False))
+                    continue
+                if not replace:
+                    raise ArtifactConflict(
+                        f"{ref.artifact_type} artifact{' of column ' + ref.column if ref.column else ''} "
+                        f"v{ref.format_version} of split {split.split_id} is already registered with content "
+                        f"{row.content_hash}, not {ref.content_hash}")
+                row.uri, row.size_bytes, row.content_hash = ref.uri, ref.size_bytes, ref.content_hash
+                row.registered_by = registered_by
+                out.append((row, False))
+                continue
+            row = ArtifactRow(artifact_id=str(ULID()), split_id=split.split_id, index_uid=split.index_uid,
+                              artifact_type=ref.artifact_type, column_name=ref.column,
+                              format_version=ref.format_version, uri=ref.uri, size_bytes=ref.size_bytes,
+                              content_hash=ref.content_hash, registered_by=registered_by)
+            self.session.add(row)
+            existing[ref.identity] = row
+            out.append((row, True))
+        await self.session.flush()
+        return out
+
+    async def snapshot(self, split_id: str) -> ArtifactSnapshotRow | None:
+        return await self.session.get(ArtifactSnapshotRow, split_id)
+
+    async def publish_snapshot(self, split: SplitRow, artifacts: Sequence[ArtifactRow], manifest_uri: str,
+                               published_by: str, now: datetime) -> ArtifactSnapshotRow:
+        """The file's artifact set becomes visible at commit, all of it."""
+        ids = [a.artifact_id for a in sorted(artifacts, key=lambda a: (a.artifact_type, a.column_name,
+                                                                      a.format_version))]
+        stmt = pg_insert(ArtifactSnapshotRow).values(
+            split_id=split.split_id, index_uid=split.index_uid, manifest_uri=manifest_uri, published=True,
+            artifact_ids=ids, published_by=published_by, published_at=now, updated_at=now)
+        stmt = stmt.on_conflict_do_update(index_elements=["split_id"], set_={
+            "manifest_uri": manifest_uri, "published": True, "artifact_ids": ids, "published_by": published_by,
+            "published_at": now, "updated_at": now})
+        await self.session.execute(stmt)
+        await self.session.flush()
+        return await self.session.get(ArtifactSnapshotRow, split.split_id, populate_existing=True)
+
+    async def unpublish_snapshot(self, split_id: str, now: datetime) -> None:
+        await self.session.execute(update(ArtifactSnapshotRow).where(ArtifactSnapshotRow.split_id == split_id)
+                                   .values(published=False, updated_at=now))
+
+    async def published_artifacts(self, split_ids: Sequence[str]) -> dict[str, list[ArtifactRow]]:
+        """The artifacts queries may use: exactly those listed by each file's published snapshot."""
+        if not split_ids:
+            return {}
+        snapshots = (await self.session.execute(
+            select(ArtifactSnapshotRow.split_id, ArtifactSnapshotRow.artifact_ids)
+            .where(ArtifactSnapshotRow.split_id.in_(split_ids), ArtifactSnapshotRow.published))).all()
+        wanted = {a for _, ids in snapshots for a in ids}
+        rows = {} if not wanted else {r.artifact_id: r for r in (await self.session.execute(
+            select(ArtifactRow).where(ArtifactRow.artifact_id.in_(wanted)))).scalars().all()}
+        return {split_id: [rows[a] for a in ids if a in rows] for split_id, ids in snapshots}
+
+    async def lag(self, now: datetime) -> list[IndexingLag]:
+        """Per index: published files without a published snapshot, and when the oldest of them was published."""
+        rows = (await self.session.execute(
+            select(SplitRow.index_uid, func.count(), func.min(SplitRow.published_at))
+            .outerjoin(ArtifactSnapshotRow, and_(ArtifactSnapshotRow.split_id == SplitRow.split_id,
+                                                 ArtifactSnapshotRow.published))
+            .where(SplitRow.state == SplitState.PUBLISHED, ArtifactSnapshotRow.split_id.is_(None))
+            .group_by(SplitRow.index_uid))).all()
+        return [IndexingLag(index_uid, count, oldest) for index_uid, count, oldest in rows]

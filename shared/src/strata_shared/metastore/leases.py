@@ -1,0 +1,173 @@
+"""The one lease and fencing mechanism every job queue uses (compaction jobs, indexing jobs).
+
+A job table mixes in `LeasedJobColumns`; `LeaseQueue(model)` does the status bookkeeping on it: handing jobs out
+with a lease and a fencing token drawn from one PostgreSQL sequence, fenced worker writes
+(`job_id`, `fencing_token`, `in_progress`, else `StaleToken`), failures counted toward exclusion, and lease expiry
+treated as a failure. The transitions are `strata_shared.domain.jobs`' table; the queue's order and what a job
+holds are its owner's business.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any, Generic, TypeVar
+
+from sqlalchemy import BigInteger, DateTime, Double, Enum, Integer, Select, String, Text, func, select
+from sqlalchemy import Sequence as DbSequence
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Mapped, mapped_column
+
+from strata_shared.domain.jobs import JobStatus, check_transition, status_after_failure
+from strata_shared.metastore.models import Base
+
+job_status_enum = Enum(JobStatus, name="job_status", values_callable=lambda e: [m.value for m in e])
+# Fencing tokens: one database sequence, so every assignment's token is larger than every earlier one, whatever
+# the queue.
+fencing_token_seq = DbSequence("compaction_fencing_token_seq", metadata=Base.metadata)
+
+
+class StaleToken(Exception):
+    """The job is no longer this worker's: reassigned (larger token), cancelled, or finished."""
+
+
+class LeasedJobColumns:
+    """Columns of a leased job; the table adds its own `job_id` primary key and payload."""
+
+    status: Mapped[JobStatus] = mapped_column(job_status_enum)
+    fencing_token: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    worker_id: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    lease_expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    failures: Mapped[int] = mapped_column(Integer, default=0)
+    last_error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    # [{at, fencing_token, worker_id, reason}], newest last.
+    failure_log: Mapped[list[dict[str, Any]]] = mapped_column(JSONB, default=list)
+    stage: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    progress: Mapped[float] = mapped_column(Double, default=0.0)
+    spark_operation_tag: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    first_assigned_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    assigned_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+def new_job_values(now: datetime) -> dict[str, Any]:
+    """The lease columns of a job that was just created (for Core bulk inserts, which need every key)."""
+    return {"status": JobStatus.UNASSIGNED, "fencing_token": None, "worker_id": None, "lease_expires_at": None,
+            "failures": 0, "last_error": None, "failure_log": [], "stage": None, "progress": 0.0,
+            "spark_operation_tag": None, "created_at": now, "updated_at": now, "first_assigned_at": None,
+            "assigned_at": None, "finished_at": None}
+
+
+J = TypeVar("J", bound=LeasedJobColumns)
+
+
+class LeaseQueue(Generic[J]):
+    def __init__(self, session: AsyncSession, model: type[J]) -> None:
+        self.session = session
+        self.model = model
+
+    async def count_by_status(self) -> dict[JobStatus, int]:
+        rows = await self.session.execute(select(self.model.status, func.count()).group_by(self.model.status))
+        return {JobStatus(s): n for s, n in rows.all()}
+
+    async def expire_leases(self, now: datetime, max_failures: int) -> list[J]:
+        """Revoke every expired lease: a failure each (a crashed worker never reports one), then back to the
+        queue or excluded at the threshold."""
+        m = self.model
+        rows = (await self.session.execute(
+            select(m).where(m.status == JobStatus.IN_PROGRESS, m.lease_expires_at <= now)
+            .with_for_update(skip_locked=True))).scalars().all()
+        for job in rows:
+            self.record_failure(job, f"lease expired (worker {job.worker_id} stopped reporting)", now, max_failures)
+        await self.session.flush()
+        return list(rows)
+
+    async def waiting(self, order_by: Sequence[Any], limit: int, where: Sequence[Any] = ()) -> list[J]:
+        """Unassigned jobs in the owner's priority order, locked; rows other schedulers hold are skipped."""
+        stmt: Select = select(self.model).where(self.model.status == JobStatus.UNASSIGNED, *where)
+        stmt = stmt.order_by(*order_by).limit(limit).with_for_update(skip_locked=True)
+        return list((await self.session.execute(stmt)).scalars().all())
+
+    async def lease(self, jobs: Sequence[J], worker_id: str, now: datetime, lease: timedelta) -> list[J]:
+        """Hand these (locked, unassigned) jobs to a worker, each with a new lease and a larger token."""
+        for job in jobs:
+            check_transition(job.status, JobStatus.IN_PROGRESS)
+            job.fencing_token = await self.session.scalar(fencing_token_seq.next_value())
+            job.status = JobStatus.IN_PROGRESS
+            job.worker_id = worker_id
+            job.lease_expires_at = now + lease
+            job.assigned_at = now
+            job.first_assigned_at = job.first_assigned_at or now
+            job.stage = "assigned"
+            job.progress = 0.0
+            job.updated_at = now
+        await self.session.flush()
+        return list(jobs)
+
+    async def fenced(self, job_id: str, token: int) -> J:
+        """The job, locked, if `token` still owns it; StaleToken otherwise."""
+        job = (await self.session.execute(
+            select(self.model).where(self.model.job_id == job_id).with_for_update())).scalar_one_or_none()
+        if job is None or job.fencing_token != token or job.status is not JobStatus.IN_PROGRESS:
+            raise StaleToken(stale_reason(job, token))
+        return job
+
+    async def refresh(self, job_id: str, token: int, now: datetime, lease: timedelta, stage: str | None,
+                      progress: float | None, operation_tag: str | None) -> J:
+        job = await self.fenced(job_id, token)
+        job.lease_expires_at = now + lease
+        if stage is not None:
+            job.stage = stage
+        if progress is not None:
+            job.progress = max(0.0, min(1.0, progress))
+        if operation_tag is not None:
+            job.spark_operation_tag = operation_tag
+        job.updated_at = now
+        await self.session.flush()
+        return job
+
+    async def fail(self, job_id: str, token: int, reason: str, now: datetime, max_failures: int) -> J:
+        job = await self.fenced(job_id, token)
+        self.record_failure(job, reason, now, max_failures)
+        await self.session.flush()
+        return job
+
+    def succeed(self, job: J, now: datetime, stage: str) -> None:
+        check_transition(job.status, JobStatus.SUCCESS)
+        job.status = JobStatus.SUCCESS
+        job.stage = stage
+        job.progress = 1.0
+        job.finished_at = now
+        job.updated_at = now
+
+    def cancel(self, job: J, now: datetime, stage: str = "cancelled") -> None:
+        check_transition(job.status, JobStatus.CANCELLED)
+        job.status = JobStatus.CANCELLED
+        job.finished_at = now
+        job.updated_at = now
+        job.stage = stage
+
+    def record_failure(self, job: J, reason: str, now: datetime, max_failures: int) -> None:
+        target = status_after_failure(job.failures + 1, max_failures)
+        check_transition(job.status, target)
+        job.failure_log = [*job.failure_log, {"at": now.isoformat(), "fencing_token": job.fencing_token,
+                                              "worker_id": job.worker_id, "reason": reason[:2000]}]
+        job.failures += 1
+        job.last_error = reason[:2000]
+        job.status = target
+        job.worker_id = None
+        job.stage = "excluded" if target is JobStatus.EXCLUDED else "waiting_retry"
+        job.updated_at = now
+        if target is JobStatus.EXCLUDED:
+            job.finished_at = now
+
+
+def stale_reason(job: LeasedJobColumns | None, token: int) -> str:
+    if job is None:
+        return "job does not exist"
+    if job.status is not JobStatus.IN_PROGRESS:
+        return f"job is {job.status}"
+    return f"fencing token {token} is stale: the job now holds token {job.fencing_token}"

@@ -1,0 +1,55 @@
+"""Running a batch of independent jobs as one Spark job through Spark Connect: one job per Spark task, in a Python
+worker, via mapInArrow. Specs go in and results come out as JSON strings, so the driver needs no Arrow schema for
+them; a failure comes back as data (its message), never as a failed Spark job that would hide the others.
+
+PySpark is only driven from here (and its callers' `submit_*`): the kernels stay testable without Spark.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+RESULT_SCHEMA = "job_id string, ok boolean, result string, error string"
+
+
+@dataclass(frozen=True, slots=True)
+class TaskOutcome:
+    job_id: str
+    result_json: str | None
+    error: str | None
+
+
+def _worker(run_json: Callable[[str], str]) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    def run_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for job_id, spec_json in zip(batch.column("job_id").to_pylist(), batch.column("spec").to_pylist(),
+                                         strict=True):
+                try:
+                    result_json, error = run_json(spec_json), None
+                except Exception as exc:  # noqa: BLE001 - every failure goes back to the driver as data
+                    result_json = None
+                    error = f"{type(exc).__name__}: {exc}"
+                    if not isinstance(exc, ValueError | OSError):
+                        error += "\n" + traceback.format_exc(limit=5)
+                yield pa.RecordBatch.from_pydict({"job_id": [job_id], "ok": [error is None],
+                                                  "result": [result_json], "error": [error]})
+    return run_batches
+
+
+def run_one_task_each(spark, specs: list[tuple[str, str]], run_json: Callable[[str], str],
+                      operation_tag: str) -> list[TaskOutcome]:
+    """Run `run_json(spec_json)` for each (job_id, spec_json) as one Spark job tagged `operation_tag`, so
+    `interruptTag` cancels it."""
+    frame = spark.createDataFrame(specs, "job_id string, spec string")
+    # One job per task: repartition(n) can put two jobs on one task; a range partitioning by job id cannot.
+    frame = frame.repartitionByRange(len(specs), "job_id").mapInArrow(_worker(run_json), RESULT_SCHEMA)
+    spark.addTag(operation_tag)
+    try:
+        collected = frame.collect()
+    finally:
+        spark.removeTag(operation_tag)
+    return [TaskOutcome(r["job_id"], r["result"] if r["ok"] else None, r["error"]) for r in collected]
