@@ -72,3 +72,9 @@ class InvalidInput(StrataError):
 
 class Unavailable(StrataError):
     status, slug, title = 503, "unavailable", "Dependency unavailable"
+
+
+class TooManyRequests(StrataError):
+    """429: the caller is over a rate or concurrency limit; a `Retry-After` header says when to try again."""
+
+    status, slug, title = 429, "rate-limited", "Too many requests"

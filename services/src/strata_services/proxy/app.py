@@ -1,21 +1,25 @@
-"""The proxy app: checks the API key, stamps a request id, and streams each request and response through to a
-healthy query-api instance without buffering either."""
+"""The proxy app: checks the API key, applies the tenant's rate and concurrency limits, stamps a request id, and
+streams each request and response through to a healthy query-api instance without buffering either."""
 
 from __future__ import annotations
 
+import math
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import anyio
 import httpx
 from fastapi import FastAPI, Request
 from fastapi.responses import StreamingResponse
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, Counter
+from starlette.types import Receive, Scope, Send
 
+from strata_services.proxy.limits import ConcurrencyCap, Slot, TokenBuckets, limit_key
 from strata_services.proxy.upstreams import Upstreams
 from strata_shared.config import Settings
-from strata_shared.errors import Unavailable
-from strata_shared.web.auth import ApiKeyRegistry, request_key
+from strata_shared.errors import TooManyRequests, Unavailable
+from strata_shared.web.auth import ApiKeyRegistry, Principal, request_key
 from strata_shared.web.metrics import install_metrics
 from strata_shared.web.problems import install_problem_handlers, problem_responses
 
@@ -25,8 +29,32 @@ _HOP_BY_HOP = {"connection", "keep-alive", "proxy-authenticate", "proxy-authoriz
 REQUEST_ID = "x-request-id"
 
 
+class _UpstreamStream(StreamingResponse):
+    """The upstream's response relayed to the client; the tenant's slot and the upstream response are let go
+    however the relay ends. This is done around the whole response rather than only in the body generator's
+    finally: a generator cancelled before its first chunk, or while the response is blocked sending to the
+    client, is never resumed, so its finally would not run until garbage collection."""
+
+    def __init__(self, upstream: httpx.Response, slot: Slot, headers: dict[str, str]) -> None:
+        super().__init__(upstream.aiter_raw(), status_code=upstream.status_code, headers=headers)
+        self._upstream = upstream
+        self._slot = slot
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self._slot.release()
+            # Shielded: after a client disconnect the surrounding scope is cancelled, and an unshielded await
+            # would be cancelled before the upstream connection is closed.
+            with anyio.CancelScope(shield=True):
+                await self._upstream.aclose()
+
+
 def create_proxy_app(settings: Settings, upstream_urls: list[str]) -> FastAPI:
     keys = ApiKeyRegistry.from_json(settings.api_keys)
+    buckets = TokenBuckets(settings.proxy_rate_per_sec, settings.proxy_burst)
+    cap = ConcurrencyCap(settings.proxy_max_concurrent_per_tenant)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -43,7 +71,30 @@ def create_proxy_app(settings: Settings, upstream_urls: list[str]) -> FastAPI:
     app = FastAPI(title="Strata query proxy", version="0.1.0", lifespan=lifespan,
                   generate_unique_id_function=lambda route: route.name)
     install_problem_handlers(app)
-    install_metrics(app, CollectorRegistry(), "proxy")
+    registry = CollectorRegistry()
+    install_metrics(app, registry, "proxy")
+    rejections = Counter("strata_proxy_rejections", "Requests the proxy refused with 429, by limit and tenant",
+                         ["reason", "tenant"], registry=registry)
+
+    def admit(principal: Principal, request_id: str) -> Slot:
+        """The caller's slot under its limits, or a 429. A request refused by the concurrency cap has still
+        taken a token: a client retrying in a tight loop against a full cap runs into the rate limit too."""
+        key = limit_key(principal.tenant, principal.key_id)
+        who = f"tenant {principal.tenant!r}" if principal.tenant is not None else f"untenanted key {principal.key_id}"
+        decision = buckets.try_acquire(key)
+        if not decision.allowed:
+            rejections.labels("rate", key).inc()
+            raise TooManyRequests(
+                f"{who} is over its rate limit of {settings.proxy_rate_per_sec:g} requests/s "
+                f"(burst {settings.proxy_burst}); retry in {decision.retry_after_secs:.3g} s",
+                headers={"Retry-After": str(max(1, math.ceil(decision.retry_after_secs))), REQUEST_ID: request_id})
+        slot = cap.try_acquire(key)
+        if slot is None:
+            rejections.labels("concurrency", key).inc()
+            raise TooManyRequests(
+                f"{who} already has {cap.limit} requests running, its cap on concurrent requests",
+                headers={"Retry-After": "1", REQUEST_ID: request_id})
+        return slot
 
     @app.get("/healthz", tags=["operations"], responses=problem_responses(500))
     async def healthz() -> dict[str, str]:
@@ -60,37 +111,38 @@ def create_proxy_app(settings: Settings, upstream_urls: list[str]) -> FastAPI:
         return {"status": "ready", "upstreams": upstreams.healthy}
 
     @app.api_route("/v1/{path:path}", methods=["GET", "POST", "PUT", "DELETE"], tags=["proxy"],
-                   responses=problem_responses(401, 502, 503))
+                   responses=problem_responses(401, 429, 502, 503))
     async def forward(path: str, request: Request) -> StreamingResponse:
-        """Forward an authenticated /v1 request to a healthy query-api instance, streaming both ways."""
-        keys.authenticate(request_key(request))
+        """Forward an authenticated /v1 request to a healthy query-api instance, streaming both ways. A tenant
+        over its request rate or its cap on requests in flight gets a 429 with `Retry-After`."""
+        principal = keys.authenticate(request_key(request))
         request_id = request.headers.get(REQUEST_ID) or uuid.uuid4().hex
-        upstreams: Upstreams = request.app.state.upstreams
-        client: httpx.AsyncClient = request.app.state.client
-        target = upstreams.pick()
-        if target is None:
-            raise Unavailable("no healthy query-api upstream", headers={REQUEST_ID: request_id})
-        headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP_BY_HOP}
-        headers[REQUEST_ID] = request_id
-        upstream_request = client.build_request(
-            request.method, f"{target}/v1/{path}", params=request.query_params, headers=headers,
-            content=request.stream())
+        slot = admit(principal, request_id)
         try:
-            upstream = await client.send(upstream_request, stream=True)
-        except httpx.HTTPError as exc:
-            upstreams.mark_down(target)
-            raise Unavailable(f"query-api {target} did not answer: {type(exc).__name__}",
-                              headers={REQUEST_ID: request_id}) from exc
+            upstreams: Upstreams = request.app.state.upstreams
+            client: httpx.AsyncClient = request.app.state.client
+            target = upstreams.pick()
+            if target is None:
+                raise Unavailable("no healthy query-api upstream", headers={REQUEST_ID: request_id})
+            headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP_BY_HOP}
+            headers[REQUEST_ID] = request_id
+            upstream_request = client.build_request(
+                request.method, f"{target}/v1/{path}", params=request.query_params, headers=headers,
+                content=request.stream())
+            try:
+                upstream = await client.send(upstream_request, stream=True)
+            except httpx.HTTPError as exc:
+                upstreams.mark_down(target)
+                raise Unavailable(f"query-api {target} did not answer: {type(exc).__name__}",
+                                  headers={REQUEST_ID: request_id}) from exc
+        except BaseException:
+            # Nothing is streaming yet, so nothing else will give the slot back.
+            slot.release()
+            raise
         response_headers = {k: v for k, v in upstream.headers.items() if k.lower() not in _HOP_BY_HOP}
         response_headers[REQUEST_ID] = request_id
-
-        async def body() -> AsyncIterator[bytes]:
-            try:
-                async for chunk in upstream.aiter_raw():
-                    yield chunk
-            finally:
-                await upstream.aclose()
-
-        return StreamingResponse(body(), status_code=upstream.status_code, headers=response_headers)
+        # From here the response owns the slot: a long streaming query counts as running until its body is done
+        # or its client has gone.
+        return _UpstreamStream(upstream, slot, response_headers)
 
     return app
