@@ -1,0 +1,137 @@
+"""SQL text to a validated query: the pruning predicate, the columns to read, and the Spark SQL to execute.
+
+The accepted dialect is sqlglot's default one (ANSI-like: 'strings', "identifiers"), over one index named as the
+table. Supported: SELECT of columns, `*`, expressions and aliases; WHERE with AND, OR, NOT, comparisons, BETWEEN,
+IN, IS [NOT] NULL, LIKE and `text_match(column, 'terms')`; GROUP BY with count/sum/min/max/avg; HAVING; ORDER BY;
+LIMIT. Literal rules for timestamps are in literals.py.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError, SqlglotError, TokenError
+
+from strata_query.sql.errors import QuerySyntaxError, QueryValidationError
+from strata_query.sql.text_match import is_text_match, spark_expression, text_match_atom
+from strata_query.sql.validation import AGGREGATES, clause_of, statement_of, validate
+from strata_query.sql.where import ConditionTranslator
+from strata_shared.domain.index_config import IndexSettings
+from strata_shared.query.predicate import TRUE, Predicate, to_nnf
+
+_MISSING_DELIMITER = re.compile(r"Missing .* from \d+:(\d+)")
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedQuery:
+    """A query Strata can plan. `predicate` is the WHERE clause in negation normal form (parts it cannot express
+    are Unknown atoms: they prune nothing but are still executed); `columns_needed` every declared column the
+    query reads anywhere (all of them for `*`); `limit` the LIMIT, if any."""
+
+    index_id: str
+    predicate: Predicate
+    columns_needed: frozenset[str]
+    has_aggregates: bool
+    limit: int | None
+    _spark_ast: exp.Select = field(repr=False, compare=False)
+    _qualifier: str = field(repr=False, compare=False)
+
+    def spark_sql(self, view_name: str) -> str:
+        """The query in Spark SQL over `view_name` (a view of the pruned scan) instead of the index."""
+        statement = self._spark_ast.copy()
+        # The view keeps the name columns are qualified with, so `logs.level` still resolves.
+        statement.args["from_"].set("this", exp.Table(
+            this=exp.to_identifier(view_name, quoted=True),
+            alias=exp.TableAlias(this=exp.to_identifier(self._qualifier, quoted=True)),
+        ))
+        return statement.sql(dialect="spark", identify=True)
+
+
+def parse_query(sql: str, *, index_id: str, settings: IndexSettings) -> ParsedQuery:
+    """Parses and validates one SELECT over `index_id`. Raises QuerySyntaxError or QueryValidationError."""
+    select = statement_of(_parse(sql))
+    types = settings.field_types()
+    resolution = validate(select, index_id=index_id, types=types)
+
+    translator = ConditionTranslator(select, types, settings.timestamp_field)
+    where = select.args.get("where")
+    predicate = to_nnf(translator.translate(where.this)) if where is not None else TRUE
+    translator.rewrite_outside_where()
+    for node in list(select.find_all(exp.Anonymous)):
+        if is_text_match(node):
+            atom = text_match_atom(node, types, clause_of(node, select))
+            node.replace(spark_expression(atom, node.expressions[0]))
+
+    return ParsedQuery(
+        index_id=index_id,
+        predicate=predicate,
+        columns_needed=resolution.columns,
+        has_aggregates=select.args.get("group") is not None or any(True for _ in select.find_all(*AGGREGATES)),
+        limit=_limit(select),
+        _spark_ast=select,
+        _qualifier=resolution.qualifier,
+    )
+
+
+def _parse(sql: str) -> list[exp.Expression | None]:
+    if not sql.strip():
+        raise QuerySyntaxError("the query is empty", 1, 1)
+    try:
+        return sqlglot.parse(sql)
+    except ParseError as error:
+        first = error.errors[0] if error.errors else {}
+        line, column = int(first.get("line") or 1), int(first.get("col") or 1)
+        highlight = first.get("highlight") or ""
+        # sqlglot points at the last character of the offending token; point at its first instead.
+        if highlight and "\n" not in highlight:
+            column = max(1, column - len(highlight) + 1)
+        description = first.get("description") or str(error)
+        message = f"{description} near {highlight!r}" if highlight else description
+        raise QuerySyntaxError(message, line, column) from error
+    except TokenError as error:
+        offset = _token_error_offset(error, len(sql))
+        line, column = _line_column(sql, offset)
+        raise QuerySyntaxError(_token_error_message(error), line, column) from error
+    except SqlglotError as error:
+        raise QuerySyntaxError(str(error), 1, 1) from error
+
+
+def _token_error_offset(error: TokenError, size: int) -> int:
+    cause = error.__cause__
+    match = _MISSING_DELIMITER.search(str(cause)) if cause is not None else None
+    if match:
+        return int(match.group(1))
+    # sqlglot quotes 50 characters either side of where it stopped.
+    if error.start:
+        return error.start + 50
+    if error.end is not None and error.end < size - 1:
+        return max(0, error.end - 50)
+    return size
+
+
+def _token_error_message(error: TokenError) -> str:
+    cause = str(error.__cause__ or "")
+    if cause.startswith("Missing "):
+        return f"unterminated literal or identifier: {cause.split(' from ')[0].lower()}"
+    return "the query cannot be tokenized (an unterminated comment, string or identifier?)"
+
+
+def _line_column(text: str, offset: int) -> tuple[int, int]:
+    before = text[:offset]
+    line = before.count("\n") + 1
+    return line, offset - (before.rfind("\n") + 1) + 1
+
+
+def _limit(select: exp.Select) -> int | None:
+    limit = select.args.get("limit")
+    if limit is None:
+        return None
+    value = limit.expression
+    if limit.args.get("offset") or limit.expressions:
+        raise QueryValidationError("OFFSET is not supported", "limit")
+    if not isinstance(value, exp.Literal) or value.is_string or not value.this.isdigit():
+        raise QueryValidationError("LIMIT takes a non-negative integer", "limit")
+    return int(value.this)
