@@ -1,21 +1,36 @@
-"""indexer-api: the index catalog, ingestion, and registration of splits."""
+"""indexer-api: the index catalog, ingestion, registration of splits, per-file indexing jobs, artifact
+registration and snapshots, the janitor."""
 
 from __future__ import annotations
 
 from fastapi import FastAPI
 
 from strata_indexer.indexes.router import router as indexes_router
+from strata_indexer.indexing.background import install_metrics, start_background, stop_background
+from strata_indexer.indexing.router import router as indexing_router
 from strata_indexer.ingest.router import router as ingest_router
 from strata_indexer.splits.router import router as splits_router
+from strata_shared.clock import Clock
 from strata_shared.config import Settings
 from strata_shared.web.app import build_app
 
 
-def create_app(settings: Settings) -> FastAPI:
+def create_app(settings: Settings, *, background: bool = True, clock: Clock | None = None) -> FastAPI:
+    """`background=False` leaves out the indexing runner and the janitor (tests drive them by hand); `clock`
+    replaces the system clock of leases (tests move time by hand)."""
+
+    async def install_clock(app: FastAPI) -> None:
+        if clock is not None:
+            app.state.strata.extras["clock"] = clock
+
+    startup = [install_clock, install_metrics, *([start_background] if background else [])]
     return build_app(
         settings,
         service="indexer-api",
         title="Strata indexer-api",
-        description="Index catalog, ingestion into windowed sorted splits, and registration of split files.",
-        routers=[indexes_router, ingest_router, splits_router],
+        description="Index catalog, ingestion into windowed sorted splits, registration of split files, per-file "
+                    "index artifacts (zone maps, blooms, bitmaps, full-text) with all-or-nothing snapshots.",
+        routers=[indexes_router, ingest_router, splits_router, indexing_router],
+        on_startup=startup,
+        on_shutdown=[stop_background] if background else [],
     )

@@ -6,8 +6,8 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from strata_planner.compaction.background import start_background, stop_background
-from strata_planner.compaction.clock import Clock
 from strata_planner.compaction.router import router as compaction_router
+from strata_shared.clock import Clock
 from strata_shared.config import Settings
 from strata_shared.web.app import build_app
 

@@ -1,4 +1,4 @@
-"""The scheduler's clock: one source of time for leases, injectable so tests control expiry."""
+"""The schedulers' clock: one source of time for leases, injectable so tests control expiry."""
 
 from __future__ import annotations
 

@@ -11,9 +11,9 @@ import socket
 import httpx
 from fastapi import FastAPI
 
-from strata_planner.compaction.clock import system_clock
 from strata_planner.compaction.gc import collect_garbage
 from strata_planner.compaction.metrics import CompactionMetrics
+from strata_shared.clock import system_clock
 from strata_shared.web.auth import Scope
 from strata_shared.web.state import AppState
 

@@ -9,7 +9,6 @@ from fastapi import APIRouter, Depends, Query, Request
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from strata_planner.compaction import scheduler as scheduler_service
-from strata_planner.compaction.clock import system_clock
 from strata_planner.compaction.planning import WindowRange, plan_index, skipped_summary
 from strata_planner.compaction.schemas import (
     JobOut,
@@ -24,6 +23,7 @@ from strata_planner.compaction.schemas import (
     WindowPage,
 )
 from strata_planner.compaction.status import job_out, window_summaries
+from strata_shared.clock import system_clock
 from strata_shared.domain.jobs import InvalidTransition, JobStatus
 from strata_shared.errors import Conflict, InvalidInput, NotFound
 from strata_shared.metastore.compaction_repository import CompactionRepository, JobFilter

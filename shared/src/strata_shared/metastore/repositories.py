@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import delete, insert, select, tuple_, update
+from sqlalchemy import and_, delete, func, insert, or_, select, true, tuple_, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -155,6 +155,31 @@ class SplitRepository:
         rows = (await self.session.execute(stmt)).scalars().all()
         stats = await self._stats_of([r.split_id for r in rows])
         return [_to_metadata(r, stats.get(r.split_id, {})) for r in rows]
+
+    async def published_for_query(self, index_uid: str, partition_id: str | None, window_gte: int | None,
+                                  window_lte: int | None, include_window_zero: bool, limit: int
+                                  ) -> list[SplitMetadata]:
+        """Published splits whose window starts in [window_gte, window_lte] (None: unbounded), plus window 0
+        (null timestamps) when asked; one statement, so the set is one consistent snapshot of publications."""
+        stmt = select(SplitRow).where(SplitRow.index_uid == index_uid, SplitRow.state == SplitState.PUBLISHED)
+        if partition_id is not None:
+            stmt = stmt.where(SplitRow.partition_id == partition_id)
+        in_range = and_(SplitRow.window_start >= window_gte if window_gte is not None else true(),
+                        SplitRow.window_start <= window_lte if window_lte is not None else true())
+        stmt = stmt.where(or_(in_range, SplitRow.window_start == 0) if include_window_zero else in_range)
+        rows = (await self.session.execute(stmt.order_by(SplitRow.window_start, SplitRow.split_id).limit(limit)
+                                           )).scalars().all()
+        stats = await self._stats_of([r.split_id for r in rows])
+        return [_to_metadata(r, stats.get(r.split_id, {})) for r in rows]
+
+    async def published_totals(self, index_uid: str, partition_id: str | None) -> tuple[int, int]:
+        """(files, bytes) published in an index (for one tenant): what a query would read without any pruning."""
+        stmt = select(func.count(), func.coalesce(func.sum(SplitRow.size_bytes), 0)).where(
+            SplitRow.index_uid == index_uid, SplitRow.state == SplitState.PUBLISHED)
+        if partition_id is not None:
+            stmt = stmt.where(SplitRow.partition_id == partition_id)
+        count, size = (await self.session.execute(stmt)).one()
+        return int(count), int(size)
 
     async def _stats_of(self, split_ids: Sequence[str]) -> dict[str, dict[str, ColumnStats]]:
         if not split_ids:

@@ -1,0 +1,60 @@
+"""The indexing runner: the shared polling worker loop speaking `/v1/indexing/poll`, executing each assigned
+file's build as a Spark job through Spark Connect. It runs inside indexer-api (slots configurable, 0 = off)."""
+
+from __future__ import annotations
+
+import httpx
+
+from strata_indexer.indexing.schemas import IndexingAssignment, IndexingPollResponse
+from strata_jobs.index_build import IndexBuildResult, IndexBuildSpec
+from strata_jobs.spark_index import submit_index_builds
+from strata_shared.spark.session import SparkSessionFactory
+from strata_shared.workers.runner import PollingRunner, PollProtocol
+
+
+class IndexBuildFailed(Exception):
+    pass
+
+
+class SparkIndexExecutor:
+    def __init__(self, spark: SparkSessionFactory, *, upload_attempts: int, upload_backoff_secs: float,
+                 fault_upload_failures: int = 0) -> None:
+        self.spark = spark
+        self.upload_attempts = upload_attempts
+        self.upload_backoff_secs = upload_backoff_secs
+        self.fault_upload_failures = fault_upload_failures
+
+    def spec(self, assignment: IndexingAssignment) -> IndexBuildSpec:
+        return IndexBuildSpec(
+            job_id=assignment.job_id, fencing_token=assignment.fencing_token, split_id=assignment.split_id,
+            uri=assignment.uri, artifact_prefix=assignment.artifact_prefix,
+            config=assignment.artifacts.model_dump(mode="json"), field_types=assignment.field_types,
+            zstd_level=assignment.zstd_level, upload_attempts=self.upload_attempts,
+            upload_backoff_secs=self.upload_backoff_secs, fault_upload_failures=self.fault_upload_failures)
+
+    def run(self, assignment: IndexingAssignment) -> IndexBuildResult:
+        """Blocking: submits the build and waits for it (call from a worker thread)."""
+        [outcome] = submit_index_builds(self.spark.session(), [self.spec(assignment)],
+                                        assignment.spark_operation_tag)
+        if outcome.result is None:
+            raise IndexBuildFailed(outcome.error or "artifact build failed without a reason")
+        return outcome.result
+
+    def interrupt(self, assignment: IndexingAssignment) -> None:
+        self.spark.session().interruptTag(assignment.spark_operation_tag)
+
+
+INDEXING_PROTOCOL = PollProtocol(
+    poll_path="/v1/indexing/poll",
+    parse_response=IndexingPollResponse.model_validate,
+    success_fields=lambda result: {"artifacts": [a.to_json() for a in result.artifacts],
+                                   "skipped": result.skipped},
+    running_stage="building",
+    stage_progress={"building": 0.1, "publishing": 0.9},
+)
+
+
+def indexing_runner(client: httpx.AsyncClient, executor: SparkIndexExecutor, *, worker_id: str, slots: int,
+                    api_key: str, poll_interval_secs: float) -> PollingRunner:
+    return PollingRunner(client, INDEXING_PROTOCOL, worker_id=worker_id, slots=slots, executor=executor,
+                         api_key=api_key, poll_interval_secs=poll_interval_secs)

@@ -1,0 +1,34 @@
+"""Registering a file's artifacts and publishing its snapshot: the manifest goes to its predictable path first,
+then the snapshot row flips to published in the caller's transaction, so readers see all of the set or none."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from strata_indexer.indexing.artifact_checks import artifact_prefix
+from strata_shared.artifacts import manifest_key
+from strata_shared.domain.artifact_refs import ArtifactRef, manifest_bytes
+from strata_shared.metastore.indexing_models import ArtifactRow, ArtifactSnapshotRow
+from strata_shared.metastore.indexing_repository import IndexingRepository
+from strata_shared.metastore.models import SplitRow
+from strata_shared.storage import ObjectStore
+
+
+def manifest_uri(storage: ObjectStore, split: SplitRow) -> str:
+    return f"{artifact_prefix(storage, split.index_uid)}/{manifest_key(split.split_id)}"
+
+
+async def publish(session: AsyncSession, storage: ObjectStore, split: SplitRow, artifacts: Sequence[ArtifactRow],
+                  skipped: list[dict[str, Any]], published_by: str, now: datetime) -> ArtifactSnapshotRow:
+    """Write the manifest listing exactly `artifacts`, then mark the snapshot published (visible at commit)."""
+    refs = [ArtifactRef(a.artifact_type, a.column_name, a.format_version, a.uri, a.size_bytes, a.content_hash)
+            for a in artifacts]
+    uri = manifest_uri(storage, split)
+    body = manifest_bytes(split.split_id, split.index_uid, refs, skipped, published_by)
+    await asyncio.to_thread(storage.write_bytes, uri, body)
+    return await IndexingRepository(session).publish_snapshot(split, artifacts, uri, published_by, now)

@@ -1,0 +1,88 @@
+"""Steps shared by the indexing tests: an index with every artifact type configured, a runner driven by hand."""
+
+from __future__ import annotations
+
+import asyncio
+
+from strata_indexer.indexing.runner import SparkIndexExecutor, indexing_runner
+from tests.helpers import metrics_index, ndjson, unique_index_id
+
+ARTIFACTS = {
+    "zone_map_columns": [],
+    "bloom_columns": [{"column": "host", "false_positive_rate": 0.01}, {"column": "metric_name"}],
+    "bitmap_columns": ["service", "metric_name"],
+    "bitmap_max_distinct_values": 100,
+    "full_text_columns": ["message"],
+}
+FIELDS = [
+    {"name": "metric_name", "type": "string"},
+    {"name": "service", "type": "string"},
+    {"name": "host", "type": "string"},
+    {"name": "message", "type": "string"},
+    {"name": "timestamp_secs", "type": "i64"},
+    {"name": "value", "type": "f64"},
+]
+# Every file gets zone maps (all columns), two blooms, two bitmaps and one full-text index.
+EXPECTED = {("zone_map", ""), ("bloom", "host"), ("bloom", "metric_name"), ("bitmap", "service"),
+            ("bitmap", "metric_name"), ("full_text", "")}
+TERMINAL = {"success", "excluded", "cancelled"}
+
+
+async def create_indexed_index(indexer, keys, **overrides) -> str:
+    index_id = unique_index_id("art")
+    config = metrics_index(index_id, fields=FIELDS, artifacts=ARTIFACTS, **overrides)
+    response = await indexer.post("/v1/indexes", json=config, headers=keys.header(keys.admin))
+    assert response.status_code == 201, response.text
+    return index_id
+
+
+def rows_for(window: int, count: int, seed: int = 0) -> list[dict]:
+    words = ["timeout", "connection", "reset", "ok", "retry", "disk", "full"]
+    return [{"metric_name": f"m{(i * 7 + seed) % 5}", "service": f"s{(i + seed) % 3}",
+             "host": f"host-{(i * 13 + seed) % 40}", "message": f"{words[i % 7]} at step {i}",
+             "timestamp_secs": window + (i * 31 + seed) % 900, "value": float(i + seed)} for i in range(count)]
+
+
+async def ingest(indexer, keys, index_id: str, rows: list[dict], partition: str = "default") -> str:
+    response = await indexer.post(f"/v1/indexes/{index_id}/ingest", content=ndjson(rows),
+                                  params={"partition_id": partition},
+                                  headers={**keys.header(keys.writer), "Content-Type": "application/x-ndjson"})
+    assert response.status_code == 200, response.text
+    [split] = response.json()["splits"]
+    return split["split_id"]
+
+
+def make_runner(indexer, spark_factory, *, slots: int = 2, worker_id: str = "test-indexer",
+                upload_failures: int = 0, attempts: int = 5):
+    key = indexer.app.state.strata.api_keys.add_internal_key(frozenset({"worker"}))
+    executor = SparkIndexExecutor(spark_factory, upload_attempts=attempts, upload_backoff_secs=0.01,
+                                  fault_upload_failures=upload_failures)
+    return indexing_runner(indexer, executor, worker_id=worker_id, slots=slots, api_key=key, poll_interval_secs=0.2)
+
+
+async def job_of(indexer, keys, split_id: str) -> dict:
+    response = await indexer.get("/v1/indexing/jobs", params={"split_id": split_id},
+                                 headers=keys.header(keys.writer))
+    assert response.status_code == 200, response.text
+    return response.json()["jobs"][-1]
+
+
+async def run_until_indexed(indexer, keys, runner, split_ids: list[str], timeout: float = 180) -> list[dict]:
+    """Step the runner until every file's latest job is terminal; returns those jobs."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    try:
+        while True:
+            await runner.step()
+            jobs = [await job_of(indexer, keys, s) for s in split_ids]
+            if all(j["status"] in TERMINAL for j in jobs):
+                return jobs
+            assert asyncio.get_running_loop().time() < deadline, jobs
+            await asyncio.sleep(0.2)
+    finally:
+        await runner.shutdown()
+
+
+async def artifacts_of(indexer, keys, split_id: str) -> dict:
+    response = await indexer.get(f"/v1/splits/{split_id}/artifacts", headers=keys.header(keys.writer))
+    assert response.status_code == 200, response.text
+    return response.json()
