@@ -1,11 +1,18 @@
-"""query-api: Query planning with pruning, execution and result streaming (lands with its issue)."""
+"""query-api: query planning with pruning, EXPLAIN and asynchronous plans, execution on Spark, streamed results."""
 
 from __future__ import annotations
 
 from fastapi import FastAPI
 
+from strata_query.execution.runtime import QueryRuntime
+from strata_query.router import router as query_router
 from strata_shared.config import Settings
 from strata_shared.web.app import build_app
+
+
+async def _install_runtime(app: FastAPI) -> None:
+    state = app.state.strata
+    state.extras["query_runtime"] = QueryRuntime(state.storage, state.registry)
 
 
 def create_app(settings: Settings) -> FastAPI:
@@ -13,6 +20,9 @@ def create_app(settings: Settings) -> FastAPI:
         settings,
         service="query-api",
         title="Strata query-api",
-        description="Query planning with pruning, execution and result streaming (lands with its issue).",
-        routers=[],
+        description="SQL over one index: the time range, then a pruning cascade (split min/max, zone maps, blooms "
+                    "and bitmaps, full-text) down to the row groups and columns to read; EXPLAIN, asynchronous "
+                    "plans, execution on Spark through Spark Connect, results streamed as Arrow, NDJSON or JSON.",
+        routers=[query_router],
+        on_startup=[_install_runtime],
     )

@@ -193,6 +193,12 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _demo(args: argparse.Namespace, settings: Settings) -> int:
+    from strata_services.demo import cmd_demo
+
+    return cmd_demo(args, settings)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="strata", description="Strata control plane for Parquet observability data")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -210,6 +216,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve.set_defaults(func=cmd_serve)
     migrate_cmd = sub.add_parser("migrate", help="upgrade the metastore at STRATA_DATABASE_URL to head")
     migrate_cmd.set_defaults(func=cmd_migrate)
+    demo = sub.add_parser("demo", help="on the running stack: ingest, compact, index, and query demo data")
+    demo.add_argument("--windows", type=int, default=3, help="15-minute windows of data (default 3)")
+    demo.add_argument("--rows-per-window", type=int, default=100_000)
+    demo.add_argument("--batches", type=int, default=4, help="ingest batches (splits per window before compaction)")
+    demo.set_defaults(func=_demo)
     ingest = sub.add_parser("ingest", help="ingest a local Parquet or NDJSON file into an index")
     ingest.add_argument("file")
     ingest.add_argument("--index", required=True)

@@ -29,6 +29,10 @@ def quickstart_index_config(now: int) -> dict:
         "window_duration_secs": 900,
         "compaction_start_time": now - 7 * 24 * 3600,
         "late_data_acceptance_secs": 3600,
+        "artifacts": {
+            "bloom_columns": [{"column": "host", "false_positive_rate": 0.01}],
+            "bitmap_columns": ["service", "env", "metric_name"],
+        },
     }
 
 

@@ -1,0 +1,53 @@
+"""Executing a planned query on Spark through Spark Connect: the shaped scan (`strata_jobs.pruned_scan`) as a
+temporary view, the query's own SQL (transpiled to Spark SQL) on top of it, tagged so it can be interrupted."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from strata_jobs.pruned_scan import ScanTask, scan_frame
+from strata_shared.domain.fields import FieldType
+from strata_shared.spark.session import SparkSessionFactory
+
+log = logging.getLogger("strata.query")
+
+
+@dataclass(frozen=True, slots=True)
+class ScanRequest:
+    query_id: str
+    tasks: list[ScanTask]
+    columns: list[tuple[str, FieldType]]
+    # Spark SQL over the view name: the user's query, its WHERE clause as the residual filter.
+    sql_template: str
+    # A filter the planner adds (the default lookback), as a Spark SQL condition over the view's columns.
+    extra_filter: str | None = None
+
+    @property
+    def tag(self) -> str:
+        return f"strata-query-{self.query_id}"
+
+
+def run_query(spark: SparkSessionFactory, request: ScanRequest) -> pa.Table:
+    """Blocking: runs the query and returns its result as Arrow (call from a worker thread)."""
+    session = spark.session()
+    view = f"strata_scan_{request.query_id.lower()}"
+    frame = scan_frame(session, request.tasks, request.columns)
+    if request.extra_filter:
+        frame = frame.where(request.extra_filter)
+    frame.createOrReplaceTempView(view)
+    session.addTag(request.tag)
+    try:
+        return session.sql(request.sql_template.replace("{view}", view)).toArrow()
+    finally:
+        session.removeTag(request.tag)
+        try:
+            session.catalog.dropTempView(view)
+        except Exception:  # noqa: BLE001 - a view left behind is harmless and per session
+            log.debug("dropping view %s failed", view)
+
+
+def interrupt_query(spark: SparkSessionFactory, query_id: str) -> None:
+    spark.session().interruptTag(f"strata-query-{query_id}")

@@ -1,0 +1,86 @@
+"""Byte-bounded LRU caches of what planning reads from object storage: decoded artifacts and Parquet footers.
+Both are immutable once written (artifacts are keyed by their content hash, split files never change), so a
+cached entry is never stale."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+import pyarrow.parquet as pq
+
+from strata_shared.artifacts import ArtifactFormatError, load_artifact
+from strata_shared.storage import ObjectStore
+
+log = logging.getLogger("strata.query")
+
+
+class ByteLru:
+    def __init__(self, capacity_bytes: int) -> None:
+        self.capacity_bytes = capacity_bytes
+        self._entries: OrderedDict[Any, tuple[Any, int]] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def get_or_load(self, key: Any, load: Callable[[], tuple[Any, int]]) -> Any:
+        with self._lock:
+            found = self._entries.get(key)
+            if found is not None:
+                self._entries.move_to_end(key)
+                self.hits += 1
+                return found[0]
+            self.misses += 1
+        value, size = load()
+        with self._lock:
+            if key not in self._entries:
+                self._entries[key] = (value, size)
+                self._bytes += size
+            while self._bytes > self.capacity_bytes and len(self._entries) > 1:
+                _, (_, evicted) = self._entries.popitem(last=False)
+                self._bytes -= evicted
+        return value
+
+
+class ArtifactCache:
+    """Decoded artifacts by (uri, content hash). An artifact that cannot be read or fails its hash is None:
+    the planner then prunes without it (never a wrong answer, only less pruning)."""
+
+    def __init__(self, storage: ObjectStore, capacity_bytes: int = 256 * 1024 * 1024) -> None:
+        self.storage = storage
+        self.lru = ByteLru(capacity_bytes)
+
+    def get(self, uri: str, content_hash: str) -> Any | None:
+        def load() -> tuple[Any, int]:
+            try:
+                with self.storage.open_input(uri) as source:
+                    data = source.read()
+                header, artifact = load_artifact(data)
+            except (OSError, ArtifactFormatError) as exc:
+                log.warning("artifact %s unusable, planning without it: %s", uri, exc)
+                return None, 1
+            if header.content_hash != content_hash:
+                log.warning("artifact %s changed since it was registered, planning without it", uri)
+                return None, 1
+            # Decoded artifacts are larger than their compressed bytes; a factor keeps the bound honest.
+            return artifact, len(data) * 4
+        return self.lru.get_or_load((uri, content_hash), load)
+
+
+class FooterCache:
+    """Parquet footers by file URI."""
+
+    def __init__(self, storage: ObjectStore, capacity_bytes: int = 64 * 1024 * 1024) -> None:
+        self.storage = storage
+        self.lru = ByteLru(capacity_bytes)
+
+    def get(self, uri: str) -> pq.FileMetaData:
+        def load() -> tuple[pq.FileMetaData, int]:
+            with self.storage.open_input(uri) as source:
+                metadata = pq.ParquetFile(source).metadata
+            return metadata, max(1, metadata.serialized_size)
+        return self.lru.get_or_load(uri, load)

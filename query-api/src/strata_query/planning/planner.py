@@ -1,0 +1,149 @@
+"""From SQL to a shaped scan: parse and validate against the index, take the time range from the WHERE clause
+(or apply the default lookback, and say so), find the candidate splits of the overlapping windows for the
+caller's tenant in one consistent read, then run the pruning cascade.
+
+Tenancy is applied here, not in the SQL: a tenant's query only ever has its own partition's splits as
+candidates, and `partition_id` in the SQL reads each split's own partition, so naming another tenant's partition
+selects nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import asdict, dataclass
+
+import sqlglot
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlglot import exp
+
+from strata_query.planning.caches import ArtifactCache, FooterCache
+from strata_query.planning.cascade import CandidateFile, CascadeResult, PublishedArtifact, run_cascade
+from strata_query.planning.schemas import FilePartOut, PlanOut, StageOut, TimeRangeOut
+from strata_query.sql import ParsedQuery, parse_query
+from strata_query.sql.errors import QuerySyntaxError, QueryValidationError
+from strata_shared.domain.fields import FieldType
+from strata_shared.domain.index_config import FieldSpec, IndexSettings
+from strata_shared.errors import InvalidInput, NotFound
+from strata_shared.metastore.indexing_repository import IndexingRepository
+from strata_shared.metastore.repositories import IndexRepository, SplitRepository
+from strata_shared.query.predicate import And, Compare, describe, to_nnf
+from strata_shared.query.time_range import TimeRanges, extract_time_range
+
+PARTITION_COLUMN = "partition_id"
+
+
+class PlanTooLarge(InvalidInput):
+    slug, title = "plan-too-large", "The query would read too many files"
+
+
+@dataclass(slots=True)
+class QueryPlan:
+    parsed: ParsedQuery
+    settings: IndexSettings
+    out: PlanOut
+    scan_columns: list[tuple[str, FieldType]]
+    extra_filter: str | None
+
+
+def table_of(sql: str) -> str:
+    """The one table the query names (the index id); syntax errors surface with their position."""
+    try:
+        tree = sqlglot.parse_one(sql)
+    except sqlglot.errors.ParseError as exc:
+        first = exc.errors[0] if exc.errors else {}
+        raise QuerySyntaxError(first.get("description", str(exc)), first.get("line", 1),
+                               first.get("col", 1)) from exc
+    tables = {t.name for t in tree.find_all(exp.Table)}
+    if len(tables) != 1:
+        raise QueryValidationError("a query reads exactly one index, named as its table", "from")
+    return tables.pop()
+
+
+def _query_settings(settings: IndexSettings) -> IndexSettings:
+    """The index schema as queries see it: its fields plus `partition_id`, the split's tenant."""
+    if any(f.name == PARTITION_COLUMN for f in settings.fields):
+        return settings
+    return settings.model_copy(update={"fields": [*settings.fields,
+                                                  FieldSpec(name=PARTITION_COLUMN, type=FieldType.STRING)]})
+
+
+def _split_seconds(ranges: TimeRanges, is_seconds: bool) -> TimeRanges:
+    return ranges if is_seconds else ranges.coarsen(1_000_000)
+
+
+async def build_plan(session: AsyncSession, sql: str, *, tenant: str | None, now: float, max_files: int,
+                     artifacts: ArtifactCache, footers: FooterCache) -> QueryPlan:
+    started = time.perf_counter()
+    index_id = table_of(sql)
+    index = await IndexRepository(session).get_live(index_id)
+    if index is None:
+        raise QueryValidationError(f"there is no index {index_id!r} to query", "from") from NotFound(index_id)
+    settings = IndexSettings.model_validate(index.config)
+    query_settings = _query_settings(settings)
+    parsed = parse_query(sql, index_id=index_id, settings=query_settings)
+    types = query_settings.field_types()
+    ts = settings.timestamp_field
+    is_seconds = types[ts] is not FieldType.TIMESTAMP
+
+    predicate = to_nnf(parsed.predicate)
+    ranges = extract_time_range(predicate, ts)
+    extra_filter = None
+    lookback = settings.query.default_lookback_secs
+    if ranges.bounded:
+        source = "where"
+    else:
+        # No bound on time in the query: the default lookback applies, to pruning and to execution alike.
+        source = "where_unbounded"
+        lo = int(now) - lookback
+        bound = lo if is_seconds else lo * 1_000_000
+        predicate = to_nnf(And((predicate, Compare(ts, ">=", bound))))
+        ranges = extract_time_range(predicate, ts)
+        extra_filter = f"`{ts}` >= {bound}" if is_seconds else f"`{ts}` >= timestamp_micros({bound})"
+    seconds = _split_seconds(ranges, is_seconds)
+
+    splits = SplitRepository(session)
+    total_files, total_bytes = await splits.published_totals(index.index_uid, tenant)
+    window = settings.window_duration_secs
+    lo = seconds.lower
+    hi = seconds.upper
+    candidates_meta = [] if seconds.is_empty else await splits.published_for_query(
+        index.index_uid, tenant, None if lo is None else lo - lo % window, hi,
+        include_window_zero=seconds.includes_null, limit=max_files * 4 + 1000)
+    in_range = [s for s in candidates_meta
+                if (s.time_range_start is None and seconds.includes_null)
+                or (s.time_range_start is not None and seconds.overlaps(s.time_range_start, s.time_range_end))]
+    published = await IndexingRepository(session).published_artifacts([s.split_id for s in in_range])
+    candidates = [CandidateFile(s, None if s.split_id not in published else [
+        PublishedArtifact(a.artifact_type, a.column_name, a.uri, a.content_hash) for a in published[s.split_id]])
+        for s in in_range]
+    needed = set(parsed.columns_needed) - {PARTITION_COLUMN} or {ts}
+    # partition_id is split metadata: prune on it at the split level only (every row of a split shares it).
+    cascade: CascadeResult = await asyncio.to_thread(
+        run_cascade, predicate, candidates, needed, artifacts, footers, {PARTITION_COLUMN: lambda s: s.partition_id})
+    if len(cascade.files) > max_files:
+        raise PlanTooLarge(f"the query would read {len(cascade.files)} files, more than the limit of {max_files}; "
+                           "narrow its time range or add predicates", errors=[
+                               {"field": "sql", "message": f"plan exceeds the file limit of {max_files}"}])
+
+    stages = [StageOut(stage="time_range", files_before=total_files, files_after=len(in_range),
+                       row_groups_before=sum(len(s.row_groups) for s in candidates_meta),
+                       row_groups_after=sum(len(s.row_groups) for s in in_range), bytes_before=total_bytes,
+                       bytes_after=sum(s.size_bytes for s in in_range))]
+    stages += [StageOut(**asdict(s)) for s in cascade.stages]
+    scan_columns = [(name, types[name]) for name in sorted(set(parsed.columns_needed) | {ts})]
+    out = PlanOut(
+        index_id=index_id, index_uid=index.index_uid, tenant=tenant, sql=sql, predicate=describe(predicate),
+        columns=[c for c, _ in scan_columns],
+        time_range=TimeRangeOut(
+            column=ts, unit="seconds" if is_seconds else "microseconds",
+            intervals=[(i.lo, i.hi) for i in ranges.intervals], includes_null_timestamps=ranges.includes_null,
+            source="where" if source == "where" else "default_lookback",
+            default_lookback_secs=None if source == "where" else lookback),
+        stages=stages,
+        files=[FilePartOut(**asdict(f)) for f in cascade.files],
+        total_files=len(cascade.files), total_row_groups=sum(len(f.row_groups) for f in cascade.files),
+        total_bytes=sum(f.bytes for f in cascade.files), total_rows=sum(f.rows for f in cascade.files),
+        planning_ms=round((time.perf_counter() - started) * 1000, 3))
+    return QueryPlan(parsed, settings, out, scan_columns, extra_filter)
+

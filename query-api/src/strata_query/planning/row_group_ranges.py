@@ -1,0 +1,80 @@
+"""Per row group column ranges for the zone-map stage: from a file's published zone map, or, while its artifacts
+are not published yet, from the Parquet footer's statistics (bounds that may be loose but are never wrong)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import pyarrow.parquet as pq
+
+from strata_shared.query.pruning import ColumnRange
+
+
+def _scalar(value):
+    if isinstance(value, datetime):
+        # Timestamp columns are compared in integer microseconds, like the split statistics.
+        return int(value.timestamp()) * 1_000_000 + value.microsecond
+    if isinstance(value, bytes):
+        return None
+    return value
+
+
+def ranges_from_zone_map(zone_map, columns: set[str]) -> list[dict[str, ColumnRange]]:
+    out = []
+    for group in zone_map.row_groups:
+        ranges = {}
+        for name, zone in group.columns.items():
+            if name in columns:
+                ranges[name] = ColumnRange(zone.min, zone.max, zone.null_count, group.num_rows)
+        out.append(ranges)
+    return out
+
+
+def ranges_from_footer(metadata: pq.FileMetaData, columns: set[str]) -> list[dict[str, ColumnRange]]:
+    positions = {metadata.schema.column(i).path: i for i in range(metadata.num_columns)}
+    out = []
+    for g in range(metadata.num_row_groups):
+        group = metadata.row_group(g)
+        ranges = {}
+        for name in columns:
+            i = positions.get(name)
+            if i is None:
+                continue
+            stats = group.column(i).statistics
+            if stats is None:
+                continue
+            null_count = stats.null_count if stats.has_null_count else None
+            if stats.has_min_max:
+                low, high = _scalar(stats.min), _scalar(stats.max)
+                if low is None or high is None:
+                    low = high = None
+                ranges[name] = ColumnRange(low, high, null_count, group.num_rows)
+            elif null_count is not None:
+                ranges[name] = ColumnRange(None, None, null_count, group.num_rows)
+        out.append(ranges)
+    return out
+
+
+def absent_columns(metadata: pq.FileMetaData, columns: set[str]) -> frozenset[str]:
+    """Columns the file does not have at all: they read as nulls (MC-4)."""
+    present = {metadata.schema.column(i).path for i in range(metadata.num_columns)}
+    return frozenset(c for c in columns if c not in present)
+
+
+def column_bytes(metadata: pq.FileMetaData, row_groups: list[int], columns: set[str]) -> int:
+    """Compressed bytes of exactly these columns in these row groups: what a reader fetches."""
+    positions = [i for i in range(metadata.num_columns) if metadata.schema.column(i).path in columns]
+    return sum(metadata.row_group(g).column(i).total_compressed_size for g in row_groups for i in positions)
+
+
+def column_byte_ranges(metadata: pq.FileMetaData, group: int, columns: set[str]) -> list[tuple[int, int]]:
+    """(offset, length) of each needed column chunk of a row group, dictionary page included."""
+    out = []
+    row_group = metadata.row_group(group)
+    for i in range(metadata.num_columns):
+        if metadata.schema.column(i).path not in columns:
+            continue
+        chunk = row_group.column(i)
+        start = chunk.dictionary_page_offset if chunk.has_dictionary_page else chunk.data_page_offset
+        out.append((start, chunk.total_compressed_size))
+    return out
