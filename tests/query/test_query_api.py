@@ -193,3 +193,26 @@ async def test_a_plan_over_the_file_limit_is_a_422_with_the_limit(settings, keys
         response = await client.post("/v1/query/explain", headers=keys.header(keys.admin),
                                      json={"sql": f"SELECT * FROM {dataset.table}"})
     assert response.status_code == 422 and "limit of 2" in response.json()["detail"]
+
+
+async def test_spans_and_metrics_of_a_query(query, keys, dataset):
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = trace.get_tracer_provider()
+    if not isinstance(provider, TracerProvider):
+        provider = TracerProvider()
+        trace.set_tracer_provider(provider)
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    response = await _query(query, keys, f"SELECT count(*) FROM {dataset.table} WHERE host = 'host-07'")
+    assert response.status_code == 200
+    names = {span.name for span in exporter.get_finished_spans()}
+    assert {"plan_build", "index_prune", "fetch_parquet", "execute", "serialize_result"} <= names
+    metrics = (await query.get("/metrics")).text
+    for family in ("strata_query_phase_seconds", "strata_query_pruned_total", "strata_query_bytes_scanned_total",
+                   "strata_query_rows_scanned_total"):
+        assert family in metrics
+    assert 'strata_query_pruned_total{stage="blooms_bitmaps",unit="files"}' in metrics

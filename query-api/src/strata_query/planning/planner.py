@@ -14,6 +14,7 @@ import time
 from dataclasses import asdict, dataclass
 
 import sqlglot
+from opentelemetry import trace
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlglot import exp
 
@@ -31,6 +32,7 @@ from strata_shared.query.predicate import And, Compare, describe, to_nnf
 from strata_shared.query.time_range import TimeRanges, extract_time_range
 
 PARTITION_COLUMN = "partition_id"
+tracer = trace.get_tracer("strata.query")
 
 
 class PlanTooLarge(InvalidInput):
@@ -119,8 +121,12 @@ async def build_plan(session: AsyncSession, sql: str, *, tenant: str | None, now
         for s in in_range]
     needed = set(parsed.columns_needed) - {PARTITION_COLUMN} or {ts}
     # partition_id is split metadata: prune on it at the split level only (every row of a split shares it).
-    cascade: CascadeResult = await asyncio.to_thread(
-        run_cascade, predicate, candidates, needed, artifacts, footers, {PARTITION_COLUMN: lambda s: s.partition_id})
+    with tracer.start_as_current_span("index_prune") as span:
+        cascade: CascadeResult = await asyncio.to_thread(
+            run_cascade, predicate, candidates, needed, artifacts, footers,
+            {PARTITION_COLUMN: lambda s: s.partition_id})
+        span.set_attribute("strata.candidate_files", len(candidates))
+        span.set_attribute("strata.kept_files", len(cascade.files))
     if len(cascade.files) > max_files:
         raise PlanTooLarge(f"the query would read {len(cascade.files)} files, more than the limit of {max_files}; "
                            "narrow its time range or add predicates", errors=[

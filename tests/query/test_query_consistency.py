@@ -1,0 +1,79 @@
+"""Queries and merges: a query sees a merge's inputs or its outputs, never both and never neither (the merge
+publishes in one transaction and a plan reads the published set in one statement); a query planned before a
+merge publishes still completes, reading the inputs the garbage collector keeps for its grace period."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from strata_planner.compaction.executor import SparkMergeExecutor
+from strata_planner.compaction.runner import CompactionRunner
+from strata_query.execution.spark_query import run_query
+from strata_query.router import _plan, _scan_request
+from tests.planner.compaction_helpers import create_index, ingest_split, open_window
+
+pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("isolated_compaction")]
+TERMINAL = {"success", "excluded", "cancelled"}
+
+
+async def _count(query, keys, index_id: str) -> int:
+    response = await query.post("/v1/query", headers=keys.header(keys.admin),
+                                json={"sql": f'SELECT count(*) AS n FROM "{index_id}"'})
+    assert response.status_code == 200, response.text
+    return response.json()["rows"][0]["n"]
+
+
+async def _merge(planner, keys, spark_factory, index_id: str, delay: float = 0.0):
+    key = planner.app.state.strata.api_keys.add_internal_key(frozenset({"worker"}))
+    runner = CompactionRunner(planner, worker_id="consistency", slots=1, executor=SparkMergeExecutor(spark_factory),
+                              api_key=key, poll_interval_secs=0.2, merge_delay_secs=delay)
+    [job_id] = (await planner.post(f"/v1/indexes/{index_id}/compaction/trigger", json={},
+                                   headers=keys.header(keys.admin))).json()["created_job_ids"]
+    try:
+        deadline = time.monotonic() + 240
+        while True:
+            await runner.step()
+            job = (await planner.get(f"/v1/compaction/jobs/{job_id}", headers=keys.header(keys.worker))).json()
+            if job["status"] in TERMINAL:
+                return job
+            assert time.monotonic() < deadline, job
+            await asyncio.sleep(0.2)
+    finally:
+        await runner.shutdown()
+
+
+async def test_queries_during_a_merge_see_inputs_or_outputs_never_both_nor_neither(indexer, planner, query, keys,
+                                                                                   spark_factory):
+    index_id = await create_index(indexer, keys)
+    window = open_window()
+    for seed in range(3):
+        await ingest_split(indexer, keys, index_id, window, 400, seed=seed)
+    counts = [await _count(query, keys, index_id)]
+    merge = asyncio.create_task(_merge(planner, keys, spark_factory, index_id))
+    while not merge.done():
+        counts.append(await _count(query, keys, index_id))
+    job = await merge
+    counts.append(await _count(query, keys, index_id))
+    assert job["status"] == "success", job
+    assert set(counts) == {1200}, counts
+    assert len(counts) >= 3
+
+
+async def test_a_query_planned_before_a_merge_publishes_still_completes(indexer, planner, query, keys, spark_factory):
+    index_id = await create_index(indexer, keys)
+    window = open_window()
+    for seed in range(3):
+        await ingest_split(indexer, keys, index_id, window, 300, seed=seed)
+    state = query.app.state.strata
+    principal = state.api_keys.authenticate(keys.admin)
+    plan = await _plan(state, principal, f'SELECT count(*) AS n FROM "{index_id}"')
+    assert plan.out.total_files == 3
+    job = await _merge(planner, keys, spark_factory, index_id)
+    assert job["status"] == "success", job
+    # The plan still names the three inputs, now marked for deletion but kept through the grace period.
+    table = await asyncio.to_thread(run_query, state.spark, _scan_request("01PLANNEDBEFOREMERGE000000", plan))
+    assert table.to_pylist() == [{"n": 900}]
+    assert await _count(query, keys, index_id) == 900
