@@ -37,6 +37,10 @@ def _children(pid: int) -> list[int]:
     return [int(p) for p in out.split()]
 
 
+def _key(keys: dict, scope: str) -> str:
+    return next(k for k, v in keys.items() if scope in v["scopes"])
+
+
 def _strata(env: dict[str, str], *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "strata_services.cli", *args], env=env, capture_output=True,
                           text=True, timeout=timeout)
@@ -101,9 +105,31 @@ def test_up_quickstart_status_ingest_proxy_down(stack_env, tmp_path):
         assert dry.returncode == 0 and "0 merge operations" in dry.stdout, dry.stdout
         assert _strata(stack_env, "compact", "--index", "nope").returncode == 2
 
+        # Every split the quickstart ingested or compacted ends up with a published artifact snapshot.
+        indexer = httpx.Client(base_url=f"http://127.0.0.1:{stack_env['STRATA_INDEXER_PORT']}", timeout=60,
+                               headers={"Authorization": f"Bearer {_key(keys, 'admin')}"})
+        deadline = time.monotonic() + 240
+        while True:
+            lag = indexer.get("/v1/indexing/lag").json()["indexes"]
+            if not [e for e in lag if e["index_id"] == "quickstart-metrics"]:
+                break
+            assert time.monotonic() < deadline, lag
+            time.sleep(1)
+        published = indexer.get("/v1/indexes/quickstart-metrics/splits",
+                                params={"state": "published", "limit": 1000}).json()["splits"]
+        assert published and any(s["num_merge_ops"] > 0 for s in published)
+        for split in published:
+            snapshot = indexer.get(f"/v1/splits/{split['split_id']}/artifacts").json()["snapshot"]
+            assert snapshot["published"] and snapshot["artifact_count"] >= 4, (split, snapshot)
+
+        demo = _strata(stack_env, "demo", "--windows", "2", "--rows-per-window", "20000", "--batches", "3",
+                       timeout=600)
+        assert demo.returncode == 0, demo.stdout + demo.stderr
+        assert demo.stdout.count("pruning: ") == 5 and "every published file has its artifacts" in demo.stdout
+
         proxy = f"http://127.0.0.1:{stack_env['STRATA_PROXY_PORT']}"
         assert httpx.get(f"{proxy}/v1/anything").status_code == 401
-        query_key = next(k for k, v in keys.items() if "query" in v["scopes"])
+        query_key = _key(keys, "query")
         forwarded = httpx.get(f"{proxy}/v1/no-such-route", headers={"Authorization": f"Bearer {query_key}",
                                                                      "X-Request-ID": "req-123"})
         # query-api answered (its own problem+json 404), and the request id made the round trip.
