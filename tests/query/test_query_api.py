@@ -216,3 +216,30 @@ async def test_spans_and_metrics_of_a_query(query, keys, dataset):
                    "strata_query_rows_scanned_total"):
         assert family in metrics
     assert 'strata_query_pruned_total{stage="blooms_bitmaps",unit="files"}' in metrics
+
+
+async def test_delete_interrupts_a_running_query(settings, keys, dataset):
+    import httpx
+    from asgi_lifespan import LifespanManager
+
+    from strata_query.app import create_app
+
+    app = create_app(settings.model_copy(update={"fault_query_scan_delay_secs": 30.0}))
+    async with LifespanManager(app), httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://q",
+                                                       timeout=60) as client:
+        runtime = app.state.strata.extras["query_runtime"]
+        started = asyncio.get_running_loop().time()
+        running = asyncio.create_task(_query(client, keys, f"SELECT count(*) FROM {dataset.table}"))
+        while not runtime.running:
+            await asyncio.sleep(0.05)
+        [query_id] = runtime.running
+        await asyncio.sleep(1.0)  # let Spark start the scan tasks
+        cancel = await client.delete(f"/v1/query/{query_id}", headers=keys.header(keys.admin))
+        assert cancel.status_code == 202
+        response = await running
+        assert response.status_code == 409 and query_id in response.json()["detail"]
+        # Interrupted, not waited out: well before the injected 30 s.
+        assert asyncio.get_running_loop().time() - started < 25
+        assert runtime.running == {}
+        unknown = await client.delete(f"/v1/query/{query_id}", headers=keys.header(keys.admin))
+        assert unknown.status_code == 404

@@ -122,11 +122,12 @@ async def cancel_query_plan(plan_id: str, state: State, principal: Caller) -> Pl
     return entry.status
 
 
-def _scan_request(query_id: str, plan: QueryPlan) -> ScanRequest:
+def _scan_request(query_id: str, plan: QueryPlan, scan_delay_secs: float = 0.0) -> ScanRequest:
     tasks = [ScanTask(uri=f.uri, row_groups=f.row_groups, constants={PARTITION_COLUMN: f.partition_id})
              for f in plan.out.files]
     return ScanRequest(query_id=query_id, tasks=tasks, columns=plan.scan_columns,
-                       sql_template=plan.parsed.spark_sql("{view}"), extra_filter=plan.extra_filter)
+                       sql_template=plan.parsed.spark_sql("{view}"), extra_filter=plan.extra_filter,
+                       scan_delay_secs=scan_delay_secs)
 
 
 @router.post("/v1/query", responses={
@@ -143,7 +144,7 @@ async def run_sql_query(request: QueryRequest, http: Request, state: State, prin
     query_id = str(ULID())
     started = time.perf_counter()
     plan = await _plan(state, principal, request.sql)
-    scan = _scan_request(query_id, plan)
+    scan = _scan_request(query_id, plan, state.settings.fault_query_scan_delay_secs)
     running = RunningQuery(query_id, principal.tenant)
     runtime.running[query_id] = running
     timeout = min(request.timeout_secs or state.settings.query_timeout_secs, state.settings.query_timeout_secs)

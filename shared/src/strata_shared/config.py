@@ -79,6 +79,8 @@ class Settings(BaseSettings):
     # Query planning and execution.
     query_max_files: int = 10_000
     query_timeout_secs: float = 300.0
+    # Fault injection for tests: the scan tasks of every query wait this long before reading.
+    fault_query_scan_delay_secs: float = 0.0
     # The proxy's per-tenant limits: token bucket (rate per second, burst) and concurrent requests.
     proxy_rate_per_sec: float = 50.0
     proxy_burst: int = 100

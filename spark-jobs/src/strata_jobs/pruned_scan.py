@@ -8,6 +8,7 @@ A file written before a column existed yields nulls for it (MC-4's union of colu
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 
@@ -64,21 +65,25 @@ def read_task(task: ScanTask, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
             yield from pa.Table.from_arrays(arrays, schema=schema).to_batches(max_chunksize=65_536)
 
 
-def scan_worker(schema: pa.Schema) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+def scan_worker(schema: pa.Schema, delay_secs: float = 0.0
+                ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        if delay_secs:
+            time.sleep(delay_secs)
         for batch in batches:
             for spec in batch.column("task").to_pylist():
                 yield from read_task(ScanTask(**json.loads(spec)), schema)
     return run
 
 
-def scan_frame(spark, tasks: list[ScanTask], columns: list[tuple[str, FieldType]]):
+def scan_frame(spark, tasks: list[ScanTask], columns: list[tuple[str, FieldType]], delay_secs: float = 0.0):
     """A DataFrame over the shaped scan: one Spark task per file. An empty plan is an empty frame of the
-    schema, so the SQL on top still runs (and answers e.g. count(*) = 0)."""
+    schema, so the SQL on top still runs (and answers e.g. count(*) = 0). `delay_secs` is fault injection for
+    tests: each task waits that long before reading."""
     schema = scan_arrow_schema(columns)
     ddl = scan_ddl(columns)
     if not tasks:
         return spark.createDataFrame([], ddl)
     specs = [(i, json.dumps(asdict(t))) for i, t in enumerate(tasks)]
     frame = spark.createDataFrame(specs, "task_id int, task string")
-    return frame.repartitionByRange(len(specs), "task_id").mapInArrow(scan_worker(schema), ddl)
+    return frame.repartitionByRange(len(specs), "task_id").mapInArrow(scan_worker(schema, delay_secs), ddl)

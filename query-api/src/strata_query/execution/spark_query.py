@@ -24,6 +24,8 @@ class ScanRequest:
     sql_template: str
     # A filter the planner adds (the default lookback), as a Spark SQL condition over the view's columns.
     extra_filter: str | None = None
+    # Fault injection for tests: scan tasks wait this long, so a query can be caught running.
+    scan_delay_secs: float = 0.0
 
     @property
     def tag(self) -> str:
@@ -34,7 +36,7 @@ def run_query(spark: SparkSessionFactory, request: ScanRequest) -> pa.Table:
     """Blocking: runs the query and returns its result as Arrow (call from a worker thread)."""
     session = spark.session()
     view = f"strata_scan_{request.query_id.lower()}"
-    frame = scan_frame(session, request.tasks, request.columns)
+    frame = scan_frame(session, request.tasks, request.columns, request.scan_delay_secs)
     if request.extra_filter:
         frame = frame.where(request.extra_filter)
     frame.createOrReplaceTempView(view)
