@@ -60,7 +60,7 @@ async def test_readyz_reports_an_unreachable_spark(database_url, keys, storage_r
 
     settings = Settings(database_url=database_url, spark_remote="sc://127.0.0.1:9", storage_uri=storage_root.as_uri(),
                         api_keys=keys.as_json(), readiness_timeout_secs=1.0)
-    app = create_app(settings)
+    app = create_app(settings, background=False)
     async with LifespanManager(app):
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://x") as client:
             response = await client.get("/readyz")
