@@ -21,6 +21,7 @@ class Dataset:
     split_ids: list[str]
     unindexed_split_id: str
     rows: list[dict]
+    published_uris: list[str]
 
     @property
     def table(self) -> str:
@@ -69,4 +70,8 @@ async def build_dataset(indexer, keys, spark_factory, window: int) -> Dataset:
     [unindexed] = await ingest(indexer, keys, index_id, [{k: v for k, v in r.items() if k != "partition_id"}
                                                          for r in late], "default")
     rows.extend(late)
-    return Dataset(index_id, window, indexed, unindexed, rows)
+    listing = await indexer.get(f"/v1/indexes/{index_id}/splits", params={"state": "published", "limit": 1000},
+                                headers=keys.header(keys.writer))
+    uris = [s["uri"] for s in listing.json()["splits"]]
+    assert len(uris) == len(indexed) + 1
+    return Dataset(index_id, window, indexed, unindexed, rows, uris)
