@@ -20,7 +20,7 @@ DEMO_INDEX = "demo-metrics"
 # Index ids may hold '-': in SQL the index is a quoted identifier.
 TABLE = f'"{DEMO_INDEX}"'
 WINDOW = 900
-WORDS = np.array(["ok", "slow", "timeout", "connection", "reset", "retry", "disk", "full", "cache", "miss"])
+ROUTINE = np.array(["request ok", "request ok", "request ok", "cache hit", "cache miss", "slow request"])
 
 
 def demo_index_config(now: int) -> dict:
@@ -57,13 +57,15 @@ def demo_rows(num_rows: int, start: int, span: int, seed: int) -> pa.Table:
     service = rng.integers(0, len(services), num_rows)
     # Each service runs on its own slice of hosts, as in a real fleet: sorted files then keep hosts together.
     host = (service * 25 + rng.integers(0, 25, num_rows)) % len(hosts)
-    first, second = rng.integers(0, len(WORDS), num_rows), rng.integers(0, len(WORDS), num_rows)
-    messages = np.char.add(np.char.add(WORDS[first], " "), WORDS[second])
+    messages = ROUTINE[rng.integers(0, len(ROUTINE), num_rows)].astype(object)
+    # Errors are rare and local, as in real logs: one service's disks fill up, another's connections reset.
+    messages[(service == 7) & (rng.random(num_rows) < 0.05)] = "ERROR disk full on /var/lib/data"
+    messages[(service == 12) & (rng.random(num_rows) < 0.02)] = "WARN connection reset by peer, retrying"
     return pa.table({
         "metric_name": metrics[rng.integers(0, len(metrics), num_rows)],
         "service": services[service],
         "host": hosts[host],
-        "message": messages,
+        "message": pa.array(messages, pa.string()),
         "timestamp_secs": rng.integers(start, start + span, num_rows, dtype=np.int64),
         "value": rng.gamma(2.0, 20.0, num_rows),
     })
