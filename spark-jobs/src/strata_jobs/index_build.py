@@ -10,8 +10,6 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-import pyarrow.parquet as pq
-
 from strata_jobs.merge_output import filesystem_for, upload
 from strata_shared.artifacts import artifact_key, build_artifacts
 from strata_shared.domain.artifact_refs import ArtifactRef
@@ -101,7 +99,8 @@ def run_index_build(spec: IndexBuildSpec) -> IndexBuildResult:
     started = time.perf_counter()
     fs, path = filesystem_for(spec.uri)
     with fs.open_input_file(path) as source:
-        built = build_artifacts(pq.ParquetFile(source), spec.split_id, ArtifactConfig.model_validate(spec.config),
+        # The source itself (not a ParquetFile): the builder then reads few-valued strings as dictionaries.
+        built = build_artifacts(source, spec.split_id, ArtifactConfig.model_validate(spec.config),
                                 {name: FieldType(t) for name, t in spec.field_types.items()},
                                 zstd_level=spec.zstd_level)
     build_secs = time.perf_counter() - started

@@ -172,16 +172,15 @@ def test_folding_equals_building_small(hashes: list[int], halvings: int) -> None
     assert large.folded(small.num_bytes) == small
 
 
-@pytest.mark.parametrize(("batch", "threshold"), [(7, 1 << 30), (64, 1 << 30), (50, 300), (1 << 20, 1 << 23)])
-def test_file_filter_equals_one_built_from_all_hashes(monkeypatch, batch: int, threshold: int) -> None:
-    """However the file filter's insertion is batched (block-aligned slices on two threads, early flushes into a
-    larger filter folded at the end), it holds exactly the bits of a filter built from all hashes at once."""
+@pytest.mark.parametrize("batch", [7, 64, 1 << 20])
+@pytest.mark.parametrize("max_values", [None, 2_000, 100_000])
+def test_file_filter_equals_one_built_from_all_hashes(monkeypatch, batch: int, max_values: int | None) -> None:
+    """However the file filter's insertion is batched (in the background, into a larger filter folded at the end, or
+    all at once at the end), it holds exactly the bits of a filter built from all hashes at once."""
     monkeypatch.setattr(bloom_module, "_FILE_INSERT_BATCH", batch)
-    monkeypatch.setattr(bloom_module, "_FILE_INSERT_BATCH_THRESHOLD", threshold)
-    monkeypatch.setattr(bloom_module, "_CUT_WINDOW", 16)
     rng = np.random.default_rng(9)
     groups = [[int(v) for v in rng.integers(-(10**6), 10**6, 400)] for _ in range(5)]
-    bloom = build(groups, FieldType.I64, max_values=2_000)
+    bloom = build(groups, FieldType.I64, max_values=max_values)
     expected = SplitBlockBloomFilter.empty(bloom.file_filter.num_bytes)
     expected.insert_hashes(arrow_hashes(pa.array([v for g in groups for v in g]), FieldType.I64))
     assert bloom.file_filter == expected

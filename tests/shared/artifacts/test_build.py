@@ -204,3 +204,27 @@ def test_a_payload_for_another_column_is_refused(built) -> None:
     forged = encode_artifact(SPLIT_ID, ArtifactType.BLOOM, "service", payload.to_payload())
     with pytest.raises(ArtifactFormatError, match="column mismatch"):
         load_artifact(forged)
+
+
+def test_a_failing_build_leaves_no_threads_or_temporary_directories(data: bytes, monkeypatch, tmp_path) -> None:
+    import tempfile
+    import threading
+
+    from strata_shared.artifacts import bitmap as bitmap_module
+    from strata_shared.artifacts import bloom as bloom_module
+
+    monkeypatch.setattr(bloom_module, "_FILE_INSERT_BATCH", 100)  # background insertion starts early
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    calls = []
+
+    def failing_add(self, values) -> None:
+        calls.append(1)
+        if len(calls) == 3:
+            raise RuntimeError("boom")
+
+    monkeypatch.setattr(bitmap_module.BitmapBuilder, "add_row_group", failing_add)
+    before = set(threading.enumerate())
+    with pytest.raises(RuntimeError, match="boom"):
+        build_artifacts(data, SPLIT_ID, CONFIG, FIELD_TYPES)
+    assert set(threading.enumerate()) <= before
+    assert list(tmp_path.iterdir()) == []

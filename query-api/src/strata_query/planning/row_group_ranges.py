@@ -25,7 +25,8 @@ def ranges_from_zone_map(zone_map, columns: set[str]) -> list[dict[str, ColumnRa
         ranges = {}
         for name, zone in group.columns.items():
             if name in columns:
-                ranges[name] = ColumnRange(zone.min, zone.max, zone.null_count, group.num_rows)
+                # The zone map counts NaNs (left out of min/max), so float columns prune from above too.
+                ranges[name] = ColumnRange(zone.min, zone.max, zone.null_count, group.num_rows, zone.nan_count)
         out.append(ranges)
     return out
 

@@ -7,7 +7,7 @@ the way the column's values were, so it answers "maybe": pruning must only ever 
 Filters are sized by the spec's formula from the number of distinct values: exactly counted for each row group,
 and for the file estimated with a k-minimum-values sketch of the already sorted row-group hashes (exact below 4096
 distinct values, ~1.6% standard error above), padded by 5% and never above the sum of the row groups' counts.
-The file filter gets all row groups' hashes at once, merged in hash order (see `_flush`).
+The file filter gets the row groups' hashes a million at a time, merged in hash order (see `_insert_merged`).
 
 Payload (see sections.py): a JSON description (column, field type, target false-positive rate, distinct counts)
 and the filters' bytes as sections, the file's first, then one per row group in order.
@@ -16,7 +16,7 @@ and the filters' bytes as sections, the file's first, then one per row group in 
 from __future__ import annotations
 
 import math
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -33,12 +33,9 @@ __all__ = ["BloomArtifact", "BloomBuilder", "SplitBlockBloomFilter"]
 # k of the k-minimum-values sketch that estimates the file's distinct count.
 _SKETCH_SIZE = 4096
 _SKETCH_MARGIN = 1.05
-# Pending hashes are inserted into the file filter once this many have accumulated: the more at once, the more
-# hashes share each block, so the fewer block updates (and the fewer per-block steps of `reduceat`) per hash.
-_FILE_INSERT_BATCH_THRESHOLD = 1 << 23
-# Hashes inserted per numpy pass, bounding the (n, 8) masks to 32 MiB.
+# Pending hashes handed to the file filter's background insertion at a time, and inserted per numpy pass (which
+# bounds the (n, 8) masks to 32 MiB).
 _FILE_INSERT_BATCH = 1 << 20
-_CUT_WINDOW = 1 << 16
 
 
 def sorted_unique(hashes: np.ndarray) -> np.ndarray:
@@ -125,33 +122,25 @@ class BloomArtifact:
             raise ArtifactFormatError(f"bad bloom payload: {exc}") from None
 
 
-def _insert(bloom: SplitBlockBloomFilter, sorted_hashes: np.ndarray) -> None:
-    bloom.insert_sorted(sorted_hashes, block_masks(sorted_hashes))
-
-
-def _block_aligned_batches(sorted_hashes: np.ndarray, bloom: SplitBlockBloomFilter) -> list[np.ndarray]:
-    """Slices of about `_FILE_INSERT_BATCH` hashes, each cut where a new block starts, so no two share a block."""
-    count = sorted_hashes.shape[0]
-    cuts = [0]
-    for nominal in range(_FILE_INSERT_BATCH, count, _FILE_INSERT_BATCH):
-        # Blocks do not decrease along sorted hashes: skip forward past the hashes of the block at the cut (if they
-        # fill the whole window, the filter is tiny and this cut is dropped).
-        blocks = bloom.block_of(sorted_hashes[nominal - 1 : nominal - 1 + _CUT_WINDOW])
-        cut = nominal - 1 + int(np.searchsorted(blocks, blocks[0], side="right"))
-        if cuts[-1] < cut < min(count, nominal - 1 + _CUT_WINDOW):
-            cuts.append(cut)
-    cuts.append(count)
-    return [sorted_hashes[begin:end] for begin, end in zip(cuts, cuts[1:], strict=False)]
+def _insert_merged(bloom: SplitBlockBloomFilter, groups: list[np.ndarray]) -> None:
+    """Insert several row groups' sorted hashes at once, merged in hash order: hashes sharing a block are OR-ed
+    together before the block is touched, rather than one random access into a filter of megabytes per hash."""
+    if groups:
+        merged = np.sort(np.concatenate(groups))
+        for begin in range(0, merged.shape[0], _FILE_INSERT_BATCH):
+            batch = merged[begin : begin + _FILE_INSERT_BATCH]
+            bloom.insert_sorted(batch, block_masks(batch))
 
 
 class BloomBuilder:
     """Fills each row group's filter as the row group arrives and keeps its sorted distinct hashes for the file's.
 
-    The file filter's size depends on the file's distinct count, known only at the end, so its hashes wait for
-    `finish`. To bound that memory on very large files, `max_values` (an upper bound of the column's non-null
-    values, from the footer) lets the builder insert every 8M pending hashes into a filter sized for `max_values`,
-    which `finish` then folds down to the size for the estimated distinct count: bit for bit the filter built at
-    that size."""
+    The file filter's size depends on the file's distinct count, known only at the end. Given `max_values` (an upper
+    bound of the column's non-null values, from the footer), the builder does not wait: each time a million hashes
+    are pending, a background thread merges them in hash order and inserts them into a filter sized for
+    `max_values`, while the caller goes on with the next row groups; `finish` then folds that filter down to the
+    size for the estimated distinct count, which gives bit for bit the filter built at that size. Few-valued
+    columns never reach a million pending hashes, and their few hashes simply wait for `finish`."""
 
     def __init__(self, column: str, field_type: FieldType, fpp: float, max_values: int | None = None) -> None:
         self.column = column
@@ -164,6 +153,8 @@ class BloomBuilder:
         self._pending: list[np.ndarray] = []
         self._pending_count = 0
         self._file_filter: SplitBlockBloomFilter | None = None
+        self._inserter: ThreadPoolExecutor | None = None
+        self._insertions: list[Future[None]] = []
 
     def row_group_hashes(self, values: pa.Array | pa.ChunkedArray) -> np.ndarray:
         """The sorted distinct hashes of a row group's values: pure, so another thread may compute them ahead."""
@@ -181,35 +172,41 @@ class BloomBuilder:
         self._sketches.append(hashes[:_SKETCH_SIZE])
         self._pending.append(hashes)
         self._pending_count += hashes.shape[0]
-        if self.max_values is not None and self._pending_count >= _FILE_INSERT_BATCH_THRESHOLD:
+        if self.max_values is not None and self._pending_count >= _FILE_INSERT_BATCH:
             if self._file_filter is None:
                 self._file_filter = SplitBlockBloomFilter.for_ndv(self.max_values, self.fpp)
-            self._flush(self._file_filter)
+                self._inserter = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"bloom-{self.column}")
+            assert self._inserter is not None
+            self._insertions.append(self._inserter.submit(_insert_merged, self._file_filter, self._pending))
+            self._pending = []
+            self._pending_count = 0
 
-    def _flush(self, file_filter: SplitBlockBloomFilter) -> None:
-        # All pending row groups at once, in hash order: hashes sharing a block are OR-ed together before the block
-        # is touched, rather than one random access into a filter of megabytes per hash per row group.
-        if self._pending:
-            merged = np.sort(np.concatenate(self._pending))
-            batches = _block_aligned_batches(merged, file_filter)
-            if len(batches) == 1:
-                _insert(file_filter, batches[0])
-            else:
-                # Batches touch disjoint blocks, so two threads can fill them at once; each step is one large numpy
-                # call that releases the GIL.
-                with ThreadPoolExecutor(max_workers=2, thread_name_prefix="bloom-insert") as pool:
-                    for future in [pool.submit(_insert, file_filter, batch) for batch in batches]:
-                        future.result()
-        self._pending = []
-        self._pending_count = 0
+    def abandon(self) -> None:
+        """Stop the background insertion thread, if any, without finishing (when the build fails elsewhere)."""
+        if self._inserter is not None:
+            self._inserter.shutdown(wait=True, cancel_futures=True)
+            self._inserter = None
+            self._insertions = []
+
+    def _wait_for_insertions(self) -> None:
+        if self._inserter is not None:
+            try:
+                for insertion in self._insertions:
+                    insertion.result()
+            finally:
+                self._inserter.shutdown(wait=True)
+                self._inserter = None
+                self._insertions = []
 
     def finish(self) -> BloomArtifact:
+        self._wait_for_insertions()
         ndv = estimate_distinct(self._sketches, sum(self._row_group_ndv))
         size = optimal_num_bytes(ndv, self.fpp)
         file_filter = self._file_filter or SplitBlockBloomFilter.empty(size)
         if file_filter.num_bytes < size:  # hashes already inserted cannot move to a larger filter
             raise ValueError(f"column {self.column!r} has more distinct values than max_values={self.max_values}")
-        self._flush(file_filter)
+        _insert_merged(file_filter, self._pending)
+        self._pending = []
         return BloomArtifact(
             column=self.column,
             field_type=self.field_type,

@@ -93,7 +93,7 @@ class _Plan:
         self.blooms: dict[str, BloomBuilder] = {}
         for entry in config.bloom_columns:
             if entry.column not in self.blooms and (t := self._type(ArtifactType.BLOOM, entry.column)) is not None:
-                bound = _value_count_bound(parquet.metadata, entry.column)
+                bound = value_count_bound(parquet.metadata, entry.column)
                 self.blooms[entry.column] = BloomBuilder(entry.column, t, entry.false_positive_rate, bound)
         self.bitmaps: dict[str, BitmapBuilder] = {}
         # Bitmaps refused mid-way; the dicts above never change once reading starts (the reader thread reads them).
@@ -174,6 +174,13 @@ class _Plan:
         if self.full_text is not None:
             self.full_text.add_row_group(data)
 
+    def abandon(self) -> None:
+        """Release what half-built builders hold: background threads, temporary directories."""
+        for bloom in self.blooms.values():
+            bloom.abandon()
+        if self.full_text is not None:
+            self.full_text.abandon()
+
     def payloads(self) -> list[tuple[ArtifactType, str, Callable[[], bytes]]]:
         """What to encode, in a fixed order: zone map, blooms and bitmaps in config order, full-text."""
         zone_map = self.zone_map
@@ -200,7 +207,7 @@ def _full_text_payload(builder: FullTextBuilder) -> bytes:
         artifact.close()
 
 
-def _value_count_bound(footer: pq.FileMetaData, column: str) -> int:
+def value_count_bound(footer: pq.FileMetaData, column: str) -> int:
     """At least the number of non-null values of `column` (list elements for a list), from the footer alone."""
     total = 0
     positions = [i for i in range(footer.num_columns) if footer.schema.column(i).path.split(".")[0] == column]
@@ -239,8 +246,7 @@ def build_artifacts(
             for artifact_type, column, payload in plan.payloads()
         ]
     except BaseException:
-        if plan.full_text is not None:
-            plan.full_text.abandon()
+        plan.abandon()
         raise
     return BuildResult(artifacts, plan.skipped)
 

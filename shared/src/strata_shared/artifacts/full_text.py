@@ -15,7 +15,8 @@ longer token answers with those row groups: never a dropped row.
 
 Payload: an uncompressed tar of the committed index directory (the envelope compresses it) plus `strata.json` with
 the columns, the row-group count and the long-token row groups. The writer runs one indexing thread with a heap large
-enough that a split's index is normally a single segment, the fastest layout to read.
+enough that a split's index is normally a single segment, the fastest layout to read. `from_payload` unpacks into a
+temporary directory that lives as long as the artifact: removed by `close()`, or when it is garbage collected.
 """
 
 from __future__ import annotations
