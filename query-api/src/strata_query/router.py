@@ -51,7 +51,7 @@ async def _plan(state: AppState, principal: Principal, sql: str) -> QueryPlan:
         async with state.sessions() as session:
             plan = await build_plan(session, sql, tenant=principal.tenant, now=time.time(),
                                     max_files=state.settings.query_max_files, artifacts=runtime.artifacts,
-                                    footers=runtime.footers)
+                                    footers=runtime.footers, totals=runtime.totals)
         span.set_attribute("strata.index_id", plan.out.index_id)
         span.set_attribute("strata.files", plan.out.total_files)
         span.set_attribute("strata.bytes", plan.out.total_bytes)

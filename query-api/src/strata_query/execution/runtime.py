@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
-from strata_query.planning.caches import ArtifactCache, FooterCache
+from strata_query.planning.caches import ArtifactCache, FooterCache, TotalsCache
 from strata_query.planning.schemas import PlanStatus
 from strata_shared.storage import ObjectStore
 
@@ -55,6 +55,7 @@ class QueryRuntime:
     def __init__(self, storage: ObjectStore, registry: CollectorRegistry) -> None:
         self.artifacts = ArtifactCache(storage)
         self.footers = FooterCache(storage)
+        self.totals = TotalsCache(ttl_secs=30.0)
         self.running: dict[str, RunningQuery] = {}
         self.plans: OrderedDict[str, AsyncPlan] = OrderedDict()
         self.metrics = QueryMetrics(registry)

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pyarrow.parquet as pq
@@ -84,3 +85,24 @@ class FooterCache:
                 metadata = pq.ParquetFile(source).metadata
             return metadata, max(1, metadata.serialized_size)
         return self.lru.get_or_load(uri, load)
+
+
+class TotalsCache:
+    """An index's published file and byte totals (the first stage's "before"), per (index, tenant), refreshed
+    after `ttl_secs`: counting a million rows on every plan would cost more than the rest of planning."""
+
+    def __init__(self, ttl_secs: float = 30.0) -> None:
+        self.ttl_secs = ttl_secs
+        self._entries: dict[Any, tuple[float, Any]] = {}
+
+    async def get(self, key: Any, load: Callable[[], Awaitable[Any]]) -> Any:
+        now = time.monotonic()
+        found = self._entries.get(key)
+        if found is not None and now - found[0] < self.ttl_secs:
+            return found[1]
+        value = await load()
+        if self.ttl_secs > 0:
+            if len(self._entries) > 10_000:
+                self._entries.clear()
+            self._entries[key] = (now, value)
+        return value

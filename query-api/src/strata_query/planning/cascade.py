@@ -104,6 +104,16 @@ def _num_groups(split: SplitMetadata, footers: FooterCache) -> int:
     return len(split.row_groups) if split.row_groups else footers.get(split.uri).num_row_groups
 
 
+def passes_split_stats(pred: Predicate, split: SplitMetadata,
+                       constants: Mapping[str, Callable[[SplitMetadata], Value]]) -> bool:
+    """Stage 1 alone: may the split hold a matching row, by its stored statistics and metadata columns?"""
+    stats = {name: ColumnRange.from_column_stats(st, split.num_rows) for name, st in split.column_stats.items()}
+    for name, value_of in constants.items():
+        value = value_of(split)
+        stats[name] = ColumnRange(value, value, 0, split.num_rows)
+    return may_match(pred, RangeOracle(stats))
+
+
 def run_cascade(pred: Predicate, candidates: list[CandidateFile], needed_columns: set[str],
                 artifacts: ArtifactCache, footers: FooterCache,
                 split_constants: Mapping[str, Callable[[SplitMetadata], Value]] | None = None) -> CascadeResult:
@@ -112,20 +122,12 @@ def run_cascade(pred: Predicate, candidates: list[CandidateFile], needed_columns
     result = CascadeResult()
     constants = dict(split_constants or {})
     predicate_columns = set(columns_of(pred)) - set(constants)
+    # Row groups are counted from the stored spans; the footer is read only for a file without them.
     files = [_Live(c, list(range(_num_groups(c.split, footers)))) for c in candidates]
 
     # 1. split min/max: the statistics stored with each split.
     rg_before, bytes_before = _totals(files)
-    kept = []
-    for f in files:
-        split = f.candidate.split
-        stats = {name: ColumnRange.from_column_stats(st, split.num_rows)
-                 for name, st in split.column_stats.items() if name in predicate_columns}
-        for name, value_of in constants.items():
-            value = value_of(split)
-            stats[name] = ColumnRange(value, value, 0, split.num_rows)
-        if may_match(pred, RangeOracle(stats)):
-            kept.append(f)
+    kept = [f for f in files if passes_split_stats(pred, f.candidate.split, constants)]
     result.stages.append(_count("split_min_max", files, kept, rg_before, bytes_before))
     files = kept
 

@@ -18,8 +18,14 @@ from opentelemetry import trace
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlglot import exp
 
-from strata_query.planning.caches import ArtifactCache, FooterCache
-from strata_query.planning.cascade import CandidateFile, CascadeResult, PublishedArtifact, run_cascade
+from strata_query.planning.caches import ArtifactCache, FooterCache, TotalsCache
+from strata_query.planning.cascade import (
+    CandidateFile,
+    CascadeResult,
+    PublishedArtifact,
+    passes_split_stats,
+    run_cascade,
+)
 from strata_query.planning.schemas import FilePartOut, PlanOut, StageOut, TimeRangeOut
 from strata_query.sql import ParsedQuery, parse_query
 from strata_query.sql.errors import QuerySyntaxError, QueryValidationError
@@ -28,7 +34,7 @@ from strata_shared.domain.index_config import FieldSpec, IndexSettings
 from strata_shared.errors import InvalidInput, NotFound
 from strata_shared.metastore.indexing_repository import IndexingRepository
 from strata_shared.metastore.repositories import IndexRepository, SplitRepository
-from strata_shared.query.predicate import And, Compare, describe, to_nnf
+from strata_shared.query.predicate import And, Compare, columns_of, describe, to_nnf
 from strata_shared.query.time_range import TimeRanges, extract_time_range
 
 PARTITION_COLUMN = "partition_id"
@@ -75,7 +81,8 @@ def _split_seconds(ranges: TimeRanges, is_seconds: bool) -> TimeRanges:
 
 
 async def build_plan(session: AsyncSession, sql: str, *, tenant: str | None, now: float, max_files: int,
-                     artifacts: ArtifactCache, footers: FooterCache) -> QueryPlan:
+                     artifacts: ArtifactCache, footers: FooterCache, totals: TotalsCache | None = None) -> QueryPlan:
+    totals = totals or TotalsCache(ttl_secs=0)
     started = time.perf_counter()
     index_id = table_of(sql)
     index = await IndexRepository(session).get_live(index_id)
@@ -105,17 +112,22 @@ async def build_plan(session: AsyncSession, sql: str, *, tenant: str | None, now
     seconds = _split_seconds(ranges, is_seconds)
 
     splits = SplitRepository(session)
-    total_files, total_bytes = await splits.published_totals(index.index_uid, tenant)
+    total_files, total_bytes = await totals.get(
+        (index.index_uid, tenant), lambda: splits.published_totals(index.index_uid, tenant))
     window = settings.window_duration_secs
     lo = seconds.lower
     hi = seconds.upper
     candidates_meta = [] if seconds.is_empty else await splits.published_for_query(
         index.index_uid, tenant, None if lo is None else lo - lo % window, hi,
-        include_window_zero=seconds.includes_null, limit=max_files * 4 + 1000)
+        include_window_zero=seconds.includes_null, limit=max_files * 4 + 1000,
+        stats_columns=set(columns_of(predicate)) & set(types))
     in_range = [s for s in candidates_meta
                 if (s.time_range_start is None and seconds.includes_null)
                 or (s.time_range_start is not None and seconds.overlaps(s.time_range_start, s.time_range_end))]
-    published = await IndexingRepository(session).published_artifacts([s.split_id for s in in_range])
+    constants = {PARTITION_COLUMN: lambda s: s.partition_id}
+    # Artifacts are read only for the files their statistics cannot rule out: the cascade drops the rest first.
+    survivors = [s.split_id for s in in_range if passes_split_stats(predicate, s, constants)]
+    published = await IndexingRepository(session).published_artifacts(survivors)
     candidates = [CandidateFile(s, None if s.split_id not in published else [
         PublishedArtifact(a.artifact_type, a.column_name, a.uri, a.content_hash) for a in published[s.split_id]])
         for s in in_range]
@@ -123,8 +135,7 @@ async def build_plan(session: AsyncSession, sql: str, *, tenant: str | None, now
     # partition_id is split metadata: prune on it at the split level only (every row of a split shares it).
     with tracer.start_as_current_span("index_prune") as span:
         cascade: CascadeResult = await asyncio.to_thread(
-            run_cascade, predicate, candidates, needed, artifacts, footers,
-            {PARTITION_COLUMN: lambda s: s.partition_id})
+            run_cascade, predicate, candidates, needed, artifacts, footers, constants)
         span.set_attribute("strata.candidate_files", len(candidates))
         span.set_attribute("strata.kept_files", len(cascade.files))
     if len(cascade.files) > max_files:

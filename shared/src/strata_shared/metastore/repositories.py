@@ -157,10 +157,11 @@ class SplitRepository:
         return [_to_metadata(r, stats.get(r.split_id, {})) for r in rows]
 
     async def published_for_query(self, index_uid: str, partition_id: str | None, window_gte: int | None,
-                                  window_lte: int | None, include_window_zero: bool, limit: int
-                                  ) -> list[SplitMetadata]:
+                                  window_lte: int | None, include_window_zero: bool, limit: int,
+                                  stats_columns: set[str] | None = None) -> list[SplitMetadata]:
         """Published splits whose window starts in [window_gte, window_lte] (None: unbounded), plus window 0
-        (null timestamps) when asked; one statement, so the set is one consistent snapshot of publications."""
+        (null timestamps) when asked; one statement, so the set is one consistent snapshot of publications.
+        `stats_columns` limits the statistics loaded to the columns a query's predicate names."""
         stmt = select(SplitRow).where(SplitRow.index_uid == index_uid, SplitRow.state == SplitState.PUBLISHED)
         if partition_id is not None:
             stmt = stmt.where(SplitRow.partition_id == partition_id)
@@ -169,7 +170,7 @@ class SplitRepository:
         stmt = stmt.where(or_(in_range, SplitRow.window_start == 0) if include_window_zero else in_range)
         rows = (await self.session.execute(stmt.order_by(SplitRow.window_start, SplitRow.split_id).limit(limit)
                                            )).scalars().all()
-        stats = await self._stats_of([r.split_id for r in rows])
+        stats = await self._stats_of([r.split_id for r in rows], stats_columns)
         return [_to_metadata(r, stats.get(r.split_id, {})) for r in rows]
 
     async def published_totals(self, index_uid: str, partition_id: str | None) -> tuple[int, int]:
@@ -181,12 +182,14 @@ class SplitRepository:
         count, size = (await self.session.execute(stmt)).one()
         return int(count), int(size)
 
-    async def _stats_of(self, split_ids: Sequence[str]) -> dict[str, dict[str, ColumnStats]]:
-        if not split_ids:
+    async def _stats_of(self, split_ids: Sequence[str], columns: set[str] | None = None
+                        ) -> dict[str, dict[str, ColumnStats]]:
+        if not split_ids or columns is not None and not columns:
             return {}
-        rows = (await self.session.execute(
-            select(SplitColumnStatsRow).where(SplitColumnStatsRow.split_id.in_(split_ids))
-        )).scalars().all()
+        stmt = select(SplitColumnStatsRow).where(SplitColumnStatsRow.split_id.in_(split_ids))
+        if columns is not None:
+            stmt = stmt.where(SplitColumnStatsRow.column_name.in_(sorted(columns)))
+        rows = (await self.session.execute(stmt)).scalars().all()
         out: dict[str, dict[str, ColumnStats]] = {}
         for row in rows:
             out.setdefault(row.split_id, {})[row.column_name] = _stats_from_row(row)
