@@ -131,7 +131,10 @@ async def build_plan(session: AsyncSession, sql: str, *, tenant: str | None, now
     candidates = [CandidateFile(s, None if s.split_id not in published else [
         PublishedArtifact(a.artifact_type, a.column_name, a.uri, a.content_hash) for a in published[s.split_id]])
         for s in in_range]
-    needed = set(parsed.columns_needed) - {PARTITION_COLUMN} or {ts}
+    # What the scan reads: the query's columns, plus the timestamp when the default lookback filters on it.
+    needed = set(parsed.columns_needed) - {PARTITION_COLUMN}
+    if extra_filter is not None or not needed:
+        needed.add(ts)
     # partition_id is split metadata: prune on it at the split level only (every row of a split shares it).
     with tracer.start_as_current_span("index_prune") as span:
         cascade: CascadeResult = await asyncio.to_thread(
@@ -148,7 +151,7 @@ async def build_plan(session: AsyncSession, sql: str, *, tenant: str | None, now
                        row_groups_after=sum(len(s.row_groups) for s in in_range), bytes_before=total_bytes,
                        bytes_after=sum(s.size_bytes for s in in_range))]
     stages += [StageOut(**asdict(s)) for s in cascade.stages]
-    scan_columns = [(name, types[name]) for name in sorted(set(parsed.columns_needed) | {ts})]
+    scan_columns = [(name, types[name]) for name in sorted(needed | (set(parsed.columns_needed) & {PARTITION_COLUMN}))]
     out = PlanOut(
         index_id=index_id, index_uid=index.index_uid, tenant=tenant, sql=sql, predicate=describe(predicate),
         columns=[c for c, _ in scan_columns],
