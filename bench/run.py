@@ -1,6 +1,7 @@
 """Run every benchmark on one stack and rewrite their sections of docs/benchmarks.md.
 
-    .tools/bin/uv run python -m bench.run                 # all: ingest, register, metastore, merge, planner
+    .tools/bin/uv run python -m bench.run                 # all: ingest, register, metastore, merge, planner, artifacts,
+                                                          # query
     .tools/bin/uv run python -m bench.run ingest register # some of them
     .tools/bin/uv run python -m bench.run --quick         # small sizes, to check the harness (do not publish)
 
@@ -17,10 +18,18 @@ from pathlib import Path
 if __package__ in (None, ""):  # `python bench/run.py`: make `bench` importable from the repository root
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import bench_ingest, bench_merge, bench_metastore, bench_planner, bench_register  # noqa: E402
+from bench import (  # noqa: E402
+    bench_artifacts,
+    bench_ingest,
+    bench_merge,
+    bench_metastore,
+    bench_planner,
+    bench_query,
+    bench_register,
+)
 from bench.report import run_and_write  # noqa: E402
 
-NAMES = ("ingest", "register", "metastore", "merge", "planner")
+NAMES = ("ingest", "register", "metastore", "merge", "planner", "artifacts", "query")
 
 
 def main() -> int:
@@ -70,6 +79,10 @@ def main() -> int:
         "planner": lambda stack: bench_planner.render(
             bench_planner.run(stack, splits=20_000 if quick else 1_000_000, runs=1 if quick else 3)
         ),
+        "artifacts": lambda stack: bench_artifacts.render(
+            bench_artifacts.run(stack, rows=400_000 if quick else 4_000_000, runs=1 if quick else 3)
+        ),
+        "query": lambda stack: bench_query.render(bench_query.run(stack, quick=quick)),
     }
     failures = run_and_write(
         {name: benchmarks[name] for name in names}, write=not (args.no_write or quick), keep=args.keep
