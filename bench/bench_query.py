@@ -1417,6 +1417,23 @@ def code_version() -> dict[str, str]:
             "dirty": git("status", "--short", "--", *CODE_PATHS).replace("\n", "; ")}
 
 
+def code_changes(before: dict[str, str], after: dict[str, str]) -> list[str]:
+    """Files of the measured code that differ between the start and the end of a run (commits to bench/ or docs/
+    during a run do not count)."""
+    import subprocess
+
+    from bench.harness import REPO_ROOT
+
+    changed = set()
+    if before["commit"] != after["commit"]:
+        diff = subprocess.run(["git", "diff", "--name-only", f"{before['commit']}..{after['commit']}", "--",
+                               *CODE_PATHS], cwd=REPO_ROOT, capture_output=True, text=True, timeout=30).stdout
+        changed.update(line for line in diff.splitlines() if line)
+    if before["dirty"] != after["dirty"]:
+        changed.add(f"uncommitted: {after['dirty'] or '(none)'}")
+    return sorted(changed)
+
+
 def run(stack: Stack, *, quick: bool = False, parts: tuple[str, ...] = ("explain", "execution")) -> dict[str, Any]:
     result: dict[str, Any] = {"quick": quick, "code_before": code_version()}
     if "explain" in parts:
@@ -1428,6 +1445,7 @@ def run(stack: Stack, *, quick: bool = False, parts: tuple[str, ...] = ("explain
             stack, rows=240_000 if quick else 3_000_000, batches=1 if quick else 2,
             row_group_size=4096 if quick else 16_384, latency_runs=2 if quick else 20)
     result["code_after"] = code_version()
+    result["code_changed"] = code_changes(result["code_before"], result["code_after"])
     DATA_DIR.mkdir(parents=True, exist_ok=True)
     (DATA_DIR / f"last-{SECTION}{'-quick' if quick else ''}.json").write_text(json.dumps(result, default=str))
     return result
@@ -1495,8 +1513,8 @@ def render_explain(r: dict[str, Any]) -> list[str]:
         row("`build_plan` in process, warm caches", warm),
         row("`POST /v1/query/explain`, HTTP to query-api (`strata serve query-api` child, keep-alive client), "
             "warm", lat),
-        row("`build_plan` in process, cold caches (new `ArtifactCache`/`FooterCache` each run; OS page cache "
-            "and PostgreSQL buffers warm)", cold),
+        row("`build_plan` in process, cold caches (new `ArtifactCache`, `FooterCache` and `TotalsCache` each "
+            "run, so each plan also counts the index's files; OS page cache and PostgreSQL buffers warm)", cold),
         "",
         "The two warm rows were measured in turn (one plan in process, one request over HTTP, and again), so "
         "both saw the same load from the rest of the machine.",
@@ -1659,9 +1677,12 @@ def render(result: dict[str, Any]) -> str:
         code = f"Code measured: commit {before['commit']}" + (
             f", uncommitted changes in {', '.join(CODE_PATHS)}: {before['dirty']}" if before["dirty"] else
             f" ({', '.join(CODE_PATHS)} clean)")
-        if after and after != before:
-            code += (f". **The code changed during the run** (at the end: commit {after['commit']}"
-                     + (f", {after['dirty']}" if after["dirty"] else "") + ")")
+        changed = result.get("code_changed", [])
+        if changed:
+            code += (f". **The measured code changed during the run** (at the end: commit {after['commit']}; "
+                     f"{', '.join(changed)})")
+        elif after and after["commit"] != before["commit"]:
+            code += f"; commits during the run (to {after['commit']}) left the measured code unchanged"
         lines += [code + ".", ""]
     if "explain" in result:
         lines += render_explain(result["explain"]) + [""]

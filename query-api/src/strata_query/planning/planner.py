@@ -105,6 +105,7 @@ async def build_plan(session: AsyncSession, sql: str, *, tenant: str | None, now
         # No bound on time in the query: the default lookback applies, to pruning and to execution alike.
         source = "where_unbounded"
         lo = int(now) - lookback
+        lookback_start = lo
         bound = lo if is_seconds else lo * 1_000_000
         predicate = to_nnf(And((predicate, Compare(ts, ">=", bound))))
         ranges = extract_time_range(predicate, ts)
@@ -131,6 +132,11 @@ async def build_plan(session: AsyncSession, sql: str, *, tenant: str | None, now
     candidates = [CandidateFile(s, None if s.split_id not in published else [
         PublishedArtifact(a.artifact_type, a.column_name, a.uri, a.content_hash) for a in published[s.split_id]])
         for s in in_range]
+    if extra_filter is not None and in_range and all(
+            sp.time_range_start is not None and sp.time_range_start >= lookback_start for sp in in_range):
+        # Every candidate lies inside the lookback: the filter holds for every row, so the scan skips it (and the
+        # timestamp column, unless the query names it).
+        extra_filter = None
     # What the scan reads: the query's columns, plus the timestamp when the default lookback filters on it.
     needed = set(parsed.columns_needed) - {PARTITION_COLUMN}
     if extra_filter is not None or not needed:
