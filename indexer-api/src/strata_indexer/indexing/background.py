@@ -16,6 +16,7 @@ from strata_indexer.indexing.janitor import run_janitor
 from strata_indexer.indexing.router import lag_by_index, now_of
 from strata_shared.web.auth import Scope
 from strata_shared.web.state import AppState
+from strata_shared.workers.periodic import every
 
 log = logging.getLogger("strata.indexer")
 
@@ -38,16 +39,6 @@ class IndexingMetrics:
             self.oldest.labels(lag.index_id).set(lag.oldest_waiting_secs or 0.0)
 
 
-async def _every(seconds: float, stop: asyncio.Event, work, name: str) -> None:
-    while not stop.is_set():
-        try:
-            await work()
-        except Exception:  # noqa: BLE001 - a failed pass is retried at the next tick
-            log.exception("%s failed", name)
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), timeout=seconds)
-
-
 async def install_metrics(app: FastAPI) -> None:
     state: AppState = app.state.strata
     state.extras["indexing_metrics"] = IndexingMetrics(state.registry)
@@ -59,9 +50,9 @@ async def start_background(app: FastAPI) -> None:
     stop = asyncio.Event()
     metrics: IndexingMetrics = state.extras["indexing_metrics"]
     tasks = [
-        asyncio.create_task(_every(settings.janitor_interval_secs, stop, lambda: run_janitor(state, now_of(state)),
+        asyncio.create_task(every(settings.janitor_interval_secs, stop, lambda: run_janitor(state, now_of(state)),
                                    "janitor")),
-        asyncio.create_task(_every(10.0, stop, lambda: metrics.refresh(state), "lag metrics")),
+        asyncio.create_task(every(10.0, stop, lambda: metrics.refresh(state), "lag metrics")),
     ]
     if settings.indexing_worker_slots > 0 and state.spark is not None:
         from strata_indexer.indexing.runner import SparkIndexExecutor, indexing_runner

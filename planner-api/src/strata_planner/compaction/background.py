@@ -16,18 +16,9 @@ from strata_planner.compaction.metrics import CompactionMetrics
 from strata_shared.clock import system_clock
 from strata_shared.web.auth import Scope
 from strata_shared.web.state import AppState
+from strata_shared.workers.periodic import every
 
 log = logging.getLogger("strata.planner")
-
-
-async def _every(seconds: float, stop: asyncio.Event, work, name: str) -> None:
-    while not stop.is_set():
-        try:
-            await work()
-        except Exception:  # noqa: BLE001 - a failed pass is retried at the next tick
-            log.exception("%s failed", name)
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), timeout=seconds)
 
 
 async def start_background(app: FastAPI) -> None:
@@ -38,8 +29,8 @@ async def start_background(app: FastAPI) -> None:
     metrics = CompactionMetrics(state.registry)
     state.extras["compaction_metrics"] = metrics
     tasks = [
-        asyncio.create_task(_every(settings.gc_interval_secs, stop, lambda: collect_garbage(state, clock()), "gc")),
-        asyncio.create_task(_every(10.0, stop, lambda: metrics.refresh(state), "metrics refresh")),
+        asyncio.create_task(every(settings.gc_interval_secs, stop, lambda: collect_garbage(state, clock()), "gc")),
+        asyncio.create_task(every(10.0, stop, lambda: metrics.refresh(state), "metrics refresh")),
     ]
     if settings.compaction_worker_slots > 0 and state.spark is not None:
         from strata_planner.compaction.executor import SparkMergeExecutor
