@@ -1,31 +1,15 @@
-"""A Spark Connect server started from the `pyspark` package, for the local stack and the tests.
-
-The JVM is the one thing that can outlive us and keep a CI job hanging, so it is started as the leader of a
-new session (stop() can find and kill everything it forked) and with PR_SET_PDEATHSIG (the kernel kills it if
-we die, even from SIGKILL, when no cleanup code of ours runs).
-"""
+"""A Spark Connect server started from the `pyspark` package, for the local stack, a local cluster and the
+tests; its JVM's life is bound to ours (`strata_services.local.jvm`)."""
 
 from __future__ import annotations
 
 import logging
-import os
-import signal
 import socket
-import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
-import pyspark
-
-from strata_services.local.java import resolve_java_home
-from strata_services.local.processes import (
-    Spawner,
-    die_with_parent_hook,
-    session_members,
-    signal_group,
-)
+from strata_services.local.jvm import JavaProcess, spark_environment, spark_home
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +21,12 @@ class SparkServerError(RuntimeError):
 
 
 class LocalSparkConnectServer:
-    """A Spark Connect server JVM bound to `host:port`, with all its state under `work_dir`."""
+    """A Spark Connect server JVM bound to `host:port`, with all its state under `work_dir`.
+
+    `master` is `local[N]` (the driver runs the tasks itself) or a cluster's `spark://host:port`; `python` is
+    the interpreter Python workers run with, on whatever machine runs them (this venv's by default; a bare
+    one on a cluster whose executors have only Spark, Python and pyarrow). `conf` adds Spark settings.
+    """
 
     def __init__(
         self,
@@ -48,6 +37,8 @@ class LocalSparkConnectServer:
         *,
         work_dir: Path,
         shuffle_partitions: int = 4,
+        python: str | None = None,
+        conf: dict[str, str] | None = None,
     ) -> None:
         self.port = port
         self.host = host
@@ -55,9 +46,11 @@ class LocalSparkConnectServer:
         self.driver_memory = driver_memory
         self.work_dir = Path(work_dir).resolve()
         self.shuffle_partitions = shuffle_partitions
+        self.python = python or sys.executable
+        self.extra_conf = dict(conf or {})
         self.log_path = self.work_dir / "logs" / "spark-connect.log"
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._lock = threading.Lock()
+        # Built by start(): resolving Java belongs to starting, not to describing the command.
+        self._jvm: JavaProcess | None = None
 
     @property
     def remote(self) -> str:
@@ -66,16 +59,15 @@ class LocalSparkConnectServer:
 
     @property
     def pid(self) -> int | None:
-        """Pid of the JVM (spark-class execs java, so it is the child we started), None before start()."""
-        return self._proc.pid if self._proc is not None else None
+        """Pid of the JVM (spark-submit execs java, so it is the child we started), None before start()."""
+        return self._jvm.pid if self._jvm is not None else None
 
     def running(self) -> bool:
         """Whether the JVM was started and has not exited."""
-        return self._proc is not None and self._proc.poll() is None
+        return self._jvm is not None and self._jvm.running()
 
     def command(self) -> list[str]:
         """The spark-submit command line that start() runs."""
-        spark_home = Path(pyspark.__file__).parent
         work = self.work_dir
         conf = {
             "spark.connect.grpc.binding.address": self.host,
@@ -91,9 +83,12 @@ class LocalSparkConnectServer:
             "spark.local.dir": str(work / "tmp"),
             # Quoted: the launcher splits this option string shell-style and work_dir may contain spaces.
             "spark.driver.extraJavaOptions": f'-Dderby.system.home="{work / "derby"}"',
+            # The Python that executors start their workers with (mapInArrow).
+            "spark.pyspark.python": self.python,
+            **self.extra_conf,
         }
         cmd = [
-            str(spark_home / "bin" / "spark-submit"),
+            str(spark_home() / "bin" / "spark-submit"),
             "--class",
             SERVER_CLASS,
             "--name",
@@ -106,70 +101,34 @@ class LocalSparkConnectServer:
         return cmd
 
     def _environment(self) -> dict[str, str]:
-        env = dict(os.environ)
-        # A client-side remote in our environment must not leak into the server's launcher.
-        for name in ("SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED", "SPARK_LOCAL_REMOTE"):
-            env.pop(name, None)
-        env.update(
-            SPARK_HOME=str(Path(pyspark.__file__).parent),
-            JAVA_HOME=str(resolve_java_home()),
-            # Python workers (mapInArrow, UDFs) must import strata_jobs from this venv.
-            PYSPARK_PYTHON=sys.executable,
+        return spark_environment(
+            PYSPARK_PYTHON=self.python,
             PYSPARK_DRIVER_PYTHON=sys.executable,
             SPARK_LOCAL_IP=self.host,
             SPARK_LOG_DIR=str(self.work_dir / "logs"),
         )
-        return env
 
     def start(self) -> None:
         """Launch the JVM and return without waiting for it to listen (see wait_ready())."""
-        with self._lock:
-            if self.running():
-                raise SparkServerError(f"spark connect server already running (pid {self.pid})")
-            for sub in ("logs", "spark-warehouse", "ivy", "tmp", "derby"):
-                (self.work_dir / sub).mkdir(parents=True, exist_ok=True)
-            cmd, env, hook = self.command(), self._environment(), die_with_parent_hook()
-            with open(self.log_path, "ab") as logfile:
-                logfile.write(f"\n=== strata: starting {' '.join(cmd)}\n".encode())
-                logfile.flush()
-
-                def launch() -> subprocess.Popen[bytes]:
-                    return subprocess.Popen(
-                        cmd,
-                        stdin=subprocess.DEVNULL,
-                        stdout=logfile,
-                        stderr=subprocess.STDOUT,
-                        cwd=self.work_dir,  # anything Spark writes relative to cwd lands in work_dir too
-                        env=env,
-                        start_new_session=True,
-                        preexec_fn=hook,
-                    )
-
-                self._proc = Spawner.spawn(launch)
-            log.info(
-                "spark connect server starting: pid %s, %s, log %s", self.pid, self.remote, self.log_path
-            )
+        if self.running():
+            raise SparkServerError(f"spark connect server already running (pid {self.pid})")
+        for sub in ("logs", "spark-warehouse", "ivy", "tmp", "derby"):
+            (self.work_dir / sub).mkdir(parents=True, exist_ok=True)
+        self._jvm = JavaProcess("spark connect server", self.command(), self._environment(), self.log_path,
+                                self.work_dir)
+        self._jvm.start()
 
     def log_tail(self, lines: int = 40) -> str:
         """The last `lines` lines of the server log (empty if there is none yet)."""
-        try:
-            with open(self.log_path, "rb") as f:
-                f.seek(0, os.SEEK_END)
-                f.seek(max(0, f.tell() - 64 * 1024))
-                text = f.read().decode(errors="replace")
-        except FileNotFoundError:
-            return ""
-        return "\n".join(text.splitlines()[-lines:])
+        return self._jvm.log_tail(lines) if self._jvm is not None else ""
 
     def _fail(self, reason: str) -> SparkServerError:
         return SparkServerError(f"{reason}; log {self.log_path}, last lines:\n{self.log_tail()}")
 
     def _check_alive(self) -> None:
-        if self._proc is None:
+        if self._jvm is None:
             raise SparkServerError("spark connect server was not started")
-        code = self._proc.poll()
-        if code is not None:
-            raise self._fail(f"spark connect server exited with code {code} before becoming ready")
+        self._jvm.check_alive(SparkServerError)
 
     def _port_open(self) -> bool:
         try:
@@ -216,29 +175,8 @@ class LocalSparkConnectServer:
 
     def stop(self, timeout: float = 15.0) -> None:
         """SIGTERM the server, SIGKILL it after `timeout` s, then kill all it forked; safe to call twice."""
-        with self._lock:
-            proc = self._proc
-            if proc is None:
-                return
-            pgid = proc.pid  # start_new_session made the JVM its session and group leader
-            if proc.poll() is None:
-                signal_group(pgid, signal.SIGTERM)
-                try:
-                    proc.wait(timeout=timeout)
-                except subprocess.TimeoutExpired:
-                    log.warning("spark connect server %s ignored SIGTERM for %.0fs; killing", pgid, timeout)
-                    signal_group(pgid, signal.SIGKILL)
-                    proc.wait()
-            # Python workers forked by the JVM may linger after it exits; nothing it started may survive.
-            signal_group(pgid, signal.SIGKILL)
-            if sys.platform.startswith("linux"):
-                end = time.monotonic() + 5.0
-                while (left := session_members(pgid)) and time.monotonic() < end:
-                    for group in set(left.values()):
-                        signal_group(group, signal.SIGKILL)
-                    time.sleep(0.05)
-            # Forget the process: a later stop() must not signal a pgid the kernel may have handed out again.
-            self._proc = None
+        if self._jvm is not None:
+            self._jvm.stop(timeout)
 
     def __enter__(self) -> LocalSparkConnectServer:
         self.start()
