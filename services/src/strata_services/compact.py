@@ -124,7 +124,7 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-        spark = SparkSessionFactory(settings.spark_remote)
+        spark = SparkSessionFactory.for_jobs(settings)
         async with httpx.AsyncClient(base_url=base) as client:
             runner = CompactionRunner(client, worker_id=worker_id, slots=args.slots, executor=SparkMergeExecutor(spark),
                                       api_key=key, poll_interval_secs=settings.compaction_poll_interval_secs,

@@ -87,6 +87,9 @@ class Settings(BaseSettings):
     proxy_max_concurrent_per_tenant: int = 8
 
     spark_master: str = "local[2]"
+    # Where the job bundle shipped to Spark sessions is built and kept (one per code version); home/job-bundles
+    # when unset.
+    job_bundle_dir: Path | None = None
     spark_driver_memory: str = "2g"
 
     @field_validator("database_url")
@@ -98,6 +101,10 @@ class Settings(BaseSettings):
             if value.startswith(plain):
                 return "postgresql+asyncpg://" + value[len(plain) :]
         return value
+
+    @property
+    def resolved_job_bundle_dir(self) -> Path:
+        return (self.job_bundle_dir or self.home / "job-bundles").resolve()
 
     @property
     def resolved_storage_uri(self) -> str:

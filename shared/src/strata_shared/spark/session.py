@@ -10,13 +10,20 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import logging
 import socket
 import threading
 import time
 import urllib.parse
+from pathlib import Path
 
 from pyspark.sql.connect.client.retries import DefaultPolicy
 from pyspark.sql.connect.session import SparkSession
+
+from strata_shared.config import Settings
+from strata_shared.spark.bundle import JobBundle, build_job_bundle, ship_job_bundle
+
+log = logging.getLogger("strata.spark")
 
 _DEFAULT_PORT = 15002
 _STOP_TIMEOUT = 5.0
@@ -38,15 +45,31 @@ class SparkSessionFactory:
     Every factory gets its own client session (`builder.create()`, never `getOrCreate()`): pyspark caches a
     process-wide default session, and `getOrCreate()` would hand a second factory the first factory's session
     even when it points at a different server.
+
+    With `bundle_dir`, every session it creates gets Strata's job bundle (`strata_shared.spark.bundle`, built
+    there once per code version) before it is handed out, so jobs run on executors that have only Spark and a
+    stock Python. A server that restarted has forgotten the session and its artifacts: the client then reports
+    the session stopped, and the next call creates a new session and ships the bundle again.
     """
 
-    def __init__(self, remote: str) -> None:
+    def __init__(self, remote: str, *, bundle_dir: Path | None = None) -> None:
         self.remote = remote
         self.host, self.port = parse_remote(remote)
+        self.bundle_dir = bundle_dir
+        self.bundle: JobBundle | None = None
+        # How often a bundle was shipped (one per session created): tests and status read it.
+        self.shipments = 0
         self._lock = threading.Lock()
         self._session: SparkSession | None = None
         self._closed = False
         self._probe: concurrent.futures.Future[str] | None = None
+
+    @classmethod
+    def for_jobs(cls, settings: Settings) -> SparkSessionFactory:
+        """A factory on the configured remote whose sessions carry the job bundle (what every service uses)."""
+        if not settings.spark_remote:
+            raise ValueError("no Spark Connect remote is configured (STRATA_SPARK_REMOTE)")
+        return cls(settings.spark_remote, bundle_dir=settings.resolved_job_bundle_dir)
 
     def session(self) -> SparkSession:
         """The factory's Spark Connect session, created on first call (and again if it was stopped)."""
@@ -54,8 +77,33 @@ class SparkSessionFactory:
             if self._closed:
                 raise RuntimeError(f"spark session factory for {self.remote} is closed")
             if self._session is None or self._session.is_stopped:
-                self._session = SparkSession.builder.remote(self.remote).create()
+                session = SparkSession.builder.remote(self.remote).create()
+                if self.bundle_dir is not None:
+                    try:
+                        self._ship(session)
+                    except BaseException:
+                        _stop_quietly(session, self.host, self.port)
+                        raise
+                self._session = session
             return self._session
+
+    def require_reachable(self, timeout: float = 2.0) -> None:
+        """Raise ConnectionError at once when nothing accepts connections at the remote: the client would
+        otherwise retry an unreachable server for minutes before failing a request."""
+        try:
+            socket.create_connection((self.host, self.port), timeout=timeout).close()
+        except OSError as exc:
+            reason = "connection refused" if isinstance(exc, ConnectionRefusedError) else str(exc) or repr(exc)
+            raise ConnectionError(f"{self.host}:{self.port}: {reason}") from None
+
+    def _ship(self, session: SparkSession) -> None:
+        if self.bundle is None:
+            self.bundle = build_job_bundle(self.bundle_dir)
+        started = time.monotonic()
+        ship_job_bundle(session, self.bundle)
+        self.shipments += 1
+        log.info("shipped job bundle %s (%.1f MB) to %s in %.2f s", self.bundle.digest,
+                 self.bundle.size_bytes / 1e6, self.remote, time.monotonic() - started)
 
     def close(self, timeout: float = _STOP_TIMEOUT) -> None:
         """Stop the client session, waiting at most `timeout` s; later session() calls raise. Idempotent."""

@@ -50,7 +50,7 @@ def build_app(
             settings=settings,
             engine=engine,
             sessions=session_factory(engine),
-            spark=SparkSessionFactory(settings.spark_remote) if settings.spark_remote else None,
+            spark=SparkSessionFactory.for_jobs(settings) if settings.spark_remote else None,
             storage=ObjectStore(settings.resolved_storage_uri),
             api_keys=ApiKeyRegistry.from_json(settings.api_keys),
             registry=registry,
