@@ -20,6 +20,7 @@ from strata_query.execution.spark_query import ScanRequest, interrupt_query, run
 from strata_query.planning.planner import PARTITION_COLUMN, QueryPlan, build_plan
 from strata_query.planning.schemas import PlanOut, PlanStatus, QueryRequest
 from strata_shared.errors import NotFound, StrataError, Unavailable
+from strata_shared.spark.errors import spark_problem
 from strata_shared.web.auth import Principal, Scope, require_any
 from strata_shared.web.deps import app_state
 from strata_shared.web.problems import problem_responses
@@ -133,7 +134,7 @@ def _scan_request(query_id: str, plan: QueryPlan, scan_delay_secs: float = 0.0) 
 @router.post("/v1/query", responses={
     200: {"content": {JSON: {}, NDJSON: {}, ARROW: {}},
           "description": "the result, streamed as JSON, NDJSON or an Arrow IPC stream (Accept header)"},
-    **problem_responses(400, 401, 403, 406, 409, 422, 503, 504)})
+    **problem_responses(400, 401, 403, 406, 409, 422, 502, 503, 504)})
 async def run_sql_query(request: QueryRequest, http: Request, state: State, principal: Caller) -> Response:
     """Plan, then run the shaped scan on Spark (only the kept row groups and columns) with the query's SQL on
     top, and stream the result. The response carries the query id (`x-query-id`), usable to cancel it."""
@@ -165,6 +166,10 @@ async def run_sql_query(request: QueryRequest, http: Request, state: State, prin
             runtime.metrics.outcomes.labels("cancelled").inc()
             raise QueryCancelled(f"query {query_id} was cancelled") from exc
         runtime.metrics.outcomes.labels("failed").inc()
+        problem = spark_problem(exc, state.spark.remote)
+        if problem is not None:
+            log.warning("query %s failed on spark: %s", query_id, problem.detail)
+            raise problem from exc
         raise
     finally:
         runtime.running.pop(query_id, None)

@@ -33,8 +33,24 @@ class ScanRequest:
 
 
 def run_query(spark: SparkSessionFactory, request: ScanRequest) -> pa.Table:
-    """Blocking: runs the query and returns its result as Arrow (call from a worker thread)."""
+    """Blocking: runs the query and returns its result as Arrow (call from a worker thread).
+
+    A server that restarted since the session was opened has forgotten it (and its job bundle): the client then
+    reports the session stopped, and the query runs once more on a new session, which ships the bundle again.
+    A query only reads, so running it twice is safe.
+    """
+    spark.require_reachable()
     session = spark.session()
+    try:
+        return _run_on(session, request)
+    except Exception:
+        if not session.is_stopped:
+            raise
+        log.info("spark session of query %s was closed by the server; retrying on a new session", request.query_id)
+    return _run_on(spark.session(), request)
+
+
+def _run_on(session, request: ScanRequest) -> pa.Table:
     view = f"strata_scan_{request.query_id.lower()}"
     frame = scan_frame(session, request.tasks, request.columns, request.scan_delay_secs)
     if request.extra_filter:

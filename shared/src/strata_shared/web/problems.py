@@ -32,7 +32,8 @@ class Problem(BaseModel):
 _STANDARD_TITLES = {400: "Malformed request", 401: "Missing or unknown API key", 403: "Forbidden",
                     404: "Not found", 405: "Method not allowed", 409: "Conflict", 413: "Request body too large",
                     415: "Unsupported content type", 422: "Invalid input", 429: "Too many requests",
-                    500: "Internal error", 503: "Dependency unavailable"}
+                    500: "Internal error", 502: "Spark job failed", 503: "Dependency unavailable",
+                    504: "Timed out"}
 
 
 def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:

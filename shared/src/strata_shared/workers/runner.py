@@ -17,6 +17,8 @@ from typing import Any, Protocol
 
 import httpx
 
+from strata_shared.spark.errors import failure_reason
+
 log = logging.getLogger("strata.runner")
 
 
@@ -124,7 +126,7 @@ class PollingRunner:
                 continue
             error = job.task.exception()
             if error is not None:
-                updates.append({**base, "status": "failure", "error": f"{type(error).__name__}: {error}"[:4000]})
+                updates.append({**base, "status": "failure", "error": failure_reason(error)})
             else:
                 updates.append({**base, "status": "success", "stage": "publishing",
                                 **self.protocol.success_fields(job.task.result())})

@@ -1,0 +1,30 @@
+"""A query whose Spark Connect server cannot be reached answers a 503 problem naming the server at once: never a
+500, and never a wait through the client's ten minutes of retries (the test's timeout would stop that)."""
+
+from __future__ import annotations
+
+import httpx
+from asgi_lifespan import LifespanManager
+
+from strata_services.local.processes import free_port
+from strata_shared.config import Settings
+from tests.helpers import metrics_index, unique_index_id
+
+
+async def test_a_query_with_spark_unreachable_is_a_503_naming_the_server(settings: Settings, indexer, keys):
+    from strata_query.app import create_app
+
+    index_id = unique_index_id("dead")
+    response = await indexer.post("/v1/indexes", json=metrics_index(index_id), headers=keys.header(keys.admin))
+    assert response.status_code == 201, response.text
+    dead = f"sc://127.0.0.1:{free_port()}"
+    app = create_app(settings.model_copy(update={"spark_remote": dead}))
+    async with LifespanManager(app), httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
+                                                       base_url="http://query-api") as client:
+        response = await client.post("/v1/query", json={"sql": f'SELECT count(*) FROM "{index_id}"'},
+                                     headers=keys.header(keys.admin))
+    assert response.status_code == 503, response.text
+    assert response.headers["content-type"] == "application/problem+json"
+    problem = response.json()
+    assert problem["type"].endswith("/unavailable")
+    assert problem["detail"] == f"spark connect {dead} unreachable: {dead[5:]}: connection refused"
