@@ -16,6 +16,7 @@ from pathlib import Path
 import httpx
 
 from strata_services.client import CliError, api_key, api_url, problem_text, stack_state
+from strata_services.cluster import add_commands as add_cluster_commands
 from strata_services.compact import add_commands as add_compaction_commands
 from strata_services.local.processes import pid_alive
 from strata_shared.config import Settings
@@ -228,6 +229,7 @@ def build_parser() -> argparse.ArgumentParser:
     ingest.add_argument("--json", action="store_true", help="print the API's answer as JSON")
     ingest.set_defaults(func=cmd_ingest)
     add_compaction_commands(sub)
+    add_cluster_commands(sub)
     return parser
 
 
