@@ -1,5 +1,5 @@
 # One image for every Strata Python process (planner-api, indexer-api, query-api, proxy, migrate); compose.yaml picks
-# the process with `strata serve <name>` / `strata migrate`. Spark itself runs in the apache/spark image.
+# the process with `strata serve <name>` / `strata migrate`. Spark runs in the image of spark.Dockerfile.
 FROM python:3.11-slim
 
 # Pinned to the workspace's own uv (.tools/bin/uv) so `--frozen` reads uv.lock the same way here as on a laptop.

@@ -19,6 +19,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 COMPOSE_PATH = REPO_ROOT / "compose.yaml"
 DOCKERFILE_PATH = REPO_ROOT / "Dockerfile"
 DOCKERIGNORE_PATH = REPO_ROOT / ".dockerignore"
+SPARK_DOCKERFILE_PATH = REPO_ROOT / "spark.Dockerfile"
 
 # Default ports, as in strata_shared.config.Settings.
 API_PORTS = {"planner-api": 8001, "indexer-api": 8002, "query-api": 8003}
@@ -132,13 +133,51 @@ def test_service_has_image_or_build(services: Services, name: str) -> None:
     assert service.get("image") or service.get("build"), f"{name} has neither `image` nor `build`"
 
 
-def test_spark_connect_runs_spark_4_1_1_on_java_17(services: Services) -> None:
-    image = str(_service(services, "spark-connect").get("image", ""))
-    assert image.startswith("apache/spark:4.1.1"), (
-        f"spark-connect image is {image!r}, want apache/spark:4.1.1*"
-    )
+def _instructions(path: Path) -> list[str]:
+    """A Dockerfile's instructions, continuation lines joined, comments dropped."""
+    text = path.read_text().replace("\\\n", " ")
+    return [" ".join(line.split()) for line in text.splitlines() if line.strip() and not line.strip().startswith("#")]
+
+
+def _locked_version(package: str) -> str:
+    lock = (REPO_ROOT / "uv.lock").read_text()
+    marker = f'[[package]]\nname = "{package}"\nversion = "'
+    start = lock.index(marker) + len(marker)
+    return lock[start:lock.index('"', start)]
+
+
+def test_spark_connect_builds_the_strata_spark_image(services: Services) -> None:
+    build = _service(services, "spark-connect").get("build") or {}
+    assert build.get("dockerfile") == "spark.Dockerfile", f"spark-connect build is {build!r}"
+    assert SPARK_DOCKERFILE_PATH.is_file(), f"{SPARK_DOCKERFILE_PATH} is missing"
+
+
+def test_spark_image_is_official_spark_4_1_1_on_java_17_with_stratas_python() -> None:
+    instructions = _instructions(SPARK_DOCKERFILE_PATH)
+    args = {line.split()[1].split("=")[0]: line.split("=", 1)[1] for line in instructions
+            if line.startswith("ARG ") and "=" in line}
     # The bare 4.1.1 tag is the Java 21 build: the variant has to be named.
-    assert "java17" in image, f"spark-connect image {image!r} does not name the Java 17 variant"
+    assert args["SPARK_IMAGE"].startswith("apache/spark:4.1.1-") and "java17" in args["SPARK_IMAGE"], args
+    froms = [line for line in instructions if line.startswith("FROM ")]
+    assert froms == ["FROM ${SPARK_IMAGE} AS spark", "FROM python:3.11-slim"], froms
+    # The same interpreter as the Strata image: the job bundle's native code is built for it.
+    assert _instructions(DOCKERFILE_PATH)[0] == "FROM python:3.11-slim"
+    copies = [line for line in instructions if line.startswith("COPY --from=spark")]
+    assert "COPY --from=spark /opt/spark /opt/spark" in copies, copies
+    assert "COPY --from=spark /opt/java/openjdk /opt/java/openjdk" in copies, copies
+
+
+def test_spark_image_has_what_executors_need_at_the_locked_versions() -> None:
+    instructions = _instructions(SPARK_DOCKERFILE_PATH)
+    args = {line.split()[1].split("=")[0]: line.split("=", 1)[1] for line in instructions
+            if line.startswith("ARG ") and "=" in line}
+    for package in ("pyarrow", "numpy", "pandas"):
+        assert args[f"{package.upper()}_VERSION"] == _locked_version(package), package
+        assert any(line.startswith("RUN pip install") and f'"{package}==${{{package.upper()}_VERSION}}"' in line
+                   for line in instructions), f"{package} is not installed"
+    env = " ".join(line for line in instructions if line.startswith("ENV "))
+    assert "PYSPARK_PYTHON=/usr/local/bin/python3.11" in env
+    assert args["SPARK_UID"] == "185" and instructions[-3] == "USER spark", instructions[-3:]
 
 
 def test_spark_connect_runs_in_foreground_on_all_interfaces(services: Services) -> None:
@@ -152,6 +191,7 @@ def test_spark_connect_runs_in_foreground_on_all_interfaces(services: Services) 
         "without SPARK_NO_DAEMONIZE the start script forks and the container exits"
     )
     assert ("127.0.0.1", 15002, 15002) in _published_ports(service), "15002 is not published on 127.0.0.1"
+    assert "spark.pyspark.python=/usr/local/bin/python3.11" in joined, "executors would not run the image's Python"
 
 
 @pytest.mark.parametrize("name", sorted(SERVED_PORTS))
@@ -287,7 +327,8 @@ def test_dockerfile_exists() -> None:
 
 
 def test_services_that_build_use_the_root_dockerfile(services: Services) -> None:
-    builders = {name: service["build"] for name, service in services.items() if service.get("build")}
+    builders = {name: service["build"] for name, service in services.items()
+                if service.get("build") and name in STRATA_SERVICES}
     assert builders, "no service builds the Strata image"
     for name, build in builders.items():
         assert _build_dockerfile(build) == DOCKERFILE_PATH.resolve(), f"{name} builds from {build!r}"
