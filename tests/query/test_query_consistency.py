@@ -7,12 +7,14 @@ from __future__ import annotations
 import asyncio
 import time
 
+import pyarrow as pa
 import pytest
 
 from strata_planner.compaction.executor import SparkMergeExecutor
 from strata_planner.compaction.runner import CompactionRunner
-from strata_query.execution.spark_query import run_query
-from strata_query.router import _plan, _scan_request
+from strata_query.execution.scan_request import scan_request
+from strata_query.execution.spark_query import open_spark_query
+from strata_query.router import _plan
 from tests.planner.compaction_helpers import create_index, ingest_split, open_window
 
 pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("isolated_compaction")]
@@ -74,6 +76,55 @@ async def test_a_query_planned_before_a_merge_publishes_still_completes(indexer,
     job = await _merge(planner, keys, spark_factory, index_id)
     assert job["status"] == "success", job
     # The plan still names the three inputs, now marked for deletion but kept through the grace period.
-    table = await asyncio.to_thread(run_query, state.spark, _scan_request("01PLANNEDBEFOREMERGE000000", plan))
-    assert table.to_pylist() == [{"n": 900}]
+    for dialect in ("spark", "duckdb"):
+        request = scan_request("01PLANNEDBEFOREMERGE000000", plan, dialect)
+        if dialect == "spark":
+            stream = await asyncio.to_thread(open_spark_query, state.spark, request)
+        else:
+            stream = await asyncio.to_thread(query.app.state.strata.extras["query_runtime"].local.open, request)
+        assert pa.Table.from_batches(list(stream), stream.schema).to_pylist() == [{"n": 900}], dialect
     assert await _count(query, keys, index_id) == 900
+
+
+async def test_queries_while_rows_arrive_and_a_merge_publishes_never_fail_and_counts_agree(indexer, planner, query,
+                                                                                          keys, spark_factory):
+    """The defect this guards: the first stage's "before" came from a 30 s cache, so files ingested since made a
+    stage report more files after it than before, and the metrics raised a 500. Now every count of a plan comes
+    from one snapshot."""
+    index_id = await create_index(indexer, keys)
+    window = open_window()
+    for seed in range(3):
+        await ingest_split(indexer, keys, index_id, window, 200, seed=seed)
+    sql = f'SELECT count(*) AS n FROM "{index_id}"'
+    done = asyncio.Event()
+    failures: list[str] = []
+    plans: list[dict] = []
+
+    async def keep_asking() -> None:
+        while not done.is_set():
+            explain = await query.post("/v1/query/explain", json={"sql": sql}, headers=keys.header(keys.admin))
+            answer = await query.post("/v1/query", json={"sql": sql}, headers=keys.header(keys.admin))
+            for response in (explain, answer):
+                if response.status_code != 200:
+                    failures.append(response.text)
+            plans.append(explain.json())
+
+    async def keep_ingesting() -> None:
+        for seed in range(3, 9):
+            await ingest_split(indexer, keys, index_id, window, 100, seed=seed)
+
+    asker = asyncio.create_task(keep_asking())
+    await asyncio.gather(keep_ingesting(), _merge(planner, keys, spark_factory, index_id))
+    done.set()
+    await asker
+    assert failures == []
+    assert len(plans) >= 3
+    for plan in plans:
+        stages = plan["stages"]
+        for stage in stages:
+            assert stage["files_after"] <= stage["files_before"], stage
+            assert stage["row_groups_after"] <= stage["row_groups_before"], stage
+            assert stage["bytes_after"] <= stage["bytes_before"], stage
+        for before, after in zip(stages, stages[1:], strict=False):
+            assert after["files_before"] == before["files_after"]
+    assert await _count(query, keys, index_id) == 3 * 200 + 6 * 100

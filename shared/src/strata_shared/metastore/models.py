@@ -136,3 +136,14 @@ class SplitColumnStatsRow(Base):
     max_f64: Mapped[float | None] = mapped_column(Double, nullable=True)
     null_count: Mapped[int] = mapped_column(BigInteger)
     regex: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+
+class PublishedTotalsRow(Base):
+    """Files and bytes published per (index, partition), kept exact by a trigger on `splits` (migration 0004)."""
+
+    __tablename__ = "published_totals"
+
+    index_uid: Mapped[str] = mapped_column(ForeignKey("indexes.index_uid", ondelete="CASCADE"), primary_key=True)
+    partition_id: Mapped[str] = mapped_column(String(128), primary_key=True)
+    files: Mapped[int] = mapped_column(BigInteger)
+    bytes: Mapped[int] = mapped_column(BigInteger)

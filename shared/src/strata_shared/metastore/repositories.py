@@ -17,7 +17,7 @@ from strata_shared.domain.split import RowGroupSpan, SplitMetadata, SplitState
 from strata_shared.errors import NotFound
 from strata_shared.metastore.compaction_models import CompactionWindowRow
 from strata_shared.metastore.indexing_repository import IndexingRepository
-from strata_shared.metastore.models import IndexRow, SplitColumnStatsRow, SplitRow
+from strata_shared.metastore.models import IndexRow, PublishedTotalsRow, SplitColumnStatsRow, SplitRow
 
 
 def utcnow() -> datetime:
@@ -174,11 +174,13 @@ class SplitRepository:
         return [_to_metadata(r, stats.get(r.split_id, {})) for r in rows]
 
     async def published_totals(self, index_uid: str, partition_id: str | None) -> tuple[int, int]:
-        """(files, bytes) published in an index (for one tenant): what a query would read without any pruning."""
-        stmt = select(func.count(), func.coalesce(func.sum(SplitRow.size_bytes), 0)).where(
-            SplitRow.index_uid == index_uid, SplitRow.state == SplitState.PUBLISHED)
+        """(files, bytes) published in an index (for one tenant): what a query would read without any pruning.
+        Read from the trigger-kept counters, so it agrees with `published_for_query` in the same snapshot."""
+        stmt = select(func.coalesce(func.sum(PublishedTotalsRow.files), 0),
+                      func.coalesce(func.sum(PublishedTotalsRow.bytes), 0)).where(
+            PublishedTotalsRow.index_uid == index_uid)
         if partition_id is not None:
-            stmt = stmt.where(SplitRow.partition_id == partition_id)
+            stmt = stmt.where(PublishedTotalsRow.partition_id == partition_id)
         count, size = (await self.session.execute(stmt)).one()
         return int(count), int(size)
 
