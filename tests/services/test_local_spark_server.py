@@ -15,6 +15,7 @@ import pytest
 from strata_services.local import java
 from strata_services.local.processes import free_port, pid_alive, session_members
 from strata_services.local.spark_server import LocalSparkConnectServer, SparkServerError
+from strata_shared.config import Settings
 from strata_shared.spark import SparkSessionFactory
 
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses /proc and prctl")
@@ -181,3 +182,43 @@ def test_jvm_dies_when_its_launcher_is_killed(tmp_path: Path) -> None:
         # Never leave a JVM behind, even when an assertion failed.
         for group in set(session_members(jvm).values()) if jvm is not None else ():
             os.killpg(group, signal.SIGKILL)
+
+
+@pytest.mark.spark
+def test_a_short_job_is_not_queued_behind_a_long_one_of_another_session(spark_remote: str) -> None:
+    """Queries share the server with merges: under the FAIR default pool a query's task takes the next free slot
+    rather than waiting until every task of a long stage submitted before it has started (FIFO).
+
+    Order is read on the server's clock, not timed: each task of the long stage stamps when it ends. Under FIFO
+    the short job runs after all 40 long tasks have started, so at most a slot's worth end after it; under FAIR
+    it runs after the first task frees a slot, and most of the long stage is still ahead.
+    """
+    if Settings().spark_remote:
+        pytest.skip("an external server's scheduling mode is its operator's choice")
+    from pyspark.sql.connect.session import SparkSession
+
+    background = SparkSession.builder.remote(spark_remote).create()
+    interactive = SparkSession.builder.remote(spark_remote).create()
+    now = "CAST(reflect('java.lang.System', 'currentTimeMillis') AS BIGINT)"
+    # 40 tasks of 0.3 s each on the server's slots: several seconds of one stage.
+    long_sql = (f"SELECT {now} FROM range(0, 40, 1, 40) "
+                "WHERE length(coalesce(reflect('java.lang.Thread', 'sleep', CAST(300 AS BIGINT)), '')) >= 0")
+    try:
+        assert background.conf.get("spark.scheduler.mode") == "FAIR"
+        long_task_ends: list[int] = []
+
+        def long_job() -> None:
+            long_task_ends.extend(row[0] for row in background.sql(long_sql).collect())
+
+        worker = threading.Thread(target=long_job)
+        worker.start()
+        try:
+            time.sleep(1.0)  # the long stage is running and holds every slot
+            short_end = interactive.sql(f"SELECT {now} FROM range(0, 1, 1, 1)").collect()[0][0]
+        finally:
+            worker.join(timeout=120)
+        assert len(long_task_ends) == 40
+        assert sum(1 for end in long_task_ends if end > short_end) >= 10
+    finally:
+        background.stop()
+        interactive.stop()

@@ -16,6 +16,18 @@ log = logging.getLogger(__name__)
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 
 
+FAIR_SCHEDULER_FILE = "fairscheduler.xml"
+FAIR_DEFAULT_POOL = """<?xml version="1.0"?>
+<allocations>
+  <pool name="default">
+    <schedulingMode>FAIR</schedulingMode>
+    <weight>1</weight>
+    <minShare>0</minShare>
+  </pool>
+</allocations>
+"""
+
+
 class SparkServerError(RuntimeError):
     """The local Spark Connect server could not be started or did not become ready."""
 
@@ -85,6 +97,11 @@ class LocalSparkConnectServer:
             "spark.driver.extraJavaOptions": f'-Dderby.system.home="{work / "derby"}"',
             # The Python that executors start their workers with (mapInArrow).
             "spark.pyspark.python": self.python,
+            # Queries, merges and artifact builds share the server. Spark Connect cannot put a session's jobs in
+            # a pool of its own, so every job lands in the default pool; FAIR inside it (the allocation file) lets
+            # a query's few tasks take the next free slots instead of waiting for a merge's whole stage (FIFO).
+            "spark.scheduler.mode": "FAIR",
+            "spark.scheduler.allocation.file": str(work / FAIR_SCHEDULER_FILE),
             **self.extra_conf,
         }
         cmd = [
@@ -114,6 +131,7 @@ class LocalSparkConnectServer:
             raise SparkServerError(f"spark connect server already running (pid {self.pid})")
         for sub in ("logs", "spark-warehouse", "ivy", "tmp", "derby"):
             (self.work_dir / sub).mkdir(parents=True, exist_ok=True)
+        (self.work_dir / FAIR_SCHEDULER_FILE).write_text(FAIR_DEFAULT_POOL)
         self._jvm = JavaProcess("spark connect server", self.command(), self._environment(), self.log_path,
                                 self.work_dir)
         self._jvm.start()
