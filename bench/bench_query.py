@@ -172,7 +172,6 @@ STATS_COLUMNS = ("split_id", "column_name", "value_type", "min_string", "max_str
 EXPLAIN_INDEX = "bench-query"
 EXPLAIN_HOST = 1042
 REAL_ROW_GROUP = 1024
-TOTALS_TTL = 30.0  # query-api's QueryRuntime keeps the index totals this long
 
 
 @dataclass
@@ -465,13 +464,12 @@ class PlanCaches:
 
     artifacts: Any
     footers: Any
-    totals: Any
 
     @classmethod
     def fresh(cls, storage) -> PlanCaches:
-        from strata_query.planning.caches import ArtifactCache, FooterCache, TotalsCache
+        from strata_query.planning.caches import ArtifactCache, FooterCache
 
-        return cls(ArtifactCache(storage), FooterCache(storage), TotalsCache(ttl_secs=TOTALS_TTL))
+        return cls(ArtifactCache(storage), FooterCache(storage))
 
 
 async def _timed_plans(sessions, sql: str, runs: int, caches: Callable[[], PlanCaches]
@@ -485,7 +483,7 @@ async def _timed_plans(sessions, sql: str, runs: int, caches: Callable[[], PlanC
         started = time.perf_counter()
         async with sessions() as session:
             plan = await build_plan(session, sql, tenant=None, now=time.time(), max_files=10_000,
-                                    artifacts=held.artifacts, footers=held.footers, totals=held.totals)
+                                    artifacts=held.artifacts, footers=held.footers)
         seconds.append(time.perf_counter() - started)
     return seconds, plan
 
@@ -1513,8 +1511,8 @@ def render_explain(r: dict[str, Any]) -> list[str]:
         row("`build_plan` in process, warm caches", warm),
         row("`POST /v1/query/explain`, HTTP to query-api (`strata serve query-api` child, keep-alive client), "
             "warm", lat),
-        row("`build_plan` in process, cold caches (new `ArtifactCache`, `FooterCache` and `TotalsCache` each "
-            "run, so each plan also counts the index's files; OS page cache and PostgreSQL buffers warm)", cold),
+        row("`build_plan` in process, cold caches (new `ArtifactCache` and `FooterCache` each run, so each plan "
+            "reads its footers and artifacts again; OS page cache and PostgreSQL buffers warm)", cold),
         "",
         "The two warm rows were measured in turn (one plan in process, one request over HTTP, and again), so "
         "both saw the same load from the rest of the machine.",

@@ -1,7 +1,7 @@
 """Run every benchmark on one stack and rewrite their sections of docs/benchmarks.md.
 
     .tools/bin/uv run python -m bench.run                 # all: ingest, register, metastore, merge, planner, artifacts,
-                                                          # query
+                                                          # query, cluster
     .tools/bin/uv run python -m bench.run ingest register # some of them
     .tools/bin/uv run python -m bench.run --quick         # small sizes, to check the harness (do not publish)
 
@@ -20,6 +20,8 @@ if __package__ in (None, ""):  # `python bench/run.py`: make `bench` importable 
 
 from bench import (  # noqa: E402
     bench_artifacts,
+    bench_cluster,
+    bench_engines,
     bench_ingest,
     bench_merge,
     bench_metastore,
@@ -29,7 +31,7 @@ from bench import (  # noqa: E402
 )
 from bench.report import run_and_write  # noqa: E402
 
-NAMES = ("ingest", "register", "metastore", "merge", "planner", "artifacts", "query")
+NAMES = ("ingest", "register", "metastore", "merge", "planner", "artifacts", "query", "cluster", "engines")
 
 
 def main() -> int:
@@ -83,6 +85,13 @@ def main() -> int:
             bench_artifacts.run(stack, rows=400_000 if quick else 4_000_000, runs=1 if quick else 3)
         ),
         "query": lambda stack: bench_query.render(bench_query.run(stack, quick=quick)),
+        "engines": lambda stack: bench_engines.render(
+            bench_engines.run(stack, rows=240_000 if quick else 3_000_000, runs=3 if quick else 20,
+                              spark_runs=1 if quick else 3)
+        ),
+        "cluster": lambda stack: bench_cluster.render(
+            bench_cluster.run(stack, rows=400_000 if quick else 4_000_000, runs=1 if quick else 3)
+        ),
     }
     failures = run_and_write(
         {name: benchmarks[name] for name in names}, write=not (args.no_write or quick), keep=args.keep

@@ -12,6 +12,7 @@ import pyarrow.ipc as ipc
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
+from strata_shared.errors import PROBLEM_BASE
 from strata_shared.storage import ObjectStore
 
 NDJSON = "application/x-ndjson"
@@ -40,6 +41,16 @@ def metrics_index(index_id: str, **overrides: Any) -> dict[str, Any]:
     }
     config.update(overrides)
     return config
+
+
+def assert_problem(response, status: int, slug: str) -> dict[str, Any]:
+    """The response is an RFC 9457 problem with this status and type; returns its body."""
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"] == "application/problem+json"
+    body = response.json()
+    assert body["type"] == PROBLEM_BASE + slug
+    assert body["status"] == status
+    return body
 
 
 def ndjson(rows: list[dict[str, Any]]) -> bytes:

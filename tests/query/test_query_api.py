@@ -215,7 +215,8 @@ async def test_spans_and_metrics_of_a_query(query, keys, dataset):
     assert 'strata_query_pruned_total{stage="blooms_bitmaps",unit="files"}' in metrics
 
 
-async def test_delete_interrupts_a_running_query(settings, keys, dataset):
+@pytest.mark.parametrize("engine", ["local", "spark"])
+async def test_delete_interrupts_a_running_query(settings, keys, dataset, engine):
     import httpx
     from asgi_lifespan import LifespanManager
 
@@ -226,7 +227,7 @@ async def test_delete_interrupts_a_running_query(settings, keys, dataset):
                                                        timeout=60) as client:
         runtime = app.state.strata.extras["query_runtime"]
         started = asyncio.get_running_loop().time()
-        running = asyncio.create_task(_query(client, keys, f"SELECT count(*) FROM {dataset.table}"))
+        running = asyncio.create_task(_query(client, keys, f"SELECT count(*) FROM {dataset.table}", engine=engine))
         while not runtime.running:
             await asyncio.sleep(0.05)
         [query_id] = runtime.running
@@ -234,7 +235,7 @@ async def test_delete_interrupts_a_running_query(settings, keys, dataset):
         cancel = await client.delete(f"/v1/query/{query_id}", headers=keys.header(keys.admin))
         assert cancel.status_code == 202
         response = await running
-        assert response.status_code == 409 and query_id in response.json()["detail"]
+        assert response.status_code == 409 and query_id in response.json()["detail"], response.text
         # Interrupted, not waited out: well before the injected 30 s.
         assert asyncio.get_running_loop().time() - started < 25
         assert runtime.running == {}

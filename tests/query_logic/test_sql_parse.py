@@ -61,7 +61,7 @@ def where(condition: str, settings: IndexSettings = SETTINGS):
 
 
 def spark(query: ParsedQuery, view: str = "scan_view") -> str:
-    text = query.spark_sql(view)
+    text = query.sql_for(view, "spark")
     # Whatever is produced must be Spark SQL.
     assert sqlglot.parse_one(text, dialect="spark") is not None
     return text
@@ -265,8 +265,8 @@ def test_spark_sql_reads_the_view_and_keeps_qualifiers_working():
 
 def test_spark_sql_is_repeatable():
     query = parse("SELECT * FROM logs WHERE text_match(msg, 'a')")
-    assert query.spark_sql("a") == query.spark_sql("a")
-    assert "`b`" in query.spark_sql("b")
+    assert query.sql_for("a", "spark") == query.sql_for("a", "spark")
+    assert "`b`" in query.sql_for("b", "spark")
 
 
 def test_text_match_becomes_exact_rlike_conjunction():
@@ -390,4 +390,4 @@ def test_nan_and_infinity_are_not_sql_literals_but_floats_work():
 def test_parsed_query_keeps_the_sqlglot_tree_private():
     query = parse("SELECT * FROM logs")
     assert "Select" not in repr(query)
-    assert isinstance(query._spark_ast, exp.Select)
+    assert isinstance(query._ast, exp.Select)

@@ -21,8 +21,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from strata_services.proxy.app import create_proxy_app
 from strata_services.proxy.limits import ConcurrencyCap, Decision, TokenBuckets, limit_key
 from strata_shared.config import Settings
-from strata_shared.errors import PROBLEM_BASE
 from tests.fixtures.http_server import serve_in_thread
+from tests.helpers import assert_problem
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -261,15 +261,6 @@ def rejections(client: httpx.Client, url: str) -> dict[tuple[str, str], float]:
     return {(s.labels["reason"], s.labels["tenant"]): s.value
             for family in text_string_to_metric_families(text) if family.name == "strata_proxy_rejections"
             for s in family.samples if s.name == "strata_proxy_rejections_total"}
-
-
-def assert_problem(response: httpx.Response, status: int, slug: str) -> dict:
-    assert response.status_code == status, response.text
-    assert response.headers["content-type"] == "application/problem+json"
-    body = response.json()
-    assert body["type"] == PROBLEM_BASE + slug
-    assert body["status"] == status
-    return body
 
 
 def test_no_key_is_refused_before_any_limit(proxy, client: httpx.Client) -> None:

@@ -1,4 +1,5 @@
-"""query-api: query planning with pruning, EXPLAIN and asynchronous plans, execution on Spark, streamed results."""
+"""query-api: query planning with pruning, EXPLAIN and asynchronous plans, execution in process (DuckDB) for small
+plans or on Spark for large ones, streamed results."""
 
 from __future__ import annotations
 
@@ -12,7 +13,11 @@ from strata_shared.web.app import build_app
 
 async def _install_runtime(app: FastAPI) -> None:
     state = app.state.strata
-    state.extras["query_runtime"] = QueryRuntime(state.storage, state.registry)
+    state.extras["query_runtime"] = QueryRuntime(state.storage, state.registry, state.settings)
+
+
+async def _close_runtime(app: FastAPI) -> None:
+    app.state.strata.extras["query_runtime"].local.close()
 
 
 def create_app(settings: Settings) -> FastAPI:
@@ -22,7 +27,9 @@ def create_app(settings: Settings) -> FastAPI:
         title="Strata query-api",
         description="SQL over one index: the time range, then a pruning cascade (split min/max, zone maps, blooms "
                     "and bitmaps, full-text) down to the row groups and columns to read; EXPLAIN, asynchronous "
-                    "plans, execution on Spark through Spark Connect, results streamed as Arrow, NDJSON or JSON.",
+                    "plans; small plans run in process on DuckDB, large ones on Spark through Spark Connect; results "
+                    "streamed as Arrow, NDJSON or JSON.",
         routers=[query_router],
         on_startup=[_install_runtime],
+        on_shutdown=[_close_runtime],
     )

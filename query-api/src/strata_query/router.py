@@ -13,12 +13,14 @@ from fastapi.responses import StreamingResponse
 from opentelemetry import trace
 from ulid import ULID
 
-from strata_jobs.pruned_scan import ScanTask
+from strata_query.execution.engine_choice import Engine, EngineChoice, EngineUnavailable, choose_engine
 from strata_query.execution.formats import ARROW, JSON, NDJSON, negotiate, serialize
+from strata_query.execution.result_stream import ResultStream
 from strata_query.execution.runtime import AsyncPlan, QueryRuntime, RunningQuery
-from strata_query.execution.spark_query import ScanRequest, interrupt_query, run_query
-from strata_query.planning.planner import PARTITION_COLUMN, QueryPlan, build_plan
-from strata_query.planning.schemas import PlanOut, PlanStatus, QueryRequest
+from strata_query.execution.scan_request import ScanRequest, scan_request
+from strata_query.execution.spark_query import interrupt_spark_query, open_spark_query
+from strata_query.planning.planner import QueryPlan, build_plan
+from strata_query.planning.schemas import EngineOut, PlanOut, PlanStatus, QueryRequest
 from strata_shared.errors import NotFound, StrataError, Unavailable
 from strata_shared.spark.errors import spark_problem
 from strata_shared.web.auth import Principal, Scope, require_any
@@ -31,6 +33,7 @@ State = Annotated[AppState, Depends(app_state)]
 Caller = Annotated[Principal, Depends(require_any(Scope.QUERY, Scope.ADMIN))]
 tracer = trace.get_tracer("strata.query")
 log = logging.getLogger("strata.query")
+CANCEL_RETRY_SECS = 30.0
 
 
 class QueryTimeout(StrataError):
@@ -45,32 +48,38 @@ def runtime_of(state: AppState) -> QueryRuntime:
     return state.extras["query_runtime"]
 
 
-async def _plan(state: AppState, principal: Principal, sql: str) -> QueryPlan:
+async def _plan(state: AppState, principal: Principal, sql: str, engine: Engine | None = None) -> QueryPlan:
     runtime = runtime_of(state)
     started = time.perf_counter()
     with tracer.start_as_current_span("plan_build") as span:
         async with state.sessions() as session:
             plan = await build_plan(session, sql, tenant=principal.tenant, now=time.time(),
                                     max_files=state.settings.query_max_files, artifacts=runtime.artifacts,
-                                    footers=runtime.footers, totals=runtime.totals)
+                                    footers=runtime.footers)
         span.set_attribute("strata.index_id", plan.out.index_id)
         span.set_attribute("strata.files", plan.out.total_files)
         span.set_attribute("strata.bytes", plan.out.total_bytes)
     runtime.metrics.latency.labels("plan").observe(time.perf_counter() - started)
     runtime.metrics.observe_plan(plan.out)
+    try:
+        choice = _local_or_spark(state, plan, engine)
+        plan.out.engine = EngineOut(engine=choice.engine, reason=choice.reason)
+    except Unavailable as exc:
+        plan.out.engine = EngineOut(engine=None, reason=exc.detail)
     return plan
 
 
-@router.post("/v1/query/explain", response_model=PlanOut, responses=problem_responses(400, 401, 403, 422))
+@router.post("/v1/query/explain", response_model=PlanOut, responses=problem_responses(400, 401, 403, 422, 429))
 async def explain_query(request: QueryRequest, state: State, principal: Caller) -> PlanOut:
     """The plan without executing it: time range (or the default lookback), the pruning cascade counted stage
-    by stage (files, row groups, bytes before and after), and per file the row groups, byte ranges and columns
-    a scan reads."""
-    return (await _plan(state, principal, request.sql)).out
+    by stage (files, row groups, bytes before and after), per file the row groups, byte ranges and columns a
+    scan reads, and the engine that would run it and why."""
+    async with runtime_of(state).admission.slot(principal.tenant):
+        return (await _plan(state, principal, request.sql, request.engine)).out
 
 
 @router.post("/v1/query/plans", response_model=PlanStatus, status_code=202,
-             responses=problem_responses(400, 401, 403, 422))
+             responses=problem_responses(400, 401, 403, 422, 429))
 async def submit_query_plan(request: QueryRequest, state: State, principal: Caller) -> PlanStatus:
     """Plan asynchronously (for large plans): returns a plan id to poll with GET and cancel with DELETE."""
     runtime = runtime_of(state)
@@ -79,7 +88,8 @@ async def submit_query_plan(request: QueryRequest, state: State, principal: Call
 
     async def work() -> None:
         try:
-            plan = await _plan(state, principal, request.sql)
+            async with runtime.admission.slot(principal.tenant):
+                plan = await _plan(state, principal, request.sql, request.engine)
             entry.status = PlanStatus(plan_id=plan_id, status="completed", plan=plan.out)
         except asyncio.CancelledError:
             entry.status = PlanStatus(plan_id=plan_id, status="cancelled")
@@ -123,83 +133,152 @@ async def cancel_query_plan(plan_id: str, state: State, principal: Caller) -> Pl
     return entry.status
 
 
-def _scan_request(query_id: str, plan: QueryPlan, scan_delay_secs: float = 0.0) -> ScanRequest:
-    tasks = [ScanTask(uri=f.uri, row_groups=f.row_groups, constants={PARTITION_COLUMN: f.partition_id})
-             for f in plan.out.files]
-    return ScanRequest(query_id=query_id, tasks=tasks, columns=plan.scan_columns,
-                       sql_template=plan.parsed.spark_sql("{view}"), extra_filter=plan.extra_filter,
-                       scan_delay_secs=scan_delay_secs)
+def _local_or_spark(state: AppState, plan: QueryPlan, requested: Engine | None) -> EngineChoice:
+    out = plan.out
+    try:
+        return choose_engine(files=out.total_files, rows=out.total_rows, bytes_read=out.total_bytes,
+                             limits=runtime_of(state).local_limits, requested=requested,
+                             spark_available=state.spark is not None)
+    except EngineUnavailable as exc:
+        raise Unavailable(str(exc)) from None
+
+
+async def _open_result(state: AppState, running: RunningQuery, scan: ScanRequest, limit_secs: float
+                       ) -> ResultStream:
+    """Starts the query on its engine in a worker thread and waits for its first batch, at most `limit_secs`. A
+    query given up on (timeout, or the request cancelled) is interrupted, and a stream it opens anyway closed."""
+    runtime = runtime_of(state)
+    if running.engine == "local":
+        opening = asyncio.ensure_future(asyncio.to_thread(runtime.local.open, scan))
+    else:
+        opening = asyncio.ensure_future(asyncio.to_thread(open_spark_query, state.spark, scan))
+    opening.add_done_callback(lambda _: setattr(running, "opening", False))
+    try:
+        return await asyncio.wait_for(asyncio.shield(opening), limit_secs)
+    except BaseException:
+        opening.add_done_callback(_close_if_opened)
+        if not opening.done():
+            await asyncio.shield(asyncio.to_thread(_cancel, state, running))
+        raise
+
+
+def _close_if_opened(opening: asyncio.Future) -> None:
+    if not opening.cancelled() and opening.exception() is None:
+        opening.result().close()
+
+
+def _interrupt(state: AppState, engine: Engine, query_id: str) -> bool:
+    """Interrupts the query on its engine; False when the engine had nothing of it running (yet)."""
+    if engine == "local":
+        return runtime_of(state).local.interrupt(query_id)
+    return state.spark is not None and bool(interrupt_spark_query(state.spark, query_id))
+
+
+def _cancel(state: AppState, running: RunningQuery) -> None:
+    """Interrupts a query being cancelled. A query still starting (Spark analyses the plan before the operation
+    that an interrupt can reach exists) is interrupted again until it is reached or has started; a query that
+    finishes starting anyway sees `cancelled` and is closed by its own request."""
+    deadline = time.monotonic() + CANCEL_RETRY_SECS
+    while not _interrupt(state, running.engine, running.query_id) and running.opening \
+            and time.monotonic() < deadline:
+        time.sleep(0.1)
 
 
 @router.post("/v1/query", responses={
     200: {"content": {JSON: {}, NDJSON: {}, ARROW: {}},
-          "description": "the result, streamed as JSON, NDJSON or an Arrow IPC stream (Accept header)"},
-    **problem_responses(400, 401, 403, 406, 409, 422, 502, 503, 504)})
+          "description": "the result, streamed as JSON, NDJSON or an Arrow IPC stream (Accept header). Headers: "
+                         "`x-query-id` (to cancel it), `x-strata-engine` and `x-strata-engine-reason` (which engine "
+                         "ran and why), `x-strata-row-cap` (the row cap in force). A result cut at the cap says so "
+                         "at its end: `summary.truncated` in JSON, a last line `{\"strata_truncated\": true, ...}` in "
+                         "NDJSON, an empty last batch with metadata `strata.truncated: true` in Arrow."},
+    **problem_responses(400, 401, 403, 406, 409, 422, 429, 502, 503, 504)})
 async def run_sql_query(request: QueryRequest, http: Request, state: State, principal: Caller) -> Response:
-    """Plan, then run the shaped scan on Spark (only the kept row groups and columns) with the query's SQL on
-    top, and stream the result. The response carries the query id (`x-query-id`), usable to cancel it."""
+    """Plan, then run the shaped scan (only the kept row groups and columns) with the query's SQL on top: in
+    query-api's process (DuckDB) when the plan is within the local limits, on Spark otherwise, or on the engine
+    the request names. The result streams as the engine produces it."""
     media = negotiate(http.headers.get("accept"))
-    if state.spark is None:
-        raise Unavailable("query-api has no Spark Connect server configured")
     runtime = runtime_of(state)
+    settings = state.settings
     query_id = str(ULID())
     started = time.perf_counter()
-    plan = await _plan(state, principal, request.sql)
-    scan = _scan_request(query_id, plan, state.settings.fault_query_scan_delay_secs)
-    running = RunningQuery(query_id, principal.tenant)
-    runtime.running[query_id] = running
-    timeout = min(request.timeout_secs or state.settings.query_timeout_secs, state.settings.query_timeout_secs)
-    try:
-        with tracer.start_as_current_span("fetch_parquet") as span:
-            span.set_attribute("strata.files", len(scan.tasks))
-            span.set_attribute("strata.bytes", plan.out.total_bytes)
-            with tracer.start_as_current_span("execute"):
-                execute_started = time.perf_counter()
-                table = await asyncio.wait_for(asyncio.to_thread(run_query, state.spark, scan), timeout)
-                runtime.metrics.latency.labels("execute").observe(time.perf_counter() - execute_started)
-    except TimeoutError:
-        await asyncio.to_thread(interrupt_query, state.spark, query_id)
-        runtime.metrics.outcomes.labels("timeout").inc()
-        raise QueryTimeout(f"query {query_id} did not finish within {timeout:g} s and was interrupted") from None
-    except Exception as exc:
-        if running.cancelled:
-            runtime.metrics.outcomes.labels("cancelled").inc()
-            raise QueryCancelled(f"query {query_id} was cancelled") from exc
-        runtime.metrics.outcomes.labels("failed").inc()
-        problem = spark_problem(exc, state.spark.remote)
-        if problem is not None:
-            log.warning("query %s failed on spark: %s", query_id, problem.detail)
-            raise problem from exc
-        raise
-    finally:
-        runtime.running.pop(query_id, None)
+    row_cap = min(request.max_rows or settings.query_max_result_rows, settings.query_max_result_rows)
+    timeout = min(request.timeout_secs or settings.query_timeout_secs, settings.query_timeout_secs)
+    async with runtime.admission.slot(principal.tenant):
+        plan = await _plan(state, principal, request.sql, request.engine)
+        if plan.out.engine.engine is None:
+            raise Unavailable(plan.out.engine.reason)
+        choice = EngineChoice(plan.out.engine.engine, plan.out.engine.reason)
+        scan = scan_request(query_id, plan, "duckdb" if choice.engine == "local" else "spark", row_cap,
+                            settings.fault_query_scan_delay_secs)
+        running = RunningQuery(query_id, principal.tenant, choice.engine)
+        runtime.running[query_id] = running
+        try:
+            with tracer.start_as_current_span("fetch_parquet") as span:
+                span.set_attribute("strata.engine", choice.engine)
+                span.set_attribute("strata.files", len(scan.tasks))
+                span.set_attribute("strata.bytes", plan.out.total_bytes)
+                with tracer.start_as_current_span("execute"):
+                    execute_started = time.perf_counter()
+                    result = await _open_result(state, running, scan, timeout)
+                    if running.cancelled:
+                        result.close()
+                        raise QueryCancelled(f"query {query_id} was cancelled")
+                    runtime.metrics.latency.labels("execute").observe(time.perf_counter() - execute_started)
+        except TimeoutError:
+            runtime.running.pop(query_id, None)
+            runtime.metrics.outcomes.labels("timeout").inc()
+            raise QueryTimeout(f"query {query_id} did not finish within {timeout:g} s and was interrupted") from None
+        except BaseException as exc:
+            runtime.running.pop(query_id, None)
+            if running.cancelled:
+                runtime.metrics.outcomes.labels("cancelled").inc()
+                raise QueryCancelled(f"query {query_id} was cancelled") from exc
+            if isinstance(exc, Exception):
+                runtime.metrics.outcomes.labels("failed").inc()
+                problem = spark_problem(exc, state.spark.remote) if choice.engine == "spark" else None
+                if problem is not None:
+                    log.warning("query %s failed on spark: %s", query_id, problem.detail)
+                    raise problem from exc
+            raise
+    runtime.metrics.engines.labels(choice.engine).inc()
     runtime.metrics.bytes_scanned.inc(plan.out.total_bytes)
     runtime.metrics.rows_scanned.inc(plan.out.total_rows)
-    runtime.metrics.outcomes.labels("success").inc()
-    summary = {"rows": table.num_rows, "files_scanned": plan.out.total_files,
-               "row_groups_scanned": plan.out.total_row_groups, "bytes_scanned": plan.out.total_bytes,
-               "planning_ms": plan.out.planning_ms,
-               "elapsed_ms": round((time.perf_counter() - started) * 1000, 3)}
+
+    def summary() -> dict:
+        return {"rows": result.rows, "truncated": result.truncated, "row_cap": row_cap, "engine": choice.engine,
+                "files_scanned": plan.out.total_files, "row_groups_scanned": plan.out.total_row_groups,
+                "bytes_scanned": plan.out.total_bytes, "planning_ms": plan.out.planning_ms,
+                "elapsed_ms": round((time.perf_counter() - started) * 1000, 3)}
 
     def body():
         # Not attached as the current span: Starlette iterates this generator across threads and contexts.
-        span = tracer.start_span("serialize_result", attributes={"strata.rows": table.num_rows})
+        span = tracer.start_span("serialize_result", attributes={"strata.engine": choice.engine})
+        outcome = "failed"
         try:
-            yield from serialize(table, media, query_id, summary)
+            yield from serialize(result, media, query_id, summary)
+            outcome = "cancelled" if running.cancelled else "success"
         finally:
+            result.close()
+            runtime.running.pop(query_id, None)
+            runtime.metrics.outcomes.labels(outcome).inc()
+            if result.truncated:
+                runtime.metrics.truncated.inc()
+            span.set_attribute("strata.rows", result.rows)
             span.end()
 
-    headers = {"x-query-id": query_id, "x-strata-files-scanned": str(plan.out.total_files),
-               "x-strata-bytes-scanned": str(plan.out.total_bytes), "x-strata-rows": str(table.num_rows)}
+    headers = {"x-query-id": query_id, "x-strata-engine": choice.engine, "x-strata-engine-reason": choice.reason,
+               "x-strata-files-scanned": str(plan.out.total_files),
+               "x-strata-bytes-scanned": str(plan.out.total_bytes), "x-strata-row-cap": str(row_cap)}
     return StreamingResponse(body(), media_type=media, headers=headers)
 
 
 @router.delete("/v1/query/{query_id}", status_code=202, responses=problem_responses(401, 403, 404))
 async def cancel_sql_query(query_id: str, state: State, principal: Caller) -> dict[str, str]:
-    """Interrupt a running query's Spark operation; the query's own request then answers 409."""
+    """Interrupt a running query on its engine; the query's own request then answers 409 (or, when its result
+    was already streaming, the stream ends early)."""
     running = runtime_of(state).running.get(query_id)
     if running is None or (principal.tenant is not None and running.tenant != principal.tenant):
         raise NotFound(f"no query {query_id!r} is running here")
     running.cancelled = True
-    await asyncio.to_thread(interrupt_query, state.spark, query_id)
+    await asyncio.to_thread(_cancel, state, running)
     return {"query_id": query_id, "status": "cancelling"}

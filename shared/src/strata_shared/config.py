@@ -79,6 +79,24 @@ class Settings(BaseSettings):
     # Query planning and execution.
     query_max_files: int = 10_000
     query_timeout_secs: float = 300.0
+    # Plans at or under all three limits run on query-api's in-process engine (DuckDB), larger ones on Spark.
+    # Bytes are the column chunks the plan reads (compressed); defaults measured on a 2-core machine
+    # (docs/benchmarks.md, "Query engines").
+    query_local_max_bytes: int = 256 * 1024 * 1024
+    query_local_max_rows: int = 20_000_000
+    query_local_max_files: int = 512
+    # Threads of the in-process engine per query, and queries it runs at once (more wait their turn).
+    query_local_threads: int = 2
+    query_local_concurrency: int = 2
+    # Decoded row groups of hot files kept in memory as Arrow (the RAM tier); 0 turns it off.
+    query_hot_cache_bytes: int = 512 * 1024 * 1024
+    # A result stops after this many rows; a cut is reported (header and end-of-stream flag), never silent.
+    query_max_result_rows: int = 1_000_000
+    # query-api's own admission: queries (plans and executions) in flight at once, per tenant and in total;
+    # waiting requests are admitted round-robin across tenants, and a tenant with this many waiting gets 429.
+    query_max_concurrent: int = 8
+    query_max_concurrent_per_tenant: int = 2
+    query_max_waiting_per_tenant: int = 64
     # Fault injection for tests: the scan tasks of every query wait this long before reading.
     fault_query_scan_delay_secs: float = 0.0
     # The proxy's per-tenant limits: token bucket (rate per second, burst) and concurrent requests.

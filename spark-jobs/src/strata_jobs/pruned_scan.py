@@ -46,6 +46,20 @@ def scan_ddl(columns: list[tuple[str, FieldType]]) -> str:
     return ", ".join(f"`{name}` {spark_type(t)}" for name, t in columns)
 
 
+def shape_row_group(table: pa.Table, task: ScanTask, schema: pa.Schema) -> pa.Table:
+    """One row group's columns in the scan's schema: split constants filled in, missing columns as nulls, types
+    cast to the schema's (u64 to decimal). Both engines read through this, so they see the same rows."""
+    arrays = []
+    for field in schema:
+        if task.constants and field.name in task.constants:
+            arrays.append(pa.array([task.constants[field.name]] * table.num_rows, field.type))
+        elif field.name in table.column_names:
+            arrays.append(table.column(field.name).cast(field.type))
+        else:
+            arrays.append(pa.nulls(table.num_rows, field.type))
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
 def read_task(task: ScanTask, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
     fs, path = filesystem_for(task.uri)
     with fs.open_input_file(path) as source:
@@ -54,15 +68,7 @@ def read_task(task: ScanTask, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
         wanted = [name for name in schema.names if name in present]
         for group in task.row_groups:
             table = parquet.read_row_group(group, columns=wanted)
-            arrays = []
-            for field in schema:
-                if task.constants and field.name in task.constants:
-                    arrays.append(pa.array([task.constants[field.name]] * table.num_rows, field.type))
-                elif field.name in present:
-                    arrays.append(table.column(field.name).cast(field.type))
-                else:
-                    arrays.append(pa.nulls(table.num_rows, field.type))
-            yield from pa.Table.from_arrays(arrays, schema=schema).to_batches(max_chunksize=65_536)
+            yield from shape_row_group(table, task, schema).to_batches(max_chunksize=65_536)
 
 
 def scan_worker(schema: pa.Schema, delay_secs: float = 0.0

@@ -1,5 +1,5 @@
-"""Result serialization, chosen by the Accept header: an Arrow IPC stream, NDJSON, or one JSON document. Each
-is produced batch by batch, so the response streams without holding a second copy of the result."""
+"""Result serialization, chosen by the Accept header: an Arrow IPC stream, NDJSON, or one JSON document. Each is
+produced batch by batch as the engine delivers them, so a response never holds the whole result."""
 
 from __future__ import annotations
 
@@ -8,11 +8,12 @@ import decimal
 import io
 import json
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
+from strata_query.execution.result_stream import ResultStream
 from strata_shared.errors import StrataError
 
 ARROW = "application/vnd.apache.arrow.stream"
@@ -64,49 +65,62 @@ def _plain(value):
     return value
 
 
-def _rows(table: pa.Table) -> Iterator[dict]:
-    names = table.column_names
-    for batch in table.to_batches(max_chunksize=BATCH_ROWS):
-        columns = [batch.column(i).to_pylist() for i in range(batch.num_columns)]
-        for values in zip(*columns, strict=True):
-            yield {name: _plain(v) for name, v in zip(names, values, strict=True)}
+def _rows(batches: Iterable[pa.RecordBatch]) -> Iterator[dict]:
+    for batch in batches:
+        names = batch.schema.names
+        for offset in range(0, batch.num_rows, BATCH_ROWS):
+            part = batch.slice(offset, BATCH_ROWS)
+            columns = [part.column(i).to_pylist() for i in range(part.num_columns)]
+            for values in zip(*columns, strict=True):
+                yield {name: _plain(v) for name, v in zip(names, values, strict=True)}
 
 
-def arrow_stream(table: pa.Table) -> Iterator[bytes]:
+def arrow_stream(result: ResultStream) -> Iterator[bytes]:
+    """An Arrow IPC stream; a result cut at the row cap ends with an empty batch whose custom metadata says so
+    (`strata.truncated: true`, `strata.row_cap: N`)."""
     sink = io.BytesIO()
-    with ipc.new_stream(sink, table.schema) as writer:
-        for batch in table.to_batches(max_chunksize=BATCH_ROWS * 8):
+    with ipc.new_stream(sink, result.schema) as writer:
+        for batch in result:
             writer.write_batch(batch)
             yield sink.getvalue()
             sink.seek(0)
             sink.truncate()
+        if result.truncated:
+            writer.write_batch(pa.RecordBatch.from_pylist([], schema=result.schema), custom_metadata={
+                "strata.truncated": "true", "strata.row_cap": str(result.row_cap)})
     yield sink.getvalue()
 
 
-def ndjson_stream(table: pa.Table) -> Iterator[bytes]:
+def ndjson_stream(result: ResultStream) -> Iterator[bytes]:
+    """One JSON object per row; a result cut at the row cap ends with one more line,
+    `{"strata_truncated": true, "row_cap": N}`, which no row can be (rows are objects of the query's columns)."""
     chunk = []
-    for row in _rows(table):
+    for row in _rows(result):
         chunk.append(json.dumps(row, separators=(",", ":")))
         if len(chunk) == BATCH_ROWS:
             yield ("\n".join(chunk) + "\n").encode()
             chunk = []
     if chunk:
         yield ("\n".join(chunk) + "\n").encode()
+    if result.truncated:
+        yield json.dumps({"strata_truncated": True, "row_cap": result.row_cap}, separators=(",", ":")).encode() + b"\n"
 
 
-def json_stream(table: pa.Table, query_id: str, summary: dict) -> Iterator[bytes]:
-    head = {"query_id": query_id, "columns": [{"name": f.name, "type": str(f.type)} for f in table.schema]}
+def json_stream(result: ResultStream, query_id: str, summary: Callable[[], dict]) -> Iterator[bytes]:
+    """One document: the columns, the rows, then a summary written after the last row (rows, whether the cap cut
+    the result, timings)."""
+    head = {"query_id": query_id, "columns": [{"name": f.name, "type": str(f.type)} for f in result.schema]}
     yield json.dumps(head, separators=(",", ":"))[:-1].encode() + b',"rows":['
     first = True
-    for row in _rows(table):
+    for row in _rows(result):
         yield (b"" if first else b",") + json.dumps(row, separators=(",", ":")).encode()
         first = False
-    yield b'],"summary":' + json.dumps(summary, separators=(",", ":")).encode() + b"}"
+    yield b'],"summary":' + json.dumps(summary(), separators=(",", ":")).encode() + b"}"
 
 
-def serialize(table: pa.Table, media: str, query_id: str, summary: dict) -> Iterator[bytes]:
+def serialize(result: ResultStream, media: str, query_id: str, summary: Callable[[], dict]) -> Iterator[bytes]:
     if media == ARROW:
-        return arrow_stream(table)
+        return arrow_stream(result)
     if media == NDJSON:
-        return ndjson_stream(table)
-    return json_stream(table, query_id, summary)
+        return ndjson_stream(result)
+    return json_stream(result, query_id, summary)

@@ -1,28 +1,39 @@
-"""What query-api keeps between requests: the planning caches, the queries running on Spark (so DELETE can
-interrupt them), asynchronous plans, and the query metrics."""
+"""What query-api keeps between requests: the planning caches and the RAM tier, the in-process engine, admission,
+the running queries (so DELETE can interrupt them), asynchronous plans, and the query metrics."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
-from strata_query.planning.caches import ArtifactCache, FooterCache, TotalsCache
+from strata_query.execution.admission import FairAdmission
+from strata_query.execution.engine_choice import Engine, LocalLimits
+from strata_query.execution.hot_tier import HotTier
+from strata_query.execution.local_query import LocalEngine
+from strata_query.planning.caches import ArtifactCache, ByteLru, FooterCache
 from strata_query.planning.schemas import PlanStatus
+from strata_shared.config import Settings
 from strata_shared.storage import ObjectStore
 
 MAX_PLANS = 1000
+log = logging.getLogger("strata.query")
 
 
 @dataclass
 class RunningQuery:
     query_id: str
     tenant: str | None
+    engine: Engine
     started: float = field(default_factory=time.monotonic)
     cancelled: bool = False
+    # True until the engine has produced the first batch (or failed).
+    opening: bool = True
 
 
 @dataclass
@@ -44,21 +55,59 @@ class QueryMetrics:
         self.rows_scanned = Counter("strata_query_rows_scanned_total", "Rows in the row groups queries read",
                                     registry=registry)
         self.outcomes = Counter("strata_query_total", "Queries by outcome", ["outcome"], registry=registry)
+        self.engines = Counter("strata_query_engine_total", "Queries executed, by engine", ["engine"],
+                               registry=registry)
+        self.truncated = Counter("strata_query_truncated_total", "Results cut at the result-row cap",
+                                 registry=registry)
 
     def observe_plan(self, plan) -> None:
+        """Counts what each stage pruned. Metrics never fail a query: a stage reporting more after it than before
+        it would be a planner defect, logged and counted as zero rather than raised to the caller."""
         for stage in plan.stages:
-            self.pruned.labels(stage.stage, "files").inc(stage.files_before - stage.files_after)
-            self.pruned.labels(stage.stage, "row_groups").inc(stage.row_groups_before - stage.row_groups_after)
+            for unit, before, after in (("files", stage.files_before, stage.files_after),
+                                        ("row_groups", stage.row_groups_before, stage.row_groups_after)):
+                if after > before:
+                    log.error("plan of %s: stage %s reports %d %s after it but %d before", plan.index_id,
+                              stage.stage, after, unit, before)
+                    continue
+                self.pruned.labels(stage.stage, unit).inc(before - after)
+
+
+class CacheCollector:
+    """Hits, misses and size of query-api's caches in /metrics: the RAM tier, footers, artifacts."""
+
+    def __init__(self, caches: dict[str, ByteLru]) -> None:
+        self.caches = caches
+
+    def collect(self):
+        hits = CounterMetricFamily("strata_query_cache_hits", "Cache lookups that found their entry", labels=["cache"])
+        misses = CounterMetricFamily("strata_query_cache_misses", "Cache lookups that missed", labels=["cache"])
+        ratio = GaugeMetricFamily("strata_query_cache_hit_ratio", "Hits over lookups since start", labels=["cache"])
+        size = GaugeMetricFamily("strata_query_cache_bytes", "Bytes held", labels=["cache"])
+        for name, lru in self.caches.items():
+            hits.add_metric([name], lru.hits)
+            misses.add_metric([name], lru.misses)
+            lookups = lru.hits + lru.misses
+            ratio.add_metric([name], lru.hits / lookups if lookups else 0.0)
+            size.add_metric([name], lru.size_bytes)
+        return [hits, misses, ratio, size]
 
 
 class QueryRuntime:
-    def __init__(self, storage: ObjectStore, registry: CollectorRegistry) -> None:
+    def __init__(self, storage: ObjectStore, registry: CollectorRegistry, settings: Settings) -> None:
         self.artifacts = ArtifactCache(storage)
         self.footers = FooterCache(storage)
-        self.totals = TotalsCache(ttl_secs=30.0)
+        self.hot = HotTier(storage, self.footers, settings.query_hot_cache_bytes)
+        self.local = LocalEngine(self.hot, settings.query_local_threads)
+        self.local_limits = LocalLimits(settings.query_local_max_bytes, settings.query_local_max_rows,
+                                        settings.query_local_max_files)
+        self.admission = FairAdmission(settings.query_max_concurrent, settings.query_max_concurrent_per_tenant,
+                                       settings.query_max_waiting_per_tenant)
         self.running: dict[str, RunningQuery] = {}
         self.plans: OrderedDict[str, AsyncPlan] = OrderedDict()
         self.metrics = QueryMetrics(registry)
+        registry.register(CacheCollector({"hot": self.hot.lru, "footers": self.footers.lru,
+                                          "artifacts": self.artifacts.lru}))
 
     def remember_plan(self, plan_id: str, plan: AsyncPlan) -> None:
         self.plans[plan_id] = plan

@@ -1,71 +1,91 @@
 """Executing a planned query on Spark through Spark Connect: the shaped scan (`strata_jobs.pruned_scan`) as a
-temporary view, the query's own SQL (transpiled to Spark SQL) on top of it, tagged so it can be interrupted."""
+temporary view, the query's own SQL on top of it, tagged so it can be interrupted, and its result streamed batch
+by batch as Spark Connect sends it (never collected whole)."""
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from collections.abc import Iterator
+from itertools import chain
 
 import pyarrow as pa
+from pyspark.sql.pandas.types import to_arrow_schema
 
-from strata_jobs.pruned_scan import ScanTask, scan_frame
-from strata_shared.domain.fields import FieldType
+from strata_jobs.pruned_scan import scan_frame
+from strata_query.execution.result_stream import ResultStream
+from strata_query.execution.scan_request import ScanRequest
 from strata_shared.spark.session import SparkSessionFactory
 
 log = logging.getLogger("strata.query")
 
 
-@dataclass(frozen=True, slots=True)
-class ScanRequest:
-    query_id: str
-    tasks: list[ScanTask]
-    columns: list[tuple[str, FieldType]]
-    # Spark SQL over the view name: the user's query, its WHERE clause as the residual filter.
-    sql_template: str
-    # A filter the planner adds (the default lookback), as a Spark SQL condition over the view's columns.
-    extra_filter: str | None = None
-    # Fault injection for tests: scan tasks wait this long, so a query can be caught running.
-    scan_delay_secs: float = 0.0
-
-    @property
-    def tag(self) -> str:
-        return f"strata-query-{self.query_id}"
-
-
-def run_query(spark: SparkSessionFactory, request: ScanRequest) -> pa.Table:
-    """Blocking: runs the query and returns its result as Arrow (call from a worker thread).
+def open_spark_query(spark: SparkSessionFactory, request: ScanRequest) -> ResultStream:
+    """Blocking (call from a worker thread): starts the query and returns its result stream once the first batch
+    has arrived, so a failure to run is raised here, before any response is sent.
 
     A server that restarted since the session was opened has forgotten it (and its job bundle): the client then
-    reports the session stopped, and the query runs once more on a new session, which ships the bundle again.
-    A query only reads, so running it twice is safe.
+    reports the session stopped, and the query starts once more on a new session, which ships the bundle again.
+    A query only reads, so starting it twice is safe.
     """
     spark.require_reachable()
     session = spark.session()
     try:
-        return _run_on(session, request)
+        return _open_on(session, request)
     except Exception:
         if not session.is_stopped:
             raise
         log.info("spark session of query %s was closed by the server; retrying on a new session", request.query_id)
-    return _run_on(spark.session(), request)
+    return _open_on(spark.session(), request)
 
 
-def _run_on(session, request: ScanRequest) -> pa.Table:
-    view = f"strata_scan_{request.query_id.lower()}"
+def _open_on(session, request: ScanRequest) -> ResultStream:
     frame = scan_frame(session, request.tasks, request.columns, request.scan_delay_secs)
     if request.extra_filter:
         frame = frame.where(request.extra_filter)
-    frame.createOrReplaceTempView(view)
-    session.addTag(request.tag)
-    try:
-        return session.sql(request.sql_template.replace("{view}", view)).toArrow()
-    finally:
-        session.removeTag(request.tag)
+    frame.createOrReplaceTempView(request.view)
+    finished = False
+
+    def close() -> None:
+        if not finished:
+            # The client went away or the cap was reached: stop the rest of the Spark work.
+            session.interruptTag(request.tag)
         try:
-            session.catalog.dropTempView(view)
+            session.catalog.dropTempView(request.view)
         except Exception:  # noqa: BLE001 - a view left behind is harmless and per session
-            log.debug("dropping view %s failed", view)
+            log.debug("dropping view %s failed", request.view)
+
+    try:
+        result = session.sql(request.sql)
+        schema = to_arrow_schema(result.schema, error_on_duplicated_field_names_in_struct=True)
+        # Tags are per thread and sent with the request, which the first next() sends.
+        session.addTag(request.tag)
+        try:
+            # DataFrame.toArrow() collects every batch first; the client's iterator yields them as they arrive.
+            tables = session.client.to_table_as_iterator(result._plan.to_proto(session.client),
+                                                         result._plan.observations)
+            batches = _batches(tables, schema)
+            first = next(batches, None)
+        finally:
+            session.removeTag(request.tag)
+    except BaseException:
+        finished = True
+        close()
+        raise
+
+    def rest() -> Iterator[pa.RecordBatch]:
+        nonlocal finished
+        yield from batches
+        finished = True
+
+    return ResultStream(schema, chain([] if first is None else [first], rest()), close, request.row_cap)
 
 
-def interrupt_query(spark: SparkSessionFactory, query_id: str) -> None:
-    spark.session().interruptTag(f"strata-query-{query_id}")
+def _batches(tables, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    for item in tables:
+        if isinstance(item, pa.Table):
+            yield from item.cast(schema).to_batches()
+
+
+def interrupt_spark_query(spark: SparkSessionFactory, query_id: str) -> list[str]:
+    """The ids of the operations interrupted (none when the query has not started one yet)."""
+    return spark.session().interruptTag(f"strata-query-{query_id}")

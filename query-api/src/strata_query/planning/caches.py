@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 import pyarrow.parquet as pq
@@ -17,6 +16,9 @@ from strata_shared.artifacts import ArtifactFormatError, load_artifact
 from strata_shared.storage import ObjectStore
 
 log = logging.getLogger("strata.query")
+
+
+_ABSENT = object()
 
 
 class ByteLru:
@@ -28,23 +30,39 @@ class ByteLru:
         self.hits = 0
         self.misses = 0
 
-    def get_or_load(self, key: Any, load: Callable[[], tuple[Any, int]]) -> Any:
+    def get(self, key: Any, default: Any = None) -> Any:
         with self._lock:
             found = self._entries.get(key)
-            if found is not None:
-                self._entries.move_to_end(key)
-                self.hits += 1
-                return found[0]
-            self.misses += 1
-        value, size = load()
+            if found is None:
+                self.misses += 1
+                return default
+            self._entries.move_to_end(key)
+            self.hits += 1
+            return found[0]
+
+    def put(self, key: Any, value: Any, size: int) -> None:
         with self._lock:
             if key not in self._entries:
                 self._entries[key] = (value, size)
                 self._bytes += size
-            while self._bytes > self.capacity_bytes and len(self._entries) > 1:
+            while self._bytes > self.capacity_bytes and self._entries:
                 _, (_, evicted) = self._entries.popitem(last=False)
                 self._bytes -= evicted
+
+    def get_or_load(self, key: Any, load: Callable[[], tuple[Any, int]]) -> Any:
+        found = self.get(key, _ABSENT)
+        if found is not _ABSENT:
+            return found
+        value, size = load()
+        self.put(key, value, size)
         return value
+
+    @property
+    def size_bytes(self) -> int:
+        return self._bytes
+
+    def __len__(self) -> int:
+        return len(self._entries)
 
 
 class ArtifactCache:
@@ -85,24 +103,3 @@ class FooterCache:
                 metadata = pq.ParquetFile(source).metadata
             return metadata, max(1, metadata.serialized_size)
         return self.lru.get_or_load(uri, load)
-
-
-class TotalsCache:
-    """An index's published file and byte totals (the first stage's "before"), per (index, tenant), refreshed
-    after `ttl_secs`: counting a million rows on every plan would cost more than the rest of planning."""
-
-    def __init__(self, ttl_secs: float = 30.0) -> None:
-        self.ttl_secs = ttl_secs
-        self._entries: dict[Any, tuple[float, Any]] = {}
-
-    async def get(self, key: Any, load: Callable[[], Awaitable[Any]]) -> Any:
-        now = time.monotonic()
-        found = self._entries.get(key)
-        if found is not None and now - found[0] < self.ttl_secs:
-            return found[1]
-        value = await load()
-        if self.ttl_secs > 0:
-            if len(self._entries) > 10_000:
-                self._entries.clear()
-            self._entries[key] = (now, value)
-        return value

@@ -18,7 +18,7 @@ from opentelemetry import trace
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlglot import exp
 
-from strata_query.planning.caches import ArtifactCache, FooterCache, TotalsCache
+from strata_query.planning.caches import ArtifactCache, FooterCache
 from strata_query.planning.cascade import (
     CandidateFile,
     CascadeResult,
@@ -29,6 +29,7 @@ from strata_query.planning.cascade import (
 from strata_query.planning.schemas import FilePartOut, PlanOut, StageOut, TimeRangeOut
 from strata_query.sql import ParsedQuery, parse_query
 from strata_query.sql.errors import QuerySyntaxError, QueryValidationError
+from strata_query.sql.where import timestamp_literal
 from strata_shared.domain.fields import FieldType
 from strata_shared.domain.index_config import FieldSpec, IndexSettings
 from strata_shared.errors import InvalidInput, NotFound
@@ -51,7 +52,8 @@ class QueryPlan:
     settings: IndexSettings
     out: PlanOut
     scan_columns: list[tuple[str, FieldType]]
-    extra_filter: str | None
+    # A condition the planner adds (the default lookback), applied to the scan before the query's SQL.
+    extra_filter: exp.Expression | None
 
 
 def table_of(sql: str) -> str:
@@ -81,9 +83,11 @@ def _split_seconds(ranges: TimeRanges, is_seconds: bool) -> TimeRanges:
 
 
 async def build_plan(session: AsyncSession, sql: str, *, tenant: str | None, now: float, max_files: int,
-                     artifacts: ArtifactCache, footers: FooterCache, totals: TotalsCache | None = None) -> QueryPlan:
-    totals = totals or TotalsCache(ttl_secs=0)
+                     artifacts: ArtifactCache, footers: FooterCache) -> QueryPlan:
+    """`session` must be fresh: every read of the plan runs in one read-only REPEATABLE READ transaction, so the
+    totals, the candidates and their artifacts are one snapshot and every stage's counts agree."""
     started = time.perf_counter()
+    await session.connection(execution_options={"isolation_level": "REPEATABLE READ", "postgresql_readonly": True})
     index_id = table_of(sql)
     index = await IndexRepository(session).get_live(index_id)
     if index is None:
@@ -109,12 +113,12 @@ async def build_plan(session: AsyncSession, sql: str, *, tenant: str | None, now
         bound = lo if is_seconds else lo * 1_000_000
         predicate = to_nnf(And((predicate, Compare(ts, ">=", bound))))
         ranges = extract_time_range(predicate, ts)
-        extra_filter = f"`{ts}` >= {bound}" if is_seconds else f"`{ts}` >= timestamp_micros({bound})"
+        extra_filter = exp.GTE(this=exp.column(ts, quoted=True),
+                               expression=exp.Literal.number(bound) if is_seconds else timestamp_literal(bound))
     seconds = _split_seconds(ranges, is_seconds)
 
     splits = SplitRepository(session)
-    total_files, total_bytes = await totals.get(
-        (index.index_uid, tenant), lambda: splits.published_totals(index.index_uid, tenant))
+    total_files, total_bytes = await splits.published_totals(index.index_uid, tenant)
     window = settings.window_duration_secs
     lo = seconds.lower
     hi = seconds.upper

@@ -13,6 +13,11 @@ class QueryRequest(BaseModel):
     sql: str = Field(min_length=1, max_length=100_000,
                      description="one SELECT over one index, named as the table")
     timeout_secs: float | None = Field(None, gt=0, description="at most the server's limit")
+    engine: Literal["local", "spark"] | None = Field(
+        None, description="run on this engine instead of the one the plan's size selects: `local` is query-api's "
+                          "in-process engine (DuckDB), `spark` the Spark Connect server")
+    max_rows: int | None = Field(None, ge=1, description="cut the result after this many rows (at most the "
+                                                          "server's cap); a cut is reported, never silent")
 
 
 class TimeRangeOut(BaseModel):
@@ -47,6 +52,11 @@ class FilePartOut(BaseModel):
     pruned_with: Literal["artifacts", "parquet_statistics"]
 
 
+class EngineOut(BaseModel):
+    engine: Literal["local", "spark"] | None = Field(description="null when no engine here can run the plan")
+    reason: str
+
+
 class PlanOut(BaseModel):
     index_id: str
     index_uid: str
@@ -62,6 +72,7 @@ class PlanOut(BaseModel):
     total_bytes: int
     total_rows: int
     planning_ms: float
+    engine: EngineOut | None = Field(None, description="the engine that runs (or would run) the plan, and why")
 
 
 class PlanStatus(BaseModel):

@@ -1,15 +1,21 @@
-"""SQL text to a validated query: the pruning predicate, the columns to read, and the Spark SQL to execute.
+"""SQL text to a validated query: the pruning predicate, the columns to read, and the SQL each engine executes.
 
 The accepted dialect is sqlglot's default one (ANSI-like: 'strings', "identifiers"), over one index named as the
 table. Supported: SELECT of columns, `*`, expressions and aliases; WHERE with AND, OR, NOT, comparisons, BETWEEN,
 IN, IS [NOT] NULL, LIKE and `text_match(column, 'terms')`; GROUP BY with count/sum/min/max/avg; HAVING; ORDER BY;
 LIMIT. Literal rules for timestamps are in literals.py.
+
+One statement is rendered for both engines (Spark SQL and DuckDB), with the few rules where they differ fixed
+here so the answers are the same: a division, modulo or integer division by zero is NULL; LIKE escapes with a
+backslash; NULLs sort first ascending and last descending; a select expression without an alias is named by
+its SQL text (`COUNT(*)`, `MIN(value)`).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Literal
 
 import sqlglot
 from sqlglot import exp
@@ -36,18 +42,26 @@ class ParsedQuery:
     columns_needed: frozenset[str]
     has_aggregates: bool
     limit: int | None
-    _spark_ast: exp.Select = field(repr=False, compare=False)
+    _ast: exp.Select = field(repr=False, compare=False)
     _qualifier: str = field(repr=False, compare=False)
 
-    def spark_sql(self, view_name: str) -> str:
-        """The query in Spark SQL over `view_name` (a view of the pruned scan) instead of the index."""
-        statement = self._spark_ast.copy()
+    def sql_for(self, view_name: str, dialect: Literal["spark", "duckdb"], max_rows: int | None = None) -> str:
+        """The query over `view_name` (a view of the pruned scan) instead of the index, in an engine's dialect.
+        `max_rows` lowers the LIMIT to it (a result cap)."""
+        statement = self._ast.copy()
         # The view keeps the name columns are qualified with, so `logs.level` still resolves.
         statement.args["from_"].set("this", exp.Table(
             this=exp.to_identifier(view_name, quoted=True),
             alias=exp.TableAlias(this=exp.to_identifier(self._qualifier, quoted=True)),
         ))
-        return statement.sql(dialect="spark", identify=True)
+        if max_rows is not None and (self.limit is None or self.limit > max_rows):
+            statement.set("limit", exp.Limit(expression=exp.Literal.number(max_rows)))
+        if dialect == "duckdb":
+            # Spark's LIKE escapes with a backslash by default, DuckDB's has no escape unless told.
+            for like in list(statement.find_all(exp.Like)):
+                if not isinstance(like.parent, exp.Escape):
+                    like.replace(exp.Escape(this=like.copy(), expression=exp.Literal.string("\\")))
+        return statement.sql(dialect=dialect, identify=True)
 
 
 def parse_query(sql: str, *, index_id: str, settings: IndexSettings) -> ParsedQuery:
@@ -60,6 +74,8 @@ def parse_query(sql: str, *, index_id: str, settings: IndexSettings) -> ParsedQu
     where = select.args.get("where")
     predicate = to_nnf(translator.translate(where.this)) if where is not None else TRUE
     translator.rewrite_outside_where()
+    _name_unaliased_expressions(select)
+    _null_on_zero_divisor(select)
     for node in list(select.find_all(exp.Anonymous)):
         if is_text_match(node):
             atom = text_match_atom(node, types, clause_of(node, select))
@@ -71,9 +87,26 @@ def parse_query(sql: str, *, index_id: str, settings: IndexSettings) -> ParsedQu
         columns_needed=resolution.columns,
         has_aggregates=select.args.get("group") is not None or any(True for _ in select.find_all(*AGGREGATES)),
         limit=_limit(select),
-        _spark_ast=select,
+        _ast=select,
         _qualifier=resolution.qualifier,
     )
+
+
+def _name_unaliased_expressions(select: exp.Select) -> None:
+    """Engines name `count(*)` differently (Spark `count(1)`, DuckDB `count_star()`): give every computed
+    column without an alias its SQL text as its name, so both engines answer with the same columns."""
+    for expression in list(select.expressions):
+        if not isinstance(expression, exp.Alias | exp.Column | exp.Star):
+            expression.replace(exp.alias_(expression.copy(), expression.sql(), quoted=True))
+
+
+def _null_on_zero_divisor(select: exp.Select) -> None:
+    """x / 0 is an error in Spark's ANSI mode and infinity in DuckDB: both engines get NULL instead."""
+    for node in list(select.find_all(exp.Div, exp.Mod, exp.IntDiv)):
+        divisor = node.expression
+        if isinstance(divisor, exp.Literal) and divisor.is_number and float(divisor.this) != 0:
+            continue
+        node.set("expression", exp.Nullif(this=divisor.copy(), expression=exp.Literal.number(0)))
 
 
 def _parse(sql: str) -> list[exp.Expression | None]:

@@ -167,10 +167,16 @@ def _integer_bound(column: str, op: ComparisonOp, value: Fraction) -> Predicate:
 def _spark_timestamp_literal(raw: RawLiteral, field_type: FieldType, value: object) -> exp.Expression | None:
     if field_type is FieldType.TIMESTAMP:
         # Spark reads a bare integer as seconds and a string in the session time zone: neither is what we mean.
-        return exp.Anonymous(this="timestamp_micros", expressions=[exp.Literal.number(str(value))])
+        return timestamp_literal(value)  # type: ignore[arg-type]
     if raw.kind in ("string", "timestamp"):
         return exp.Literal.number(decimal_text(value))  # type: ignore[arg-type]
     return None
+
+
+def timestamp_literal(micros: int) -> exp.Expression:
+    """An instant from epoch microseconds, exact in every engine (TIMESTAMP_MICROS in Spark, MAKE_TIMESTAMP in
+    DuckDB)."""
+    return exp.UnixToTime(this=exp.Literal.number(str(micros)), scale=exp.UnixToTime.MICROS)
 
 
 def _check_like_escapes(pattern: str, column: str) -> None:

@@ -1,0 +1,126 @@
+"""Executing a planned query in query-api's own process on DuckDB: the shaped scan is an Arrow stream of exactly
+the kept row groups and columns (from the RAM tier where hot), the query's SQL runs over it, and the result
+streams batch by batch. Chosen over DataFusion by measurement (docs/benchmarks.md, "Query engines").
+
+One DuckDB database serves every query, each on its own cursor (DuckDB's own connection, with its own temporary
+views); the database's thread pool bounds the CPU all local queries use together.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterator
+from itertools import chain
+
+import duckdb
+import pyarrow as pa
+
+from strata_jobs.pruned_scan import scan_arrow_schema, shape_row_group
+from strata_query.execution.hot_tier import HotTier
+from strata_query.execution.result_stream import ResultStream
+from strata_query.execution.scan_request import ScanRequest
+from strata_shared.errors import StrataError, Unavailable
+
+log = logging.getLogger("strata.query")
+RESULT_BATCH_ROWS = 65_536
+
+
+class QueryFailed(StrataError):
+    """The query is valid but cannot be computed over this data (an overflow, a failed cast)."""
+
+    status, slug, title = 422, "query-failed", "The query failed while running"
+
+
+class QueryInterrupted(Exception):
+    """The query was interrupted (cancelled or timed out) while running."""
+
+
+class StorageUnavailable(Unavailable):
+    slug, title = "storage-unavailable", "Object storage unavailable"
+
+
+class LocalEngine:
+    def __init__(self, hot: HotTier, threads: int) -> None:
+        self.hot = hot
+        self._db = duckdb.connect(config={"threads": threads})
+        self._cursors: dict[str, tuple[duckdb.DuckDBPyConnection, threading.Event]] = {}
+        self._lock = threading.Lock()
+
+    def open(self, request: ScanRequest) -> ResultStream:
+        """Blocking (call from a worker thread): starts the query and returns its stream once the first batch is
+        computed, so errors are raised here, before any response is sent."""
+        cursor = self._db.cursor()
+        interrupted = threading.Event()
+        with self._lock:
+            self._cursors[request.query_id] = (cursor, interrupted)
+        read_error: list[BaseException] = []
+        scan = pa.RecordBatchReader.from_batches(scan_arrow_schema(request.columns),
+                                                 self._scan(request, interrupted, read_error))
+
+        def close() -> None:
+            with self._lock:
+                self._cursors.pop(request.query_id, None)
+            cursor.close()
+
+        try:
+            raw = f"{request.view}_raw"
+            cursor.register(raw, scan)
+            condition = f" WHERE {request.extra_filter}" if request.extra_filter else ""
+            cursor.execute(f'CREATE TEMP VIEW "{request.view}" AS SELECT * FROM "{raw}"{condition}')
+            reader = cursor.sql(request.sql).to_arrow_reader(RESULT_BATCH_ROWS)
+            first = _next_batch(reader)
+        except duckdb.Error as exc:
+            close()
+            if interrupted.is_set():
+                raise QueryInterrupted(f"query {request.query_id} was interrupted") from exc
+            if read_error:
+                raise StorageUnavailable(f"reading a split file failed: {read_error[0]}") from read_error[0]
+            raise QueryFailed(str(exc).splitlines()[0]) from exc
+        except BaseException:
+            close()
+            raise
+
+        def rest() -> Iterator[pa.RecordBatch]:
+            while (batch := _next_batch(reader)) is not None:
+                yield batch
+
+        return ResultStream(reader.schema, chain([] if first is None else [first], rest()), close,
+                            request.row_cap)
+
+    def interrupt(self, query_id: str) -> bool:
+        """False when no query of that id is running here."""
+        with self._lock:
+            found = self._cursors.get(query_id)
+        if found is None:
+            return False
+        cursor, interrupted = found
+        interrupted.set()
+        cursor.interrupt()
+        return True
+
+    def close(self) -> None:
+        self._db.close()
+
+    def _scan(self, request: ScanRequest, interrupted: threading.Event, errors: list[BaseException]
+              ) -> Iterator[pa.RecordBatch]:
+        schema = scan_arrow_schema(request.columns)
+        if request.scan_delay_secs and interrupted.wait(request.scan_delay_secs):
+            raise QueryInterrupted(f"query {request.query_id} was interrupted")
+        for task in request.tasks:
+            data_columns = [name for name in schema.names if name not in (task.constants or {})]
+            for group in task.row_groups:
+                try:
+                    table = self.hot.read_row_group(task.uri, group, data_columns)
+                except OSError as exc:
+                    # DuckDB reports a failing Arrow stream as its own error; keep the cause to name it.
+                    errors.append(exc)
+                    raise
+                yield from shape_row_group(table, task, schema).to_batches(max_chunksize=RESULT_BATCH_ROWS)
+
+
+def _next_batch(reader: pa.RecordBatchReader) -> pa.RecordBatch | None:
+    try:
+        return reader.read_next_batch()
+    except StopIteration:
+        return None

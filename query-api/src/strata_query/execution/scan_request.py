@@ -1,0 +1,50 @@
+"""What an engine runs for a plan: the shaped scan (files, row groups, columns), a filter the planner adds, and
+the query's SQL over the scan's view, all rendered in that engine's dialect."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from strata_jobs.pruned_scan import ScanTask
+from strata_query.execution.result_stream import engine_limit
+from strata_query.planning.planner import PARTITION_COLUMN, QueryPlan
+from strata_shared.domain.fields import FieldType
+
+VIEW = "{view}"
+
+
+@dataclass(frozen=True, slots=True)
+class ScanRequest:
+    query_id: str
+    tasks: list[ScanTask]
+    columns: list[tuple[str, FieldType]]
+    # The user's query over the placeholder view name, in the engine's dialect, its LIMIT lowered for the cap.
+    sql_template: str
+    # The planner's own condition (the default lookback) in the engine's dialect.
+    extra_filter: str | None
+    row_cap: int | None = None
+    # Fault injection for tests: scans wait this long before reading, so a query can be caught running.
+    scan_delay_secs: float = 0.0
+
+    @property
+    def tag(self) -> str:
+        return f"strata-query-{self.query_id}"
+
+    @property
+    def view(self) -> str:
+        return f"strata_scan_{self.query_id.lower()}"
+
+    @property
+    def sql(self) -> str:
+        return self.sql_template.replace(VIEW, self.view)
+
+
+def scan_request(query_id: str, plan: QueryPlan, dialect: Literal["spark", "duckdb"], row_cap: int | None = None,
+                 scan_delay_secs: float = 0.0) -> ScanRequest:
+    tasks = [ScanTask(uri=f.uri, row_groups=f.row_groups, constants={PARTITION_COLUMN: f.partition_id})
+             for f in plan.out.files]
+    extra = None if plan.extra_filter is None else plan.extra_filter.sql(dialect=dialect, identify=True)
+    return ScanRequest(query_id=query_id, tasks=tasks, columns=plan.scan_columns,
+                       sql_template=plan.parsed.sql_for(VIEW, dialect, engine_limit(row_cap)), extra_filter=extra,
+                       row_cap=row_cap, scan_delay_secs=scan_delay_secs)
