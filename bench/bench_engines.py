@@ -107,11 +107,11 @@ def _engine_choice(client, query_url: str, dataset: dict[str, Any], runs: int) -
         context = datafusion.SessionContext()
         context.register_record_batches("scan", [scan.to_batches()])
         timings: dict[str, list[float]] = {"duckdb": [], "datafusion": []}
-        duck.execute(sql).fetch_arrow_table()
+        duck.execute(sql).to_arrow_table()
         context.sql(sql).to_arrow_table()
         for _ in range(runs):
             started = time.perf_counter()
-            duck.execute(sql).fetch_arrow_table()
+            duck.execute(sql).to_arrow_table()
             timings["duckdb"].append(time.perf_counter() - started)
             started = time.perf_counter()
             context.sql(sql).to_arrow_table()

@@ -11,8 +11,7 @@
     Timed: `build_plan` in this process with warm caches and with fresh (cold) caches on every run, and
     `POST /v1/query/explain` against query-api under uvicorn in a child process. Goal: p50 <= 20 ms, p99 <= 100 ms.
     Where the time goes: each step of `build_plan` timed on its own, the SQL it sends (raw asyncpg and EXPLAIN
-    ANALYZE), a cProfile; prototypes of fixes are applied in this process only (monkeypatched, nothing in
-    query-api changes).
+    ANALYZE) and a cProfile.
 (2) Bytes read after pruning vs DuckDB. Metrics-like rows with a log message, ingested through indexer-api as Arrow
     IPC (one request per collector and batch: a collector serves every sixth host, so its files hold a sixth of the
     hosts and five of the 30 services), sorted splits with several row groups; artifacts built with
@@ -507,11 +506,14 @@ async def _capture_sql(engine, sessions, sql: str, caches) -> list[tuple[str, tu
 STEP_LOOKUP = "index lookup (get_live)"
 STEP_PARSE = "parse_query (SQL to predicate)"
 STEP_TOTALS = "published_totals (files and bytes of the whole index)"
-STEP_CANDIDATES = "published_for_query (candidate splits and their statistics)"
-STEP_STATS = "... of which _stats_of (the statistics rows)"
-STEP_ARTIFACTS = "published_artifacts (snapshots and artifact rows)"
-STEP_CASCADE = "run_cascade (pruning, in a worker thread)"
-STEP_ORDER = (STEP_LOOKUP, STEP_PARSE, STEP_TOTALS, STEP_CANDIDATES, STEP_STATS, STEP_ARTIFACTS, STEP_CASCADE)
+STEP_CANDIDATES = "published_summaries (candidate summaries and their predicate columns' statistics)"
+STEP_SPLIT_STAGE = "split_min_max (stage 1 on the summaries)"
+STEP_FULL = "get_many (full metadata of stage 1's survivors)"
+STEP_STATS = "... _stats_of (the statistics rows, within both reads above)"
+STEP_ARTIFACTS = "published_artifacts (snapshots and artifact rows of the survivors)"
+STEP_CASCADE = "run_cascade (the later stages, in a worker thread)"
+STEP_ORDER = (STEP_LOOKUP, STEP_PARSE, STEP_TOTALS, STEP_CANDIDATES, STEP_SPLIT_STAGE, STEP_FULL, STEP_STATS,
+              STEP_ARTIFACTS, STEP_CASCADE)
 
 
 def _stage_timer():
@@ -524,10 +526,12 @@ def _stage_timer():
     timer = StageTimer()
     timer.wrap_async(IndexRepository, "get_live", STEP_LOOKUP)
     timer.wrap_async(SplitRepository, "published_totals", STEP_TOTALS)
-    timer.wrap_async(SplitRepository, "published_for_query", STEP_CANDIDATES)
+    timer.wrap_async(SplitRepository, "published_summaries", STEP_CANDIDATES)
+    timer.wrap_async(SplitRepository, "get_many", STEP_FULL)
     timer.wrap_async(SplitRepository, "_stats_of", STEP_STATS)
     timer.wrap_async(IndexingRepository, "published_artifacts", STEP_ARTIFACTS)
     timer.wrap_sync(planner, "parse_query", STEP_PARSE)
+    timer.wrap_sync(planner, "split_min_max", STEP_SPLIT_STAGE)
     timer.wrap_sync(planner, "run_cascade", STEP_CASCADE)
     return timer
 
@@ -643,312 +647,10 @@ async def measure_explain(url: str, storage_uri: str, info: ExplainIndex, sql: s
         out["profile_tottime"] = _profile_text(profile, "tottime", 22)
         out["profile_cumulative"] = _profile_text(profile, "cumulative", 30)
 
-        out["split_stage_in_sql"] = await measure_split_stage_in_sql(url, sessions, info, plan, lambda: shared,
-                                                                     out["steps"])
-        print("[query] prototypes ...", flush=True)
-        out["prototypes"] = await measure_prototypes(sessions, sql, runs, max(10, runs // 3), lambda: shared,
-                                                     fresh, plan)
     finally:
         await http.close()
         await engine.dispose()
     return out
-
-
-class PlanPrototypes:
-    """Fixes of `build_plan`'s reads tried without touching query-api: repository methods replaced in this process
-    only, restored by `restore()`. Each step keeps the ones before it; every prototype plan must equal the
-    baseline plan."""
-
-    STEPS = (
-        ("core_candidates", "candidate splits and their statistics read as Core rows (no ORM objects), the split "
-                            "ids as one array parameter"),
-        ("core_artifacts", "+ published artifacts in one Core statement (snapshot LEFT JOIN artifacts)"),
-    )
-
-    def __init__(self, upto: str) -> None:
-        self.enabled = {name for name, _ in self.STEPS[: [n for n, _ in self.STEPS].index(upto) + 1]}
-        self._undo: list[Callable[[], None]] = []
-
-    def _patch(self, owner: Any, name: str, value: Any) -> None:
-        original = getattr(owner, name)
-        setattr(owner, name, value)
-        self._undo.append(lambda: setattr(owner, name, original))
-
-    def restore(self) -> None:
-        for undo in reversed(self._undo):
-            undo()
-        self._undo.clear()
-
-    def install(self) -> PlanPrototypes:
-        from strata_shared.metastore.indexing_repository import IndexingRepository
-        from strata_shared.metastore.repositories import SplitRepository
-
-        if "core_candidates" in self.enabled:
-            self._patch(SplitRepository, "published_for_query", self._core_candidates())
-        if "core_artifacts" in self.enabled:
-            self._patch(IndexingRepository, "published_artifacts", self._core_artifacts())
-        return self
-
-    @staticmethod
-    def _core_candidates():
-        from sqlalchemy import String, and_, any_, bindparam, or_, select, true
-        from sqlalchemy.dialects.postgresql import ARRAY
-
-        from strata_shared.domain.split import SplitState
-        from strata_shared.metastore.models import SplitColumnStatsRow, SplitRow
-        from strata_shared.metastore.repositories import _stats_from_row, _to_metadata
-
-        splits, stats = SplitRow.__table__, SplitColumnStatsRow.__table__
-
-        async def published_for_query(repo, index_uid, partition_id, window_gte, window_lte, include_window_zero,
-                                      limit, stats_columns=None):
-            c = splits.c
-            stmt = select(splits).where(c.index_uid == index_uid, c.state == SplitState.PUBLISHED)
-            if partition_id is not None:
-                stmt = stmt.where(c.partition_id == partition_id)
-            in_range = and_(c.window_start >= window_gte if window_gte is not None else true(),
-                            c.window_start <= window_lte if window_lte is not None else true())
-            stmt = stmt.where(or_(in_range, c.window_start == 0) if include_window_zero else in_range)
-            rows = (await repo.session.execute(stmt.order_by(c.window_start, c.split_id).limit(limit))).all()
-            by_split: dict[str, dict[str, Any]] = {}
-            if rows and (stats_columns is None or stats_columns):
-                wanted = select(stats).where(stats.c.split_id == any_(
-                    bindparam("split_ids", [r.split_id for r in rows], type_=ARRAY(String))))
-                if stats_columns is not None:
-                    wanted = wanted.where(stats.c.column_name == any_(
-                        bindparam("columns", sorted(stats_columns), type_=ARRAY(String))))
-                for row in (await repo.session.execute(wanted)).all():
-                    by_split.setdefault(row.split_id, {})[row.column_name] = _stats_from_row(row)
-            return [_to_metadata(r, by_split.get(r.split_id, {})) for r in rows]
-
-        return published_for_query
-
-    @staticmethod
-    def _core_artifacts():
-        from sqlalchemy import String, bindparam, text
-        from sqlalchemy.dialects.postgresql import ARRAY
-
-        statement = text(ARTIFACTS_SQL.replace("$1::text[]", ":split_ids")).bindparams(
-            bindparam("split_ids", type_=ARRAY(String)))
-
-        async def published_artifacts(repo, split_ids):
-            if not split_ids:
-                return {}
-            out: dict[str, list[Any]] = {}
-            for row in (await repo.session.execute(statement, {"split_ids": list(split_ids)})).all():
-                found = out.setdefault(row.split_id, [])
-                if row.artifact_type is not None:
-                    found.append(row)
-            return out
-
-        return published_artifacts
-
-
-def _same_plan(a: Any, b: Any) -> bool:
-    def strip(plan: Any) -> dict[str, Any]:
-        return plan.out.model_dump(mode="json", exclude={"planning_ms"})
-    return strip(a) == strip(b)
-
-
-async def measure_prototypes(sessions, sql: str, runs: int, rounds: int, warm_caches, fresh_caches, baseline
-                             ) -> dict[str, Any]:
-    """The baseline and every cumulative step, one plan each in turn for `rounds` rounds (so a change in the
-    machine's load hits them all alike); then the last step alone for `runs` warm and `runs` cold plans."""
-    steps = [(name, label, PlanPrototypes(name)) for name, label in PlanPrototypes.STEPS]
-    configs: list[tuple[str, str, PlanPrototypes | None]] = [("baseline", "baseline", None), *steps]
-    samples: dict[str, list[float]] = {name: [] for name, _, _ in configs}
-    same: dict[str, bool] = dict.fromkeys(samples, True)
-    warmup = 3
-
-    async def one(prototype: PlanPrototypes | None, caches) -> tuple[float, Any]:
-        if prototype is not None:
-            prototype.install()
-        try:
-            seconds, plan = await _timed_plans(sessions, sql, 1, caches)
-        finally:
-            if prototype is not None:
-                prototype.restore()
-        return seconds[0], plan
-
-    for round_ in range(warmup + rounds):
-        for name, _, prototype in configs:
-            seconds, plan = await one(prototype, warm_caches)
-            if round_ >= warmup:
-                samples[name].append(seconds)
-            if round_ in (0, warmup + rounds - 1):
-                same[name] &= _same_plan(plan, baseline)
-    out: dict[str, Any] = {"rounds": rounds, "steps": [
-        {"name": name, "label": label, "warm": latency_summary(samples[name]), "same_plan": same[name]}
-        for name, label, _ in configs]}
-    for step in out["steps"]:
-        print(f"[query]   {step['name']}: p50 {step['warm']['p50'] * 1e3:.1f} ms, p99 "
-              f"{step['warm']['p99'] * 1e3:.1f} ms, same plan {step['same_plan']}", flush=True)
-
-    final = steps[-1][2]
-    alone: dict[str, list[float]] = {"warm": [], "cold": []}
-    for _ in range(runs):
-        alone["warm"].append((await one(final, warm_caches))[0])
-        seconds, plan = await one(final, fresh_caches)
-        alone["cold"].append(seconds)
-    out["final"] = {kind: latency_summary(values) for kind, values in alone.items()}
-    out["final_same_plan"] = _same_plan(plan, baseline)
-    final.install()
-    timer = _stage_timer()
-    try:
-        await _timed_plans(sessions, sql, 20, warm_caches)
-    finally:
-        timer.restore()
-        final.restore()
-    out["final_steps"] = {name: timer.totals[name] / 20 for name in STEP_ORDER if name in timer.totals}
-    profile = cProfile.Profile()
-    final.install()
-    try:
-        with _inline_threads():
-            profile.enable()
-            await _timed_plans(sessions, sql, 20, warm_caches)
-            profile.disable()
-    finally:
-        final.restore()
-    out["final_profile"] = _profile_text(profile, "tottime", 18)
-    return out
-
-
-SPLIT_STAGE_SQL = """
-WITH candidates AS (
-    SELECT split_id, partition_id, time_range_start, time_range_end, num_rows, size_bytes, uri, row_groups
-    FROM splits
-    WHERE index_uid = $1 AND state = 'published' AND window_start >= $2 AND window_start <= $3
-      AND time_range_end >= $4 AND time_range_start <= $5
-), survivors AS (
-    SELECT c.* FROM candidates c
-    WHERE NOT EXISTS (
-        SELECT 1 FROM split_column_stats h
-        WHERE h.split_id = c.split_id AND h.column_name = 'host'
-          AND (h.max_string COLLATE "C" < $6 COLLATE "C" OR h.min_string COLLATE "C" > $6 COLLATE "C"))
-)
-SELECT (SELECT count(*) FROM candidates) AS files,
-       (SELECT coalesce(sum(size_bytes), 0) FROM candidates) AS bytes,
-       (SELECT coalesce(sum(jsonb_array_length(row_groups)), 0) FROM candidates) AS row_groups,
-       s.*
-FROM survivors s
-"""
-ARTIFACTS_SQL = (
-    "SELECT s.split_id, a.artifact_type, a.column_name, a.uri, a.content_hash "
-    "FROM artifact_snapshots s LEFT JOIN index_artifacts a ON a.split_id = s.split_id "
-    "AND a.artifact_id IN (SELECT jsonb_array_elements_text(s.artifact_ids)) "
-    "WHERE s.split_id = ANY($1::text[]) AND s.published")
-
-
-async def measure_split_stage_in_sql(url: str, sessions, info: ExplainIndex, plan, caches, steps: dict[str, float]
-                                     ) -> dict[str, Any]:
-    """Sizes the structural fix, stage 1 (split min/max) evaluated by PostgreSQL so that Python only ever sees
-    the files that pass it. Not a full prototype (that is a change of build_plan): its pieces, each measured:
-    the statement (hand-written for this query's `host =` atom; strings compared in the "C" collation, Python's
-    code-point order), the artifact read and the cascade for the survivors only."""
-    import asyncpg
-
-    from bench.bench_planner import raw_fetch
-    from strata_query.planning.cascade import CandidateFile, PublishedArtifact, run_cascade
-    from strata_query.planning.planner import PARTITION_COLUMN
-    from strata_shared.metastore.indexing_repository import IndexingRepository
-    from strata_shared.metastore.repositories import SplitRepository
-    from strata_shared.query.predicate import columns_of, to_nnf
-
-    dsn = asyncpg_dsn(url)
-    start, end = info.query_start, info.query_start + WINDOW - 1
-    params = (info.index_uid, info.query_windows[0], end, start, end, host_name(EXPLAIN_HOST))
-    stage = await raw_fetch(dsn, SPLIT_STAGE_SQL, params, 20)
-    conn = await asyncpg.connect(dsn)
-    try:
-        survivor_ids = [r["split_id"] for r in await conn.fetch(SPLIT_STAGE_SQL, *params)]
-    finally:
-        await conn.close()
-    artifacts_sql = await raw_fetch(dsn, ARTIFACTS_SQL, (survivor_ids,), 20)
-
-    predicate = to_nnf(plan.parsed.predicate)
-    needed = set(plan.parsed.columns_needed) - {PARTITION_COLUMN}
-    async with sessions() as session:
-        metas = await SplitRepository(session).published_for_query(
-            info.index_uid, None, info.query_windows[0], end, include_window_zero=False, limit=100_000,
-            stats_columns=set(columns_of(predicate)) - {PARTITION_COLUMN})
-        metas = [m for m in metas if m.time_range_end >= start and m.time_range_start <= end]
-        published = await IndexingRepository(session).published_artifacts([m.split_id for m in metas])
-    candidates = [CandidateFile(m, [PublishedArtifact(a.artifact_type, a.column_name, a.uri, a.content_hash)
-                                    for a in published.get(m.split_id, [])]) for m in metas]
-    survivors = [c for c in candidates if c.split.split_id in set(survivor_ids)]
-    held = caches()
-    artifacts, footers = held.artifacts, held.footers
-    constants = {PARTITION_COLUMN: lambda split: split.partition_id}
-
-    def cascade_seconds(files: list) -> tuple[float, Any]:
-        samples, result = [], None
-        for _ in range(30):
-            began = time.perf_counter()
-            result = run_cascade(predicate, files, needed, artifacts, footers, constants)
-            samples.append(time.perf_counter() - began)
-        return statistics.median(samples), result
-
-    all_secs, full = cascade_seconds(candidates)
-    survivor_secs, narrow = cascade_seconds(survivors)
-    same_files = [f.split_id for f in full.files] == [f.split_id for f in narrow.files]
-    fixed = steps[STEP_LOOKUP] + steps[STEP_PARSE]
-    return {
-        "statement_secs": stage["median"], "survivors": len(survivor_ids), "candidates": len(candidates),
-        "explain": stage["explain"], "artifacts_secs": artifacts_sql["median"],
-        "cascade_all_secs": all_secs, "cascade_survivors_secs": survivor_secs, "same_files": same_files,
-        "lookup_parse_secs": fixed,
-        "projected_secs": fixed + stage["median"] + artifacts_sql["median"] + survivor_secs,
-    }
-
-
-def render_split_stage(p: dict[str, Any]) -> list[str]:
-    if not p:
-        return []
-    return [
-        "",
-        "The structural fix, sized: stage 1 (split min/max) evaluated by PostgreSQL, so Python only sees the files "
-        "that pass it. Not a full prototype (it changes `build_plan`), its pieces measured one by one: one "
-        f"statement returning the time-range stage's totals and the split-min/max survivors ({p['survivors']} of "
-        f"{p['candidates']} candidates; hand-written for this query's atoms, strings compared in the \"C\" "
-        f"collation = Python's code-point order) {_ms(p['statement_secs'])} (median, raw asyncpg); the artifact "
-        f"rows of the survivors (one Core statement) {_ms(p['artifacts_secs'])}; `run_cascade` over the survivors "
-        f"{_ms(p['cascade_survivors_secs'])} instead of {_ms(p['cascade_all_secs'])} over every candidate (same "
-        f"files kept: {'yes' if p['same_files'] else '**NO**'}); index lookup and parsing "
-        f"{_ms(p['lookup_parse_secs'])}. Sum: **~{_ms(p['projected_secs'])}** per warm plan, before session "
-        "handling and building the response.",
-    ]
-
-
-def render_prototypes(result: dict[str, Any]) -> list[str]:
-    if not result.get("steps"):
-        return []
-    base = result["steps"][0]["warm"]
-    lines = [
-        "Prototypes of further fixes, on top of query-api as measured (bench-only: the repository methods "
-        "`build_plan` calls are replaced in this process, nothing in query-api or shared changes). Cumulative "
-        "steps, warm caches, measured in "
-        f"{result['rounds']} rounds of one plan per step in turn (after 3 warm-up rounds), so load changes hit "
-        "every step alike; each step's plan is compared with the baseline plan (`planning_ms` aside):",
-        "",
-        "| step | p50 | p99 | p50 gain | same plan |",
-        "|---|---|---|---|---|",
-    ]
-    for step in result["steps"]:
-        w = step["warm"]
-        lines.append(f"| {step['label']} | **{_ms(w['p50'])}** | **{_ms(w['p99'])}** | "
-                     f"{base['p50'] / w['p50']:.1f}x | {'yes' if step['same_plan'] else '**NO**'} |")
-    final = result["final"]
-    lines += [
-        "",
-        f"All steps together, alone, {final['warm']['runs']} warm and {final['cold']['runs']} cold plans "
-        f"(alternating): warm p50 **{_ms(final['warm']['p50'])}**, p99 **{_ms(final['warm']['p99'])}**; cold "
-        f"p50 **{_ms(final['cold']['p50'])}**, p99 **{_ms(final['cold']['p99'])}** (goal p50 <= 20 ms, p99 <= "
-        f"100 ms: warm {_verdict(final['warm']['p50'] <= P50_GOAL and final['warm']['p99'] <= P99_GOAL)}, cold "
-        f"{_verdict(final['cold']['p50'] <= P50_GOAL and final['cold']['p99'] <= P99_GOAL)}; same plan: "
-        f"{'yes' if result['final_same_plan'] else '**NO**'}). Its steps (mean of 20 warm plans): "
-        + ", ".join(f"{k.strip()} {_ms(v)}" for k, v in result["final_steps"].items()) + ".",
-    ]
-    return lines
 
 
 def run_explain(stack: Stack, *, splits: int, days: int, runs: int, cold_runs: int) -> dict[str, Any]:
@@ -1541,8 +1243,6 @@ def render_explain(r: dict[str, Any]) -> list[str]:
         *(f"| `{' '.join(s['text'].split())[:150]}...` | {_ms(s['median'])} | {fmt_int(s['rows'])} |"
           for s in inp["sql"]),
         "",
-        *render_prototypes(inp["prototypes"]),
-        *render_split_stage(inp.get("split_stage_in_sql", {})),
         "",
         "<details><summary>EXPLAIN (ANALYZE, BUFFERS) of each statement, and a cProfile of warm plans (the cascade "
         "run inline so it is seen)</summary>",
@@ -1552,8 +1252,7 @@ def render_explain(r: dict[str, Any]) -> list[str]:
         lines += ["```sql", _clip(statement["text"], 600), "```", "", "```",
                   "\n".join(_clip(line, 240) for line in statement["explain"].splitlines()), "```", ""]
     lines += ["By own time:", "", "```", inp["profile_tottime"], "```", "", "By cumulative time:", "", "```",
-              inp["profile_cumulative"], "```", "", "With every prototype, by own time:", "", "```",
-              inp["prototypes"]["final_profile"], "```", "", "</details>"]
+              inp["profile_cumulative"], "```", "", "</details>"]
     return lines
 
 

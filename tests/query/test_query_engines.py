@@ -92,7 +92,7 @@ def _reference(paths: list[str], sql: str, index_id: str) -> list[dict]:
     connection = duckdb.connect()
     connection.execute(f"CREATE VIEW data AS SELECT * FROM read_parquet({paths!r}, union_by_name = true)")
     # Through Arrow: DuckDB's Python rows of a timestamp with time zone need pytz, which Strata does not install.
-    return connection.sql(sql.replace(f'"{index_id}"', "data")).fetch_arrow_table().to_pylist()
+    return connection.sql(sql.replace(f'"{index_id}"', "data")).to_arrow_table().to_pylist()
 
 
 # (Strata SQL, DuckDB reference SQL when it must differ, whether row order is part of the answer)

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from strata_query.planning.caches import ArtifactCache, FooterCache
-from strata_query.planning.cascade import CandidateFile, PublishedArtifact, run_cascade
+from strata_query.planning.cascade import CandidateFile, PublishedArtifact, run_full_cascade
 from strata_shared.artifacts import build_artifacts
 from strata_shared.domain.column_stats import compute_column_stats
 from strata_shared.domain.fields import FieldType
@@ -91,7 +91,7 @@ def test_the_cascade_never_drops_a_matching_row(rows, pred, sort, with_artifacts
         if not with_artifacts:
             candidate.artifacts = None
         nnf = to_nnf(pred)
-        result = run_cascade(nnf, [candidate], set(TYPES), ArtifactCache(store), FooterCache(store))
+        result = run_full_cascade(nnf, [candidate], set(TYPES), ArtifactCache(store), FooterCache(store))
         parquet = pq.ParquetFile(store.open_input(candidate.split.uri))
         all_rows = parquet.read().to_pylist()
         expected = [r for r in all_rows if evaluate_row(pred, r)]
@@ -109,7 +109,7 @@ def test_the_cascade_prunes_row_groups_with_each_kind_of_artifact():
         groups = len(candidate.split.row_groups)
         for pred, stage in [(Compare("host", "=", "h3"), "zone_maps"), (InList("code", (4,)), "zone_maps"),
                             (TextMatch("message", ("word7",)), "full_text")]:
-            result = run_cascade(to_nnf(pred), [candidate], set(TYPES), ArtifactCache(store), FooterCache(store))
+            result = run_full_cascade(to_nnf(pred), [candidate], set(TYPES), ArtifactCache(store), FooterCache(store))
             counts = {s.stage: s for s in result.stages}
             assert counts[stage].row_groups_after < groups
             assert 0 < sum(len(p.row_groups) for p in result.files) < groups

@@ -20,7 +20,7 @@ from strata_query.planning.row_group_ranges import (
     ranges_from_footer,
     ranges_from_zone_map,
 )
-from strata_shared.domain.split import SplitMetadata
+from strata_shared.domain.split import SplitMetadata, SplitSummary
 from strata_shared.query.predicate import Predicate, Value, columns_of
 from strata_shared.query.pruning import ColumnRange, MembershipOracle, RangeOracle, TextOracle, may_match
 
@@ -104,9 +104,9 @@ def _num_groups(split: SplitMetadata, footers: FooterCache) -> int:
     return len(split.row_groups) if split.row_groups else footers.get(split.uri).num_row_groups
 
 
-def passes_split_stats(pred: Predicate, split: SplitMetadata,
-                       constants: Mapping[str, Callable[[SplitMetadata], Value]]) -> bool:
-    """Stage 1 alone: may the split hold a matching row, by its stored statistics and metadata columns?"""
+def passes_split_stats(pred: Predicate, split: SplitSummary,
+                       constants: Mapping[str, Callable[[SplitSummary], Value]]) -> bool:
+    """May the split hold a matching row, by its stored statistics and metadata columns?"""
     stats = {name: ColumnRange.from_column_stats(st, split.num_rows) for name, st in split.column_stats.items()}
     for name, value_of in constants.items():
         value = value_of(split)
@@ -114,22 +114,38 @@ def passes_split_stats(pred: Predicate, split: SplitMetadata,
     return may_match(pred, RangeOracle(stats))
 
 
-def run_cascade(pred: Predicate, candidates: list[CandidateFile], needed_columns: set[str],
-                artifacts: ArtifactCache, footers: FooterCache,
-                split_constants: Mapping[str, Callable[[SplitMetadata], Value]] | None = None) -> CascadeResult:
-    """`split_constants`: columns that are split metadata (one value per split, not in the file), pruned on at
-    the split stage only."""
-    result = CascadeResult()
-    constants = dict(split_constants or {})
-    predicate_columns = set(columns_of(pred)) - set(constants)
-    # Row groups are counted from the stored spans; the footer is read only for a file without them.
-    files = [_Live(c, list(range(_num_groups(c.split, footers)))) for c in candidates]
+def split_min_max(pred: Predicate, splits: list[SplitSummary],
+                  constants: Mapping[str, Callable[[SplitSummary], Value]]) -> tuple[list[SplitSummary], StageCount]:
+    """Stage 1, on the light summaries of every candidate: only its survivors need their full metadata, their
+    artifacts and the later stages."""
+    kept = [s for s in splits if passes_split_stats(pred, s, constants)]
+    return kept, StageCount("split_min_max", len(splits), len(kept), sum(s.num_row_groups for s in splits),
+                            sum(s.num_row_groups for s in kept), sum(s.row_group_bytes for s in splits),
+                            sum(s.row_group_bytes for s in kept))
 
-    # 1. split min/max: the statistics stored with each split.
-    rg_before, bytes_before = _totals(files)
-    kept = [f for f in files if passes_split_stats(pred, f.candidate.split, constants)]
-    result.stages.append(_count("split_min_max", files, kept, rg_before, bytes_before))
-    files = kept
+
+def run_full_cascade(pred: Predicate, candidates: list[CandidateFile], needed_columns: set[str],
+                     artifacts: ArtifactCache, footers: FooterCache,
+                     split_constants: Mapping[str, Callable[[SplitSummary], Value]] | None = None) -> CascadeResult:
+    """Every stage over candidates whose full metadata is at hand (the planner reads summaries first instead)."""
+    constants = dict(split_constants or {})
+    kept, stage = split_min_max(pred, [c.split.summary() for c in candidates], constants)
+    survivors = {s.split_id for s in kept}
+    return run_cascade(pred, stage, [c for c in candidates if c.split.split_id in survivors], needed_columns,
+                       artifacts, footers, constants)
+
+
+def run_cascade(pred: Predicate, split_stage: StageCount, survivors: list[CandidateFile], needed_columns: set[str],
+                artifacts: ArtifactCache, footers: FooterCache,
+                split_constants: Mapping[str, Callable[[SplitSummary], Value]] | None = None) -> CascadeResult:
+    """The stages after split min/max (`split_stage`, whose kept files are `survivors`).
+
+    `split_constants`: columns that are split metadata (one value per split, not in the file), pruned on at the
+    split stage only."""
+    result = CascadeResult(stages=[split_stage])
+    predicate_columns = set(columns_of(pred)) - set(split_constants or {})
+    # Row groups are counted from the stored spans; the footer is read only for a file without them.
+    files = [_Live(c, list(range(_num_groups(c.split, footers)))) for c in survivors]
 
     # 2. zone maps: row groups by their min/max (the published zone map, else the Parquet footer).
     rg_before, bytes_before = _totals(files)

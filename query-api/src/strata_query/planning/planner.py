@@ -23,8 +23,8 @@ from strata_query.planning.cascade import (
     CandidateFile,
     CascadeResult,
     PublishedArtifact,
-    passes_split_stats,
     run_cascade,
+    split_min_max,
 )
 from strata_query.planning.schemas import FilePartOut, PlanOut, StageOut, TimeRangeOut
 from strata_query.sql import ParsedQuery, parse_query
@@ -122,20 +122,21 @@ async def build_plan(session: AsyncSession, sql: str, *, tenant: str | None, now
     window = settings.window_duration_secs
     lo = seconds.lower
     hi = seconds.upper
-    candidates_meta = [] if seconds.is_empty else await splits.published_for_query(
+    summaries = [] if seconds.is_empty else await splits.published_summaries(
         index.index_uid, tenant, None if lo is None else lo - lo % window, hi,
         include_window_zero=seconds.includes_null, limit=max_files * 4 + 1000,
         stats_columns=set(columns_of(predicate)) & set(types))
-    in_range = [s for s in candidates_meta
+    in_range = [s for s in summaries
                 if (s.time_range_start is None and seconds.includes_null)
                 or (s.time_range_start is not None and seconds.overlaps(s.time_range_start, s.time_range_end))]
     constants = {PARTITION_COLUMN: lambda s: s.partition_id}
-    # Artifacts are read only for the files their statistics cannot rule out: the cascade drops the rest first.
-    survivors = [s.split_id for s in in_range if passes_split_stats(predicate, s, constants)]
-    published = await IndexingRepository(session).published_artifacts(survivors)
-    candidates = [CandidateFile(s, None if s.split_id not in published else [
+    # Stage 1 on the summaries: full metadata and artifacts are read only for the files it cannot rule out.
+    survivors, split_stage = split_min_max(predicate, in_range, constants)
+    full = await splits.get_many([s.split_id for s in survivors])
+    published = await IndexingRepository(session).published_artifacts(list(full))
+    candidates = [CandidateFile(full[s.split_id], None if s.split_id not in published else [
         PublishedArtifact(a.artifact_type, a.column_name, a.uri, a.content_hash) for a in published[s.split_id]])
-        for s in in_range]
+        for s in survivors]
     if extra_filter is not None and in_range and all(
             sp.time_range_start is not None and sp.time_range_start >= lookback_start for sp in in_range):
         # Every candidate lies inside the lookback: the filter holds for every row, so the scan skips it (and the
@@ -148,8 +149,8 @@ async def build_plan(session: AsyncSession, sql: str, *, tenant: str | None, now
     # partition_id is split metadata: prune on it at the split level only (every row of a split shares it).
     with tracer.start_as_current_span("index_prune") as span:
         cascade: CascadeResult = await asyncio.to_thread(
-            run_cascade, predicate, candidates, needed, artifacts, footers, constants)
-        span.set_attribute("strata.candidate_files", len(candidates))
+            run_cascade, predicate, split_stage, candidates, needed, artifacts, footers, constants)
+        span.set_attribute("strata.candidate_files", len(in_range))
         span.set_attribute("strata.kept_files", len(cascade.files))
     if len(cascade.files) > max_files:
         raise PlanTooLarge(f"the query would read {len(cascade.files)} files, more than the limit of {max_files}; "
@@ -157,8 +158,8 @@ async def build_plan(session: AsyncSession, sql: str, *, tenant: str | None, now
                                {"field": "sql", "message": f"plan exceeds the file limit of {max_files}"}])
 
     stages = [StageOut(stage="time_range", files_before=total_files, files_after=len(in_range),
-                       row_groups_before=sum(len(s.row_groups) for s in candidates_meta),
-                       row_groups_after=sum(len(s.row_groups) for s in in_range), bytes_before=total_bytes,
+                       row_groups_before=sum(s.num_row_groups for s in summaries),
+                       row_groups_after=sum(s.num_row_groups for s in in_range), bytes_before=total_bytes,
                        bytes_after=sum(s.size_bytes for s in in_range))]
     stages += [StageOut(**asdict(s)) for s in cascade.stages]
     scan_columns = [(name, types[name]) for name in sorted(needed | (set(parsed.columns_needed) & {PARTITION_COLUMN}))]

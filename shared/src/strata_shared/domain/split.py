@@ -33,6 +33,23 @@ class RowGroupSpan:
 
 
 @dataclass(frozen=True, slots=True)
+class SplitSummary:
+    """What a query's time-range and split min/max stages need of a published split; the full `SplitMetadata` is
+    loaded only for the splits that pass them. `row_group_bytes` is the sum of the spans' byte lengths, or the
+    file's size when it has no spans (as the later stages count a file without spans)."""
+
+    split_id: str
+    partition_id: str
+    time_range_start: int | None
+    time_range_end: int | None
+    num_rows: int
+    size_bytes: int
+    num_row_groups: int
+    row_group_bytes: int
+    column_stats: dict[str, ColumnStats]
+
+
+@dataclass(frozen=True, slots=True)
 class CompactionScope:
     """CS-1: only splits sharing all six parts may merge."""
 
@@ -72,6 +89,13 @@ class SplitMetadata:
     def scope(self) -> CompactionScope:
         return CompactionScope(self.index_uid, self.source_id, self.partition_id, self.doc_mapping_uid,
                                self.sort_schema, self.window_duration_secs)
+
+    def summary(self) -> SplitSummary:
+        return SplitSummary(
+            self.split_id, self.partition_id, self.time_range_start, self.time_range_end, self.num_rows,
+            self.size_bytes, len(self.row_groups),
+            sum(rg.byte_length for rg in self.row_groups) if self.row_groups else self.size_bytes,
+            self.column_stats)
 
     def to_json(self) -> dict[str, Any]:
         """Every field as JSON-ready values (the merge ships outputs back from Spark this way)."""

@@ -8,12 +8,30 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import and_, delete, func, insert, or_, select, true, tuple_, update
+from sqlalchemy import (
+    ARRAY,
+    BigInteger,
+    String,
+    and_,
+    any_,
+    case,
+    cast,
+    column,
+    delete,
+    func,
+    insert,
+    or_,
+    select,
+    true,
+    tuple_,
+    update,
+)
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from strata_shared.domain.column_stats import ColumnStats
-from strata_shared.domain.split import RowGroupSpan, SplitMetadata, SplitState
+from strata_shared.domain.split import RowGroupSpan, SplitMetadata, SplitState, SplitSummary
 from strata_shared.errors import NotFound
 from strata_shared.metastore.compaction_models import CompactionWindowRow
 from strata_shared.metastore.indexing_repository import IndexingRepository
@@ -156,26 +174,36 @@ class SplitRepository:
         stats = await self._stats_of([r.split_id for r in rows])
         return [_to_metadata(r, stats.get(r.split_id, {})) for r in rows]
 
-    async def published_for_query(self, index_uid: str, partition_id: str | None, window_gte: int | None,
+    async def published_summaries(self, index_uid: str, partition_id: str | None, window_gte: int | None,
                                   window_lte: int | None, include_window_zero: bool, limit: int,
-                                  stats_columns: set[str] | None = None) -> list[SplitMetadata]:
+                                  stats_columns: set[str]) -> list[SplitSummary]:
         """Published splits whose window starts in [window_gte, window_lte] (None: unbounded), plus window 0
-        (null timestamps) when asked; one statement, so the set is one consistent snapshot of publications.
-        `stats_columns` limits the statistics loaded to the columns a query's predicate names."""
-        stmt = select(SplitRow).where(SplitRow.index_uid == index_uid, SplitRow.state == SplitState.PUBLISHED)
+        (null timestamps) when asked, as light summaries with the statistics of `stats_columns` (the columns a
+        query's predicate names). Read as plain rows, not ORM objects: a query over a busy range sees thousands
+        of candidates and keeps a few, so the full metadata is left to `get_many` on the survivors."""
+        rg = func.jsonb_array_elements(SplitRow.row_groups).table_valued(column("value", JSONB)).alias("rg")
+        span_bytes = (select(func.sum(rg.c.value["byte_length"].astext.cast(BigInteger)))
+                      .select_from(rg).scalar_subquery())
+        num_groups = func.jsonb_array_length(SplitRow.row_groups)
+        stmt = select(SplitRow.split_id, SplitRow.partition_id, SplitRow.time_range_start, SplitRow.time_range_end,
+                      SplitRow.num_rows, SplitRow.size_bytes, num_groups,
+                      case((num_groups > 0, span_bytes), else_=SplitRow.size_bytes)).where(
+            SplitRow.index_uid == index_uid, SplitRow.state == SplitState.PUBLISHED)
         if partition_id is not None:
             stmt = stmt.where(SplitRow.partition_id == partition_id)
         in_range = and_(SplitRow.window_start >= window_gte if window_gte is not None else true(),
                         SplitRow.window_start <= window_lte if window_lte is not None else true())
         stmt = stmt.where(or_(in_range, SplitRow.window_start == 0) if include_window_zero else in_range)
         rows = (await self.session.execute(stmt.order_by(SplitRow.window_start, SplitRow.split_id).limit(limit)
-                                           )).scalars().all()
-        stats = await self._stats_of([r.split_id for r in rows], stats_columns)
-        return [_to_metadata(r, stats.get(r.split_id, {})) for r in rows]
+                                           )).all()
+        stats = await self._stats_of([r[0] for r in rows], stats_columns)
+        return [SplitSummary(split_id, partition, start, end, num_rows, size, groups, int(group_bytes or 0),
+                             stats.get(split_id, {}))
+                for split_id, partition, start, end, num_rows, size, groups, group_bytes in rows]
 
     async def published_totals(self, index_uid: str, partition_id: str | None) -> tuple[int, int]:
         """(files, bytes) published in an index (for one tenant): what a query would read without any pruning.
-        Read from the trigger-kept counters, so it agrees with `published_for_query` in the same snapshot."""
+        Read from the trigger-kept counters, so it agrees with `published_summaries` in the same snapshot."""
         stmt = select(func.coalesce(func.sum(PublishedTotalsRow.files), 0),
                       func.coalesce(func.sum(PublishedTotalsRow.bytes), 0)).where(
             PublishedTotalsRow.index_uid == index_uid)
@@ -188,12 +216,13 @@ class SplitRepository:
                         ) -> dict[str, dict[str, ColumnStats]]:
         if not split_ids or columns is not None and not columns:
             return {}
-        stmt = select(SplitColumnStatsRow).where(SplitColumnStatsRow.split_id.in_(split_ids))
+        # Plain rows and array parameters: one bind per list, however many splits a plan reads.
+        stmt = select(SplitColumnStatsRow.__table__).where(
+            SplitColumnStatsRow.split_id == any_(cast(list(split_ids), ARRAY(String))))
         if columns is not None:
-            stmt = stmt.where(SplitColumnStatsRow.column_name.in_(sorted(columns)))
-        rows = (await self.session.execute(stmt)).scalars().all()
+            stmt = stmt.where(SplitColumnStatsRow.column_name == any_(cast(sorted(columns), ARRAY(String))))
         out: dict[str, dict[str, ColumnStats]] = {}
-        for row in rows:
+        for row in (await self.session.execute(stmt)).all():
             out.setdefault(row.split_id, {})[row.column_name] = _stats_from_row(row)
         return out
 
@@ -247,7 +276,8 @@ def _stats_values(split_id: str, stats: ColumnStats) -> dict[str, Any]:
     return values
 
 
-def _stats_from_row(row: SplitColumnStatsRow) -> ColumnStats:
+def _stats_from_row(row: Any) -> ColumnStats:
+    """`row`: a `split_column_stats` row, as an ORM object or a plain row."""
     suffix = _TYPED_COLUMNS.get(row.value_type)
     low = high = None
     if suffix is not None:
