@@ -8,6 +8,11 @@
    groups and columns, already in memory as Arrow), in process, so only the engines differ.
 3. The crossover: one GROUP BY over a growing time range (1, 2, 4, ... windows), on the local engine and on
    Spark, with the plan's bytes and rows, to place the local limits.
+4. Background work: the selective queries idle, then while merges of 4M rows (two merges of 2M rows, 16 splits
+   each, `strata_jobs.spark_merge.submit_merges` in a loop from another Spark Connect session) hold the server's
+   slots, then idle again. Goal: p50 within 1.5x of idle.
+5. A noisy tenant: 64 clients flood EXPLAIN through a proxy with its default limits while a quiet tenant sends one
+   query every half second; the quiet tenant's p50 idle vs under the flood. Goal: within 2x.
 
     .tools/bin/uv run --group bench python -m bench.run engines
 """
@@ -24,6 +29,7 @@ import pyarrow.parquet as pq
 
 from bench import bench_query
 from bench.bench_query import EXEC_INDEX, WINDOW, api_child, api_keys, child_env, exec_queries
+from bench.harness import QUIET_TENANT
 
 SELECTIVE = ("Q1", "Q2", "Q3", "Q6", "Q8", "Q9")
 
@@ -148,7 +154,156 @@ def _crossover(client, query_url: str, dataset: dict[str, Any], windows: int, ru
         span = min(windows, span * 2)
 
 
-def run(stack, *, rows: int, runs: int, spark_runs: int) -> dict[str, Any]:
+def _ingest_quiet_tenant(indexer_url: str, rows: int, first_window: int) -> int:
+    """The quiet tenant's own rows, in its own partition of the same index."""
+    keys = api_keys()
+    table = bench_query.exec_table(rows, 0, first_window, seed=4242)
+    response = httpx.post(f"{indexer_url}/v1/indexes/{EXEC_INDEX}/ingest", params={"partition_id": QUIET_TENANT},
+                          content=bench_query._ipc_bytes(table), timeout=600,
+                          headers={**keys.header(keys.writer), "Content-Type": bench_query.ARROW_STREAM})
+    if response.status_code != 200:
+        raise RuntimeError(f"quiet tenant ingest answered {response.status_code}: {response.text[:500]}")
+    return table.num_rows
+
+
+class BackgroundMerges:
+    """Merges looping on the server from their own Spark Connect session, as the planner's workers submit them."""
+
+    def __init__(self, remote: str, datasets: list[list[Any]], workdir: Any) -> None:
+        import threading
+
+        self.remote, self.datasets, self.workdir = remote, datasets, workdir
+        self.stop_event = threading.Event()
+        self.thread = threading.Thread(target=self._loop, name="background-merges", daemon=True)
+        self.merges = 0
+        self.rows = 0
+        self.error: BaseException | None = None
+        self.started = threading.Event()
+
+    def _loop(self) -> None:
+        from pyspark.sql.connect.session import SparkSession
+
+        from bench.bench_merge import merge_spec
+        from strata_jobs.spark_merge import submit_merges
+
+        spark = SparkSession.builder.remote(self.remote).create()
+        try:
+            round_ = 0
+            while not self.stop_event.is_set():
+                round_ += 1
+                specs = [merge_spec(paths, self.workdir / f"merge-{round_}-{i}", f"bg-{round_}-{i}")
+                         for i, paths in enumerate(self.datasets)]
+                self.started.set()
+                outcomes = submit_merges(spark, specs, f"bench-background-{round_}")
+                failed = [o.error for o in outcomes if o.error]
+                if failed:
+                    raise RuntimeError(f"background merge failed: {failed[0]}")
+                self.merges += len(outcomes)
+                self.rows += sum(o.result.output_rows for o in outcomes if o.result)
+        except BaseException as error:  # reported by stop(): a bench without load would measure nothing
+            self.error = error
+        finally:
+            spark.stop()
+
+    def __enter__(self) -> BackgroundMerges:
+        self.thread.start()
+        self.started.wait(timeout=120)
+        time.sleep(3.0)  # the merge tasks are running, not just submitted
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop_event.set()
+        self.thread.join(timeout=600)
+        if self.error is not None:
+            raise RuntimeError("the background merges did not run") from self.error
+
+
+def _during_compaction(client, proxy_url: str, dataset: dict[str, Any], remote: str, merge_sets: list,
+                       workdir: Any, runs: int, spark_runs: int) -> dict[str, Any]:
+    queries = [q for q in exec_queries(f'"{EXEC_INDEX}"', dataset["first_window"]) if q["name"] in SELECTIVE]
+
+    def block() -> dict[str, dict[str, list[float]]]:
+        out: dict[str, dict[str, list[float]]] = {}
+        for _ in range(runs):
+            for q in queries:
+                out.setdefault(q["name"], {"auto": [], "spark": []})["auto"].append(
+                    _strata(client, proxy_url, q["sql"], None)[0])
+        for _ in range(spark_runs):
+            out[queries[0]["name"]]["spark"].append(_strata(client, proxy_url, queries[0]["sql"], "spark")[0])
+        return out
+
+    block()  # warm
+    before = block()
+    with BackgroundMerges(remote, merge_sets, workdir) as merges:
+        busy = block()
+    after = block()
+    result = {"queries": [], "merges": merges.merges, "merged_rows": merges.rows}
+    for q in queries:
+        idle = before[q["name"]]["auto"] + after[q["name"]]["auto"]
+        entry = {"name": q["name"], "idle": _p50(idle), "busy": _p50(busy[q["name"]]["auto"])}
+        if before[q["name"]]["spark"]:
+            entry["spark_idle"] = _p50(before[q["name"]]["spark"] + after[q["name"]]["spark"])
+            entry["spark_busy"] = _p50(busy[q["name"]]["spark"])
+        result["queries"].append(entry)
+        print(f"[engines] during compaction {q['name']}: idle {entry['idle'] * 1000:.1f} ms, busy "
+              f"{entry['busy'] * 1000:.1f} ms", flush=True)
+    return result
+
+
+def _quiet_tenant(proxy_url: str, dataset: dict[str, Any], samples: int, flooders: int) -> dict[str, Any]:
+    import threading
+
+    keys = api_keys()
+    lo = dataset["first_window"]
+    quiet_sql = (f'SELECT service, count(*) AS n FROM "{EXEC_INDEX}" WHERE timestamp_secs >= {lo} '
+                 f"AND timestamp_secs < {lo + WINDOW} GROUP BY service")
+    noisy_sql = f'SELECT count(*) FROM "{EXEC_INDEX}" WHERE host = \'{bench_query.host_name(7)}\''
+    statuses: dict[int, int] = {}
+    lock = threading.Lock()
+    stop = threading.Event()
+
+    def quiet_samples(client: httpx.Client) -> list[float]:
+        out = []
+        for _ in range(samples):
+            started = time.perf_counter()
+            response = client.post(proxy_url + "/v1/query", json={"sql": quiet_sql},
+                                   headers={"Accept": "application/json"})
+            out.append(time.perf_counter() - started)
+            if response.status_code != 200:
+                raise RuntimeError(f"the quiet tenant's query answered {response.status_code}: {response.text}")
+            time.sleep(0.5)
+        return out
+
+    def flood() -> None:
+        with httpx.Client(headers=keys.header(keys.noisy), timeout=60) as noisy:
+            while not stop.is_set():
+                code = noisy.post(proxy_url + "/v1/query/explain", json={"sql": noisy_sql}).status_code
+                with lock:
+                    statuses[code] = statuses.get(code, 0) + 1
+
+    with httpx.Client(headers=keys.header(keys.quiet), timeout=60) as quiet:
+        quiet_samples(quiet)  # warm
+        idle = quiet_samples(quiet)
+        threads = [threading.Thread(target=flood, daemon=True) for _ in range(flooders)]
+        started = time.perf_counter()
+        for thread in threads:
+            thread.start()
+        time.sleep(2.0)
+        try:
+            flooded = quiet_samples(quiet)
+        finally:
+            stop.set()
+            for thread in threads:
+                thread.join(timeout=60)
+        elapsed = time.perf_counter() - started
+    result = {"idle": _p50(idle), "idle_max": max(idle), "flood": _p50(flooded), "flood_max": max(flooded),
+              "samples": samples, "flooders": flooders, "statuses": statuses, "flood_secs": elapsed}
+    print(f"[engines] quiet tenant: idle {result['idle'] * 1000:.1f} ms, under flood {result['flood'] * 1000:.1f} "
+          f"ms; flood answered {statuses}", flush=True)
+    return result
+
+
+def run(stack, *, rows: int, runs: int, spark_runs: int, merge_rows: int = 4_000_000) -> dict[str, Any]:
     from strata_services.local.processes import free_port
     from strata_services.local.spark_server import LocalSparkConnectServer
     from strata_shared.config import Settings
@@ -158,13 +313,20 @@ def run(stack, *, rows: int, runs: int, spark_runs: int) -> dict[str, Any]:
     indexer = stack.start_indexer(url, storage_root)
     print(f"[engines] ingesting {rows:,} rows ...", flush=True)
     dataset = bench_query.ingest_and_index(indexer.base_url, storage_root, rows, 2, 16_384)
+    quiet_rows = _ingest_quiet_tenant(indexer.base_url, max(10_000, rows // 100), dataset["first_window"])
     indexer.stop()
+    from bench.bench_merge import generate_dataset
+
+    print(f"[engines] generating {merge_rows:,} rows to merge in the background ...", flush=True)
+    merge_sets = [generate_dataset(stack.path(f"engines-merge-input-{i}"), merge_rows // 2, 16, seed=i)
+                  for i in range(2)]
     settings = Settings()
     server = LocalSparkConnectServer(free_port(), master=settings.spark_master,
                                      driver_memory=settings.spark_driver_memory, work_dir=stack.path("spark"))
     result: dict[str, Any] = {"rows": dataset["rows"], "files": len(dataset["splits"]),
                               "row_groups": dataset["row_groups"], "data_bytes": dataset["data_bytes"],
-                              "runs": runs, "spark_runs": spark_runs}
+                              "runs": runs, "spark_runs": spark_runs, "quiet_rows": quiet_rows,
+                              "merge_rows": merge_rows}
     keys = api_keys()
     try:
         server.start()
@@ -180,6 +342,14 @@ def run(stack, *, rows: int, runs: int, spark_runs: int) -> dict[str, Any]:
                 result["engines"] = _engine_choice(client, query_api.url, dataset, runs)
                 result["crossover"] = _crossover(client, query_api.url, dataset, bench_query.EXEC_WINDOWS,
                                                  max(1, spark_runs))
+                result["compaction"] = _during_compaction(client, proxy.url, dataset, server.remote, merge_sets,
+                                                          stack.path("engines-merge-output"), max(3, runs // 2),
+                                                          spark_runs)
+            # A proxy with its default limits, as a deployment has it, for the noisy tenant to hit.
+            limited_env = child_env(url, storage_root, stack.path("home-engines-proxy-default"),
+                                    STRATA_QUERY_UPSTREAMS=query_api.url)
+            with api_child("proxy", limited_env, stack.path("logs-engines-proxy-default")) as limited:
+                result["tenants"] = _quiet_tenant(limited.url, dataset, max(5, runs), 64)
     finally:
         server.stop()
     return result
@@ -218,4 +388,33 @@ def render(r: dict[str, Any]) -> str:
     for c in r["crossover"]:
         lines.append(f"| {c['windows']} | {c['files']} | {c['rows']:,} | {c['bytes'] / 1e6:.1f} MB | "
                      f"{ms(c['local'])} | {ms(c['spark'])} | {c['spark'] / c['local']:.2f}x |")
+    if "compaction" in r:
+        c = r["compaction"]
+        lines += ["", f"### Queries while merges of {r['merge_rows']:,} rows run on the same Spark server", "",
+                  f"Two merges of {r['merge_rows'] // 2:,} rows (16 splits each) submitted in a loop from another "
+                  f"Spark Connect session ({c['merges']} merges, {c['merged_rows']:,} rows written during the busy "
+                  "block); the selective queries through the proxy, idle (before and after) and busy. Goal: p50 "
+                  "within 1.5x of idle.", "",
+                  "| query | idle p50 | busy p50 | busy / idle | forced Spark idle p50 | forced Spark busy p50 |",
+                  "|---|---:|---:|---:|---:|---:|"]
+        worst = 0.0
+        for q in c["queries"]:
+            ratio = q["busy"] / q["idle"]
+            worst = max(worst, ratio)
+            spark = (f"{ms(q['spark_idle'])} | {ms(q['spark_busy'])}" if "spark_idle" in q else "- | -")
+            lines.append(f"| {q['name']} | {ms(q['idle'])} | {ms(q['busy'])} | {ratio:.2f}x | {spark} |")
+        lines += ["", f"Worst ratio {worst:.2f}x: goal **{'met' if worst <= 1.5 else 'not met'}**."]
+    if "tenants" in r:
+        t = r["tenants"]
+        ratio = t["flood"] / t["idle"]
+        lines += ["", "### A quiet tenant while another floods the proxy", "",
+                  f"{t['flooders']} clients of tenant `default` send EXPLAIN back to back through a proxy with its "
+                  f"default limits for {t['flood_secs']:.0f} s (answers: "
+                  + ", ".join(f"{code}: {n:,}" for code, n in sorted(t["statuses"].items()))
+                  + f"); tenant `{QUIET_TENANT}` ({r['quiet_rows']:,} rows of its own) runs one GROUP BY every 0.5 s, "
+                  f"{t['samples']} samples each way.", "",
+                  "| quiet tenant | p50 | max |", "|---|---:|---:|",
+                  f"| idle | {ms(t['idle'])} | {ms(t['idle_max'])} |",
+                  f"| under the flood | {ms(t['flood'])} | {ms(t['flood_max'])} |", "",
+                  f"Ratio {ratio:.2f}x: goal (within 2x) **{'met' if ratio <= 2.0 else 'not met'}**."]
     return "\n".join(lines)

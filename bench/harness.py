@@ -33,13 +33,21 @@ REPO_ROOT = BENCH_DIR.parent
 DATA_DIR = BENCH_DIR / ".data"
 
 
+QUIET_TENANT = "quiet"
+
+
 @dataclass(frozen=True)
 class Keys:
     admin: str = "bench-admin-key"
     writer: str = "bench-writer-key"
+    # Query keys of two tenants: "default" holds what the admin-less writer ingests, "quiet" its own partition.
+    noisy: str = "bench-noisy-query-key"
+    quiet: str = "bench-quiet-query-key"
 
     def as_json(self) -> str:
-        return json.dumps({self.admin: {"scopes": ["admin"]}, self.writer: {"scopes": ["writer"]}})
+        return json.dumps({self.admin: {"scopes": ["admin"]}, self.writer: {"scopes": ["writer"]},
+                           self.noisy: {"scopes": ["query"], "tenant": "default"},
+                           self.quiet: {"scopes": ["query"], "tenant": QUIET_TENANT}})
 
     @staticmethod
     def header(key: str) -> dict[str, str]:

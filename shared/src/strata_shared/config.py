@@ -85,9 +85,8 @@ class Settings(BaseSettings):
     query_local_max_bytes: int = 256 * 1024 * 1024
     query_local_max_rows: int = 20_000_000
     query_local_max_files: int = 512
-    # Threads of the in-process engine per query, and queries it runs at once (more wait their turn).
+    # Threads of the in-process engine, shared by every local query (admission bounds how many run at once).
     query_local_threads: int = 2
-    query_local_concurrency: int = 2
     # Decoded row groups of hot files kept in memory as Arrow (the RAM tier); 0 turns it off.
     query_hot_cache_bytes: int = 512 * 1024 * 1024
     # A result stops after this many rows; a cut is reported (header and end-of-stream flag), never silent.

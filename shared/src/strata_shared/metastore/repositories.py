@@ -217,13 +217,13 @@ class SplitRepository:
         if not split_ids or columns is not None and not columns:
             return {}
         # Plain rows and array parameters: one bind per list, however many splits a plan reads.
-        stmt = select(SplitColumnStatsRow.__table__).where(
+        stmt = select(_STATS_TABLE).where(
             SplitColumnStatsRow.split_id == any_(cast(list(split_ids), ARRAY(String))))
         if columns is not None:
             stmt = stmt.where(SplitColumnStatsRow.column_name == any_(cast(sorted(columns), ARRAY(String))))
         out: dict[str, dict[str, ColumnStats]] = {}
         for row in (await self.session.execute(stmt)).all():
-            out.setdefault(row.split_id, {})[row.column_name] = _stats_from_row(row)
+            out.setdefault(row[_STATS_SPLIT], {})[row[_STATS_NAME]] = _stats_from_row(row)
         return out
 
 
@@ -276,17 +276,27 @@ def _stats_values(split_id: str, stats: ColumnStats) -> dict[str, Any]:
     return values
 
 
-def _stats_from_row(row: Any) -> ColumnStats:
-    """`row`: a `split_column_stats` row, as an ORM object or a plain row."""
-    suffix = _TYPED_COLUMNS.get(row.value_type)
+_STATS_TABLE = SplitColumnStatsRow.__table__
+# Position of each value type's (min, max) pair in a plain row of the table: a plan decodes thousands of rows,
+# and indexing a tuple costs a fraction of an attribute lookup by a built name.
+_STATS_PAIRS = {kind: (_STATS_TABLE.columns.keys().index(f"min_{suffix}"),
+                       _STATS_TABLE.columns.keys().index(f"max_{suffix}")) for kind, suffix in _TYPED_COLUMNS.items()}
+_STATS_SPLIT, _STATS_NAME, _STATS_TYPE, _STATS_NULL_COUNT, _STATS_REGEX = (
+    _STATS_TABLE.columns.keys().index(name)
+    for name in ("split_id", "column_name", "value_type", "null_count", "regex"))
+
+
+def _stats_from_row(row: Sequence[Any]) -> ColumnStats:
+    """`row`: a plain row of every column of `split_column_stats`, in table order."""
+    value_type = row[_STATS_TYPE]
+    pair = _STATS_PAIRS.get(value_type)
     low = high = None
-    if suffix is not None:
-        low = getattr(row, f"min_{suffix}")
-        high = getattr(row, f"max_{suffix}")
-        if suffix == "u64":
+    if pair is not None:
+        low, high = row[pair[0]], row[pair[1]]
+        if value_type == "u64":
             low = None if low is None else int(low)
             high = None if high is None else int(high)
-    return ColumnStats(row.column_name, row.value_type, low, high, row.null_count, row.regex)
+    return ColumnStats(row[_STATS_NAME], value_type, low, high, row[_STATS_NULL_COUNT], row[_STATS_REGEX])
 
 
 def _to_metadata(row: SplitRow, stats: dict[str, ColumnStats]) -> SplitMetadata:
