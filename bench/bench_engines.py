@@ -11,8 +11,9 @@
 4. Background work: the selective queries idle, then while merges of 4M rows (two merges of 2M rows, 16 splits
    each, `strata_jobs.spark_merge.submit_merges` in a loop from another Spark Connect session) hold the server's
    slots, then idle again. Goal: p50 within 1.5x of idle.
-5. A noisy tenant: 64 clients flood EXPLAIN through a proxy with its default limits while a quiet tenant sends one
-   query every half second; the quiet tenant's p50 idle vs under the flood. Goal: within 2x.
+5. A noisy tenant: 64 clients (threads of a niced process of their own) flood EXPLAIN through a proxy with its
+   default limits while a quiet tenant sends one query every half second; the quiet tenant's p50 idle vs under
+   the flood. Goal: within 2x.
 
     .tools/bin/uv run --group bench python -m bench.run engines
 """
@@ -250,17 +251,40 @@ def _during_compaction(client, proxy_url: str, dataset: dict[str, Any], remote: 
     return result
 
 
-def _quiet_tenant(proxy_url: str, dataset: dict[str, Any], samples: int, flooders: int) -> dict[str, Any]:
+def _flood_process(proxy_url: str, key: str, sql: str, flooders: int, stop: Any, statuses: Any) -> None:
+    """The noisy tenant's clients, in a process of their own: in the bench's process their threads would hold the
+    GIL the quiet tenant's client needs, and the measure would be of the bench. Niced, as clients on other
+    machines would not take this machine's CPU from the stack."""
+    import os
     import threading
+
+    os.nice(10)
+    lock = threading.Lock()
+    counts: dict[int, int] = {}
+
+    def flood() -> None:
+        with httpx.Client(headers={"Authorization": f"Bearer {key}"}, timeout=60) as noisy:
+            while not stop.is_set():
+                code = noisy.post(proxy_url + "/v1/query/explain", json={"sql": sql}).status_code
+                with lock:
+                    counts[code] = counts.get(code, 0) + 1
+
+    threads = [threading.Thread(target=flood, daemon=True) for _ in range(flooders)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    statuses.update(counts)
+
+
+def _quiet_tenant(proxy_url: str, dataset: dict[str, Any], samples: int, flooders: int) -> dict[str, Any]:
+    import multiprocessing
 
     keys = api_keys()
     lo = dataset["first_window"]
     quiet_sql = (f'SELECT service, count(*) AS n FROM "{EXEC_INDEX}" WHERE timestamp_secs >= {lo} '
                  f"AND timestamp_secs < {lo + WINDOW} GROUP BY service")
     noisy_sql = f'SELECT count(*) FROM "{EXEC_INDEX}" WHERE host = \'{bench_query.host_name(7)}\''
-    statuses: dict[int, int] = {}
-    lock = threading.Lock()
-    stop = threading.Event()
 
     def quiet_samples(client: httpx.Client) -> list[float]:
         out = []
@@ -274,32 +298,29 @@ def _quiet_tenant(proxy_url: str, dataset: dict[str, Any], samples: int, flooder
             time.sleep(0.5)
         return out
 
-    def flood() -> None:
-        with httpx.Client(headers=keys.header(keys.noisy), timeout=60) as noisy:
-            while not stop.is_set():
-                code = noisy.post(proxy_url + "/v1/query/explain", json={"sql": noisy_sql}).status_code
-                with lock:
-                    statuses[code] = statuses.get(code, 0) + 1
-
-    with httpx.Client(headers=keys.header(keys.quiet), timeout=60) as quiet:
+    context = multiprocessing.get_context("spawn")
+    with context.Manager() as manager, httpx.Client(headers=keys.header(keys.quiet), timeout=60) as quiet:
         quiet_samples(quiet)  # warm
         idle = quiet_samples(quiet)
-        threads = [threading.Thread(target=flood, daemon=True) for _ in range(flooders)]
+        stop, statuses = manager.Event(), manager.dict()
+        flooder = context.Process(target=_flood_process,
+                                  args=(proxy_url, keys.noisy, noisy_sql, flooders, stop, statuses))
         started = time.perf_counter()
-        for thread in threads:
-            thread.start()
-        time.sleep(2.0)
+        flooder.start()
         try:
+            time.sleep(3.0)  # the flood is under way
             flooded = quiet_samples(quiet)
         finally:
             stop.set()
-            for thread in threads:
-                thread.join(timeout=60)
+            flooder.join(timeout=120)
+            if flooder.is_alive():
+                flooder.kill()
         elapsed = time.perf_counter() - started
+        counts = dict(statuses)
     result = {"idle": _p50(idle), "idle_max": max(idle), "flood": _p50(flooded), "flood_max": max(flooded),
-              "samples": samples, "flooders": flooders, "statuses": statuses, "flood_secs": elapsed}
+              "samples": samples, "flooders": flooders, "statuses": counts, "flood_secs": elapsed}
     print(f"[engines] quiet tenant: idle {result['idle'] * 1000:.1f} ms, under flood {result['flood'] * 1000:.1f} "
-          f"ms; flood answered {statuses}", flush=True)
+          f"ms; flood answered {counts}", flush=True)
     return result
 
 
@@ -332,12 +353,13 @@ def run(stack, *, rows: int, runs: int, spark_runs: int, merge_rows: int = 4_000
         server.start()
         server.wait_ready(timeout=240)
         env = child_env(url, storage_root, stack.path("home-engines"), server.remote)
+        # Queries run as tenant "default" (the ingested dataset), so the quiet tenant's rows stay out of them.
         with api_child("query-api", env, stack.path("logs-engines")) as query_api:
             proxy_env = child_env(url, storage_root, stack.path("home-engines-proxy"),
                                   STRATA_QUERY_UPSTREAMS=query_api.url, STRATA_PROXY_RATE_PER_SEC="1000",
                                   STRATA_PROXY_BURST="1000")
             with api_child("proxy", proxy_env, stack.path("logs-engines-proxy")) as proxy, \
-                    httpx.Client(headers=keys.header(keys.admin), timeout=600) as client:
+                    httpx.Client(headers=keys.header(keys.noisy), timeout=600) as client:
                 result["end_to_end"] = _end_to_end(client, proxy.url, dataset, runs, spark_runs)
                 result["engines"] = _engine_choice(client, query_api.url, dataset, runs)
                 result["crossover"] = _crossover(client, query_api.url, dataset, bench_query.EXEC_WINDOWS,
@@ -408,7 +430,8 @@ def render(r: dict[str, Any]) -> str:
         t = r["tenants"]
         ratio = t["flood"] / t["idle"]
         lines += ["", "### A quiet tenant while another floods the proxy", "",
-                  f"{t['flooders']} clients of tenant `default` send EXPLAIN back to back through a proxy with its "
+                  f"{t['flooders']} clients of tenant `default` (threads of a separate process at nice 10) "
+                  "send EXPLAIN back to back through a proxy with its "
                   f"default limits for {t['flood_secs']:.0f} s (answers: "
                   + ", ".join(f"{code}: {n:,}" for code, n in sorted(t["statuses"].items()))
                   + f"); tenant `{QUIET_TENANT}` ({r['quiet_rows']:,} rows of its own) runs one GROUP BY every 0.5 s, "

@@ -87,7 +87,7 @@ def main() -> int:
         "query": lambda stack: bench_query.render(bench_query.run(stack, quick=quick)),
         "engines": lambda stack: bench_engines.render(
             bench_engines.run(stack, rows=240_000 if quick else 3_000_000, runs=3 if quick else 20,
-                              spark_runs=1 if quick else 3)
+                              spark_runs=1 if quick else 3, merge_rows=400_000 if quick else 4_000_000)
         ),
         "cluster": lambda stack: bench_cluster.render(
             bench_cluster.run(stack, rows=400_000 if quick else 4_000_000, runs=1 if quick else 3)
