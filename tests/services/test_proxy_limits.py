@@ -19,7 +19,7 @@ from fastapi.responses import StreamingResponse
 from prometheus_client.parser import text_string_to_metric_families
 
 from strata_services.proxy.app import create_proxy_app
-from strata_services.proxy.limits import ConcurrencyCap, Decision, TokenBuckets, limit_key
+from strata_services.proxy.limits import ConcurrencyCap, Decision, RejectionPacer, TokenBuckets, limit_key
 from strata_shared.config import Settings
 from tests.fixtures.http_server import serve_in_thread
 from tests.helpers import assert_problem
@@ -33,7 +33,8 @@ KEYS_JSON = json.dumps({
     ADMIN: {"scopes": ["admin"]},
 })
 # Loose enough that only the limit a test is about can refuse a request.
-UNLIMITED = {"proxy_rate_per_sec": 1000.0, "proxy_burst": 1000, "proxy_max_concurrent_per_tenant": 100}
+UNLIMITED = {"proxy_rate_per_sec": 1000.0, "proxy_burst": 1000, "proxy_max_concurrent_per_tenant": 100,
+             "proxy_reject_delay_secs": 0.0}
 
 
 def auth(key: str) -> dict[str, str]:
@@ -125,6 +126,42 @@ def test_untenanted_keys_are_limited_by_their_own_identity() -> None:
     assert limit_key("acme", "0123456789ab") == "acme"
     assert limit_key(None, "0123456789ab") == "key:0123456789ab"
     assert limit_key(None, "0123456789ab") != limit_key(None, "ba9876543210")
+
+
+def test_pacer_holds_each_refusal_up_to_its_bound_then_answers_at_once() -> None:
+    sleeping: list[asyncio.Future[None]] = []
+
+    async def sleep(_secs: float) -> None:
+        future = asyncio.get_running_loop().create_future()
+        sleeping.append(future)
+        await future
+
+    async def scenario() -> None:
+        pacer = RejectionPacer(2.5, max_held=2, sleep=sleep)
+        first, second = asyncio.create_task(pacer.hold()), asyncio.create_task(pacer.hold())
+        await asyncio.sleep(0)
+        assert pacer.held == 2 and len(sleeping) == 2
+        assert await pacer.hold() == 0.0  # over the bound: not held
+        for future in sleeping:
+            future.set_result(None)
+        assert await first == 2.5 and await second == 2.5
+        assert pacer.held == 0
+        # A held request whose client went away (its task cancelled) gives its place back.
+        third = asyncio.create_task(pacer.hold())
+        await asyncio.sleep(0)
+        assert pacer.held == 1
+        third.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await third
+        assert pacer.held == 0
+
+    asyncio.run(scenario())
+    assert asyncio.run(RejectionPacer(0.0, 10, sleep).hold()) == 0.0
+
+
+def test_pacer_refuses_a_negative_delay() -> None:
+    with pytest.raises(ValueError):
+        RejectionPacer(-1.0, 10, asyncio.sleep)
 
 
 # --- the proxy over HTTP ---------------------------------------------------------------------------------------
@@ -263,6 +300,12 @@ def rejections(client: httpx.Client, url: str) -> dict[tuple[str, str], float]:
             for s in family.samples if s.name == "strata_proxy_rejections_total"}
 
 
+def held_rejections(client: httpx.Client, url: str) -> float:
+    text = client.get(f"{url}/metrics").text
+    return next(s.value for family in text_string_to_metric_families(text)
+                if family.name == "strata_proxy_rejections_held" for s in family.samples)
+
+
 def test_no_key_is_refused_before_any_limit(proxy, client: httpx.Client) -> None:
     url = proxy(proxy_rate_per_sec=0.01, proxy_burst=1)
     for _ in range(3):
@@ -289,6 +332,38 @@ def test_rate_limit_answers_429_with_retry_after_and_spares_other_tenants(proxy,
     assert client.get(f"{url}/v1/echo", headers=auth(ADMIN)).status_code == 200
 
     assert rejections(client, url) == {("rate", "acme"): 1.0}
+
+
+def test_a_refusal_is_held_while_other_tenants_are_answered(proxy, client: httpx.Client) -> None:
+    url = proxy(proxy_rate_per_sec=0.5, proxy_burst=1, proxy_reject_delay_secs=1.5)
+    assert client.get(f"{url}/v1/echo", headers=auth(ACME)).status_code == 200
+    outcome: dict[str, object] = {}
+
+    def refused_request() -> None:
+        started = time.monotonic()
+        with httpx.Client(timeout=10.0) as own:
+            outcome["response"] = own.get(f"{url}/v1/echo", headers=auth(ACME))
+        outcome["elapsed"] = time.monotonic() - started
+
+    thread = threading.Thread(target=refused_request)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 5.0
+        while held_rejections(client, url) < 1 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert held_rejections(client, url) == 1
+        # Another tenant is answered while acme's refusal is held.
+        assert client.get(f"{url}/v1/echo", headers=auth(GLOBEX)).status_code == 200
+    finally:
+        thread.join(10.0)
+    refused = outcome["response"]
+    assert isinstance(refused, httpx.Response)
+    body = assert_problem(refused, 429, "rate-limited")
+    assert outcome["elapsed"] >= 1.5
+    # The token was just under 2 s away when refused; 1.5 s of it went by in the hold.
+    assert refused.headers["retry-after"] == "1"
+    assert "retry in 0." in body["detail"]
+    assert held_rejections(client, url) == 0
 
 
 def test_concurrency_cap_counts_streams_until_they_finish(proxy, client: httpx.Client,

@@ -102,6 +102,11 @@ class Settings(BaseSettings):
     proxy_rate_per_sec: float = 50.0
     proxy_burst: int = 100
     proxy_max_concurrent_per_tenant: int = 8
+    # A refused request is answered with its 429 only after this delay (HAProxy's "tarpit"), at most this many held
+    # at once (beyond them, at once): a client looping on 429s then costs the proxy one answer per delay instead of
+    # all the CPU it can take, which other tenants' requests share. 0 answers at once.
+    proxy_reject_delay_secs: float = 1.0
+    proxy_max_held_rejections: int = 4096
 
     spark_master: str = "local[2]"
     # Where the job bundle shipped to Spark sessions is built and kept (one per code version); home/job-bundles

@@ -12,10 +12,10 @@ import anyio
 import httpx
 from fastapi import FastAPI, Request
 from fastapi.responses import StreamingResponse
-from prometheus_client import CollectorRegistry, Counter
+from prometheus_client import CollectorRegistry, Counter, Gauge
 from starlette.types import Receive, Scope, Send
 
-from strata_services.proxy.limits import ConcurrencyCap, Slot, TokenBuckets, limit_key
+from strata_services.proxy.limits import ConcurrencyCap, RejectionPacer, Slot, TokenBuckets, limit_key
 from strata_services.proxy.upstreams import Upstreams
 from strata_shared.config import Settings
 from strata_shared.errors import TooManyRequests, Unavailable
@@ -55,6 +55,7 @@ def create_proxy_app(settings: Settings, upstream_urls: list[str]) -> FastAPI:
     keys = ApiKeyRegistry.from_json(settings.api_keys)
     buckets = TokenBuckets(settings.proxy_rate_per_sec, settings.proxy_burst)
     cap = ConcurrencyCap(settings.proxy_max_concurrent_per_tenant)
+    pacer = RejectionPacer(settings.proxy_reject_delay_secs, settings.proxy_max_held_rejections, anyio.sleep)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -76,25 +77,31 @@ def create_proxy_app(settings: Settings, upstream_urls: list[str]) -> FastAPI:
     rejections = Counter("strata_proxy_rejections", "Requests the proxy refused with 429, by limit and tenant",
                          ["reason", "tenant"], registry=registry)
 
-    def admit(principal: Principal, request_id: str) -> Slot:
-        """The caller's slot under its limits, or a 429. A request refused by the concurrency cap has still
-        taken a token: a client retrying in a tight loop against a full cap runs into the rate limit too."""
+    Gauge("strata_proxy_rejections_held", "Refused requests being held before their 429 is sent",
+          registry=registry).set_function(lambda: pacer.held)
+
+    async def admit(principal: Principal, request_id: str) -> Slot:
+        """The caller's slot under its limits, or a 429 after the pacer's hold. A request refused by the
+        concurrency cap has still taken a token: a client retrying in a tight loop against a full cap runs into
+        the rate limit too."""
         key = limit_key(principal.tenant, principal.key_id)
         who = f"tenant {principal.tenant!r}" if principal.tenant is not None else f"untenanted key {principal.key_id}"
         decision = buckets.try_acquire(key)
-        if not decision.allowed:
-            rejections.labels("rate", key).inc()
-            raise TooManyRequests(
-                f"{who} is over its rate limit of {settings.proxy_rate_per_sec:g} requests/s "
-                f"(burst {settings.proxy_burst}); retry in {decision.retry_after_secs:.3g} s",
-                headers={"Retry-After": str(max(1, math.ceil(decision.retry_after_secs))), REQUEST_ID: request_id})
-        slot = cap.try_acquire(key)
-        if slot is None:
+        if decision.allowed:
+            slot = cap.try_acquire(key)
+            if slot is not None:
+                return slot
             rejections.labels("concurrency", key).inc()
-            raise TooManyRequests(
-                f"{who} already has {cap.limit} requests running, its cap on concurrent requests",
-                headers={"Retry-After": "1", REQUEST_ID: request_id})
-        return slot
+            await pacer.hold()
+            # When a running request ends is unknown: a nominal second.
+            raise TooManyRequests(f"{who} already has {cap.limit} requests running, its cap on concurrent requests",
+                                  headers={"Retry-After": "1", REQUEST_ID: request_id})
+        rejections.labels("rate", key).inc()
+        wait = max(0.0, decision.retry_after_secs - await pacer.hold())
+        raise TooManyRequests(
+            f"{who} is over its rate limit of {settings.proxy_rate_per_sec:g} requests/s "
+            f"(burst {settings.proxy_burst}); retry in {wait:.3g} s",
+            headers={"Retry-After": str(math.ceil(wait)), REQUEST_ID: request_id})
 
     @app.get("/healthz", tags=["operations"], responses=problem_responses(500))
     async def healthz() -> dict[str, str]:
@@ -117,7 +124,7 @@ def create_proxy_app(settings: Settings, upstream_urls: list[str]) -> FastAPI:
         over its request rate or its cap on requests in flight gets a 429 with `Retry-After`."""
         principal = keys.authenticate(request_key(request))
         request_id = request.headers.get(REQUEST_ID) or uuid.uuid4().hex
-        slot = admit(principal, request_id)
+        slot = await admit(principal, request_id)
         try:
             upstreams: Upstreams = request.app.state.upstreams
             client: httpx.AsyncClient = request.app.state.client
