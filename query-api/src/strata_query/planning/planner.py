@@ -132,7 +132,8 @@ async def build_plan(session: AsyncSession, sql: str, *, tenant: str | None, now
     constants = {PARTITION_COLUMN: lambda s: s.partition_id}
     # Stage 1 on the summaries: full metadata and artifacts are read only for the files it cannot rule out.
     survivors, split_stage = split_min_max(predicate, in_range, constants)
-    full = await splits.get_many([s.split_id for s in survivors])
+    # Split-level statistics served stage 1 already; the later stages read row groups and artifacts.
+    full = await splits.get_many([s.split_id for s in survivors], stats_columns=set())
     published = await IndexingRepository(session).published_artifacts(list(full))
     candidates = [CandidateFile(full[s.split_id], None if s.split_id not in published else [
         PublishedArtifact(a.artifact_type, a.column_name, a.uri, a.content_hash) for a in published[s.split_id]])

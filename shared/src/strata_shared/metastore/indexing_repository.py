@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import and_, func, select, text, update
+from sqlalchemy import ARRAY, Row, String, and_, any_, cast, func, select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 from ulid import ULID
@@ -182,16 +182,21 @@ class IndexingRepository:
         await self.session.execute(update(ArtifactSnapshotRow).where(ArtifactSnapshotRow.split_id == split_id)
                                    .values(published=False, updated_at=now))
 
-    async def published_artifacts(self, split_ids: Sequence[str]) -> dict[str, list[ArtifactRow]]:
-        """The artifacts queries may use: exactly those listed by each file's published snapshot."""
+    async def published_artifacts(self, split_ids: Sequence[str]) -> dict[str, list[Row]]:
+        """The artifacts queries may use: exactly those listed by each file's published snapshot, as plain rows
+        (artifact_id, artifact_type, column_name, uri, content_hash): a plan reads them for every file it keeps,
+        and ORM objects would cost more than the rest of the plan."""
         if not split_ids:
             return {}
         snapshots = (await self.session.execute(
             select(ArtifactSnapshotRow.split_id, ArtifactSnapshotRow.artifact_ids)
-            .where(ArtifactSnapshotRow.split_id.in_(split_ids), ArtifactSnapshotRow.published))).all()
-        wanted = {a for _, ids in snapshots for a in ids}
+            .where(ArtifactSnapshotRow.split_id == any_(cast(list(split_ids), ARRAY(String))),
+                   ArtifactSnapshotRow.published))).all()
+        wanted = sorted({a for _, ids in snapshots for a in ids})
         rows = {} if not wanted else {r.artifact_id: r for r in (await self.session.execute(
-            select(ArtifactRow).where(ArtifactRow.artifact_id.in_(wanted)))).scalars().all()}
+            select(ArtifactRow.artifact_id, ArtifactRow.artifact_type, ArtifactRow.column_name, ArtifactRow.uri,
+                   ArtifactRow.content_hash).where(ArtifactRow.artifact_id == any_(cast(wanted, ARRAY(String))))
+        )).all()}
         return {split_id: [rows[a] for a in ids if a in rows] for split_id, ids in snapshots}
 
     async def lag(self, now: datetime) -> list[IndexingLag]:

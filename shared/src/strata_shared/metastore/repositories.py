@@ -107,11 +107,16 @@ class SplitRepository:
         await IndexingRepository(self.session).enqueue(
             [(s.split_id, s.index_uid, s.partition_id) for s in published], "published", now)
 
-    async def get_many(self, split_ids: Sequence[str]) -> dict[str, SplitMetadata]:
+    async def get_many(self, split_ids: Sequence[str], stats_columns: set[str] | None = None
+                       ) -> dict[str, SplitMetadata]:
+        """The splits with these ids, with the statistics of `stats_columns` (None: every column; empty: none, as
+        for a plan whose split-level pruning already ran on summaries). Plain rows, one array parameter: a plan
+        loads its survivors here, and ORM objects for each would cost more than the query."""
         if not split_ids:
             return {}
-        rows = (await self.session.execute(select(SplitRow).where(SplitRow.split_id.in_(split_ids)))).scalars().all()
-        stats = await self._stats_of([r.split_id for r in rows])
+        rows = (await self.session.execute(select(SplitRow.__table__).where(
+            SplitRow.split_id == any_(cast(list(split_ids), ARRAY(String)))))).all()
+        stats = await self._stats_of([r.split_id for r in rows], stats_columns)
         return {r.split_id: _to_metadata(r, stats.get(r.split_id, {})) for r in rows}
 
     async def find_by_uris(self, uris: Sequence[str]) -> dict[str, str]:
@@ -299,7 +304,8 @@ def _stats_from_row(row: Sequence[Any]) -> ColumnStats:
     return ColumnStats(row[_STATS_NAME], value_type, low, high, row[_STATS_NULL_COUNT], row[_STATS_REGEX])
 
 
-def _to_metadata(row: SplitRow, stats: dict[str, ColumnStats]) -> SplitMetadata:
+def _to_metadata(row: Any, stats: dict[str, ColumnStats]) -> SplitMetadata:
+    """From a SplitRow or a plain row of the splits table (same attribute names)."""
     return SplitMetadata(
         split_id=row.split_id,
         index_uid=row.index_uid,
