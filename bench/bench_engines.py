@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -277,8 +278,27 @@ def _flood_process(proxy_url: str, key: str, sql: str, flooders: int, stop: Any,
     statuses.update(counts)
 
 
-def _quiet_tenant(proxy_url: str, dataset: dict[str, Any], samples: int, flooders: int) -> dict[str, Any]:
+def _cpu_secs(pid: int) -> float:
+    """User + system CPU seconds a process has used (its threads included)."""
+    import os
+
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _machine_busy_secs() -> float:
+    """CPU seconds the whole machine has been busy (every core, idle and iowait excluded)."""
+    import os
+
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (
+        int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9])
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+def _quiet_tenant(proxy, query_api, dataset: dict[str, Any], samples: int, flooders: int) -> dict[str, Any]:
     import multiprocessing
+
+    proxy_url = proxy.url
 
     keys = api_keys()
     lo = dataset["first_window"]
@@ -286,22 +306,25 @@ def _quiet_tenant(proxy_url: str, dataset: dict[str, Any], samples: int, flooder
                  f"AND timestamp_secs < {lo + WINDOW} GROUP BY service")
     noisy_sql = f'SELECT count(*) FROM "{EXEC_INDEX}" WHERE host = \'{bench_query.host_name(7)}\''
 
-    def quiet_samples(client: httpx.Client) -> list[float]:
-        out = []
+    def quiet_samples(client: httpx.Client) -> tuple[list[float], list[float]]:
+        """(through the proxy, straight to query-api), alternating: the second tells the proxy's share."""
+        out: tuple[list[float], list[float]] = ([], [])
         for _ in range(samples):
-            started = time.perf_counter()
-            response = client.post(proxy_url + "/v1/query", json={"sql": quiet_sql},
-                                   headers={"Accept": "application/json"})
-            out.append(time.perf_counter() - started)
-            if response.status_code != 200:
-                raise RuntimeError(f"the quiet tenant's query answered {response.status_code}: {response.text}")
-            time.sleep(0.5)
+            for base, times in ((proxy_url, out[0]), (query_api.url, out[1])):
+                started = time.perf_counter()
+                response = client.post(base + "/v1/query", json={"sql": quiet_sql},
+                                       headers={"Accept": "application/json"})
+                times.append(time.perf_counter() - started)
+                if response.status_code != 200:
+                    raise RuntimeError(f"the quiet tenant's query answered {response.status_code}: "
+                                       f"{response.text}")
+                time.sleep(0.25)
         return out
 
     context = multiprocessing.get_context("spawn")
     with context.Manager() as manager, httpx.Client(headers=keys.header(keys.quiet), timeout=60) as quiet:
         quiet_samples(quiet)  # warm
-        idle = quiet_samples(quiet)
+        idle, idle_direct = quiet_samples(quiet)
         stop, statuses = manager.Event(), manager.dict()
         flooder = context.Process(target=_flood_process,
                                   args=(proxy_url, keys.noisy, noisy_sql, flooders, stop, statuses))
@@ -309,7 +332,14 @@ def _quiet_tenant(proxy_url: str, dataset: dict[str, Any], samples: int, flooder
         flooder.start()
         try:
             time.sleep(3.0)  # the flood is under way
-            flooded = quiet_samples(quiet)
+            pids = {"proxy": proxy.pid, "query-api": query_api.pid, "flood": flooder.pid}
+            cpu_before = {name: _cpu_secs(pid) for name, pid in pids.items()}
+            machine_before = _machine_busy_secs()
+            sampled = time.perf_counter()
+            flooded, flooded_direct = quiet_samples(quiet)
+            window = time.perf_counter() - sampled
+            cpu = {name: (_cpu_secs(pid) - cpu_before[name]) / window for name, pid in pids.items()}
+            cpu["machine"] = (_machine_busy_secs() - machine_before) / window
         finally:
             stop.set()
             flooder.join(timeout=120)
@@ -318,13 +348,19 @@ def _quiet_tenant(proxy_url: str, dataset: dict[str, Any], samples: int, flooder
         elapsed = time.perf_counter() - started
         counts = dict(statuses)
     result = {"idle": _p50(idle), "idle_max": max(idle), "flood": _p50(flooded), "flood_max": max(flooded),
-              "samples": samples, "flooders": flooders, "statuses": counts, "flood_secs": elapsed}
+              "idle_direct": _p50(idle_direct), "flood_direct": _p50(flooded_direct),
+              "samples": samples, "flooders": flooders, "statuses": counts, "flood_secs": elapsed, "cpu": cpu}
     print(f"[engines] quiet tenant: idle {result['idle'] * 1000:.1f} ms, under flood {result['flood'] * 1000:.1f} "
-          f"ms; flood answered {counts}", flush=True)
+          f"ms (direct to query-api {result['idle_direct'] * 1000:.1f} / {result['flood_direct'] * 1000:.1f} ms); "
+          f"flood answered {counts}; cores busy during the flood {cpu}", flush=True)
     return result
 
 
-def run(stack, *, rows: int, runs: int, spark_runs: int, merge_rows: int = 4_000_000) -> dict[str, Any]:
+PARTS = ("end_to_end", "engines", "crossover", "compaction", "tenants")
+
+
+def run(stack, *, rows: int, runs: int, spark_runs: int, merge_rows: int = 4_000_000,
+        parts: tuple[str, ...] = PARTS) -> dict[str, Any]:
     from strata_services.local.processes import free_port
     from strata_services.local.spark_server import LocalSparkConnectServer
     from strata_shared.config import Settings
@@ -338,9 +374,11 @@ def run(stack, *, rows: int, runs: int, spark_runs: int, merge_rows: int = 4_000
     indexer.stop()
     from bench.bench_merge import generate_dataset
 
-    print(f"[engines] generating {merge_rows:,} rows to merge in the background ...", flush=True)
-    merge_sets = [generate_dataset(stack.path(f"engines-merge-input-{i}"), merge_rows // 2, 16, seed=i)
-                  for i in range(2)]
+    merge_sets = []
+    if "compaction" in parts:
+        print(f"[engines] generating {merge_rows:,} rows to merge in the background ...", flush=True)
+        merge_sets = [generate_dataset(stack.path(f"engines-merge-input-{i}"), merge_rows // 2, 16, seed=i)
+                      for i in range(2)]
     settings = Settings()
     server = LocalSparkConnectServer(free_port(), master=settings.spark_master,
                                      driver_memory=settings.spark_driver_memory, work_dir=stack.path("spark"))
@@ -360,18 +398,27 @@ def run(stack, *, rows: int, runs: int, spark_runs: int, merge_rows: int = 4_000
                                   STRATA_PROXY_BURST="1000")
             with api_child("proxy", proxy_env, stack.path("logs-engines-proxy")) as proxy, \
                     httpx.Client(headers=keys.header(keys.noisy), timeout=600) as client:
-                result["end_to_end"] = _end_to_end(client, proxy.url, dataset, runs, spark_runs)
-                result["engines"] = _engine_choice(client, query_api.url, dataset, runs)
-                result["crossover"] = _crossover(client, query_api.url, dataset, bench_query.EXEC_WINDOWS,
-                                                 max(1, spark_runs))
-                result["compaction"] = _during_compaction(client, proxy.url, dataset, server.remote, merge_sets,
-                                                          stack.path("engines-merge-output"), max(3, runs // 2),
-                                                          spark_runs)
-            # A proxy with its default limits, as a deployment has it, for the noisy tenant to hit.
-            limited_env = child_env(url, storage_root, stack.path("home-engines-proxy-default"),
-                                    STRATA_QUERY_UPSTREAMS=query_api.url)
-            with api_child("proxy", limited_env, stack.path("logs-engines-proxy-default")) as limited:
-                result["tenants"] = _quiet_tenant(limited.url, dataset, max(5, runs), 64)
+                if "end_to_end" in parts:
+                    result["end_to_end"] = _end_to_end(client, proxy.url, dataset, runs, spark_runs)
+                if "engines" in parts:
+                    result["engines"] = _engine_choice(client, query_api.url, dataset, runs)
+                if "crossover" in parts:
+                    result["crossover"] = _crossover(client, query_api.url, dataset, bench_query.EXEC_WINDOWS,
+                                                     max(1, spark_runs))
+                if "compaction" in parts:
+                    result["compaction"] = _during_compaction(
+                        client, proxy.url, dataset, server.remote, merge_sets, stack.path("engines-merge-output"),
+                        max(3, runs // 2), spark_runs)
+            if "tenants" in parts:
+                # A proxy with its default limits, as a deployment has it, for the noisy tenant to hit: once with
+                # its 429s held (the default), once answering them at once, side by side.
+                result["tenants"] = {}
+                for label, delay in (("held", None), ("immediate", "0")):
+                    extra = {} if delay is None else {"STRATA_PROXY_REJECT_DELAY_SECS": delay}
+                    limited_env = child_env(url, storage_root, stack.path(f"home-engines-proxy-{label}"),
+                                            STRATA_QUERY_UPSTREAMS=query_api.url, **extra)
+                    with api_child("proxy", limited_env, stack.path(f"logs-engines-proxy-{label}")) as limited:
+                        result["tenants"][label] = _quiet_tenant(limited, query_api, dataset, max(5, runs), 64)
     finally:
         server.stop()
     return result
@@ -386,30 +433,35 @@ def render(r: dict[str, Any]) -> str:
              f"{r['data_bytes'] / 1e6:.1f} MB), indexed; the ten queries of the query benchmark. Strata's times are "
              "end to end through the proxy (HTTP, planning, execution, JSON); DuckDB's are a warm in-process "
              f"connection over the same files (metadata cached). Medians of {r['runs']} alternating runs "
-             f"({r['spark_runs']} on Spark).", "",
-             "| query | kind | engine chosen | Strata p50 | Strata max | Strata on Spark p50 | DuckDB p50 | "
-             "Strata / DuckDB |", "|---|---|---|---:|---:|---:|---:|---:|"]
-    met = True
-    for q in r["end_to_end"]:
-        ratio = q["auto"] / q["duckdb"] if q["duckdb"] else float("inf")
-        if q["name"] in SELECTIVE:
-            met = met and ratio <= 1.0
-        lines.append(f"| {q['name']} | {q['kind']} | {q['engine']} | {ms(q['auto'])} | {ms(q['auto_p99'])} | "
-                     f"{ms(q['spark'])} | {ms(q['duckdb'])} | {ratio:.2f}x |")
-    lines += ["", f"Goal, Strata p50 <= 1.0x DuckDB on the selective queries ({', '.join(SELECTIVE)}): "
-                  f"**{'met' if met else 'not met'}**.", "",
-              f"### The engine choice: DuckDB {r['engines']['duckdb']} vs DataFusion {r['engines']['datafusion']} "
-              "on the same shaped scan (in process, Arrow in memory)", "",
-              "| query | scan rows | DuckDB p50 | DataFusion p50 | DataFusion / DuckDB |", "|---|---:|---:|---:|---:|"]
-    for q in r["engines"]["queries"]:
-        lines.append(f"| {q['name']} | {q['rows']:,} | {q['duckdb'] * 1000:.2f} ms | "
-                     f"{q['datafusion'] * 1000:.2f} ms | {q['datafusion'] / q['duckdb']:.2f}x |")
-    lines += ["", "### Crossover: one GROUP BY over a growing time range, local engine vs Spark (direct to query-api)",
-              "", "| windows | files | rows | bytes read | local p50 | Spark p50 | Spark / local |",
-              "|---:|---:|---:|---:|---:|---:|---:|"]
-    for c in r["crossover"]:
-        lines.append(f"| {c['windows']} | {c['files']} | {c['rows']:,} | {c['bytes'] / 1e6:.1f} MB | "
-                     f"{ms(c['local'])} | {ms(c['spark'])} | {c['spark'] / c['local']:.2f}x |")
+             f"({r['spark_runs']} on Spark)."]
+    if "end_to_end" in r:
+        lines += ["", "| query | kind | engine chosen | Strata p50 | Strata max | Strata on Spark p50 | DuckDB p50 | "
+                  "Strata / DuckDB |", "|---|---|---|---:|---:|---:|---:|---:|"]
+        met = True
+        for q in r["end_to_end"]:
+            ratio = q["auto"] / q["duckdb"] if q["duckdb"] else float("inf")
+            if q["name"] in SELECTIVE:
+                met = met and ratio <= 1.0
+            lines.append(f"| {q['name']} | {q['kind']} | {q['engine']} | {ms(q['auto'])} | {ms(q['auto_p99'])} | "
+                         f"{ms(q['spark'])} | {ms(q['duckdb'])} | {ratio:.2f}x |")
+        lines += ["", f"Goal, Strata p50 <= 1.0x DuckDB on the selective queries ({', '.join(SELECTIVE)}): "
+                      f"**{'met' if met else 'not met'}**."]
+    if "engines" in r:
+        lines += ["", f"### The engine choice: DuckDB {r['engines']['duckdb']} vs DataFusion "
+                      f"{r['engines']['datafusion']} on the same shaped scan (in process, Arrow in memory)", "",
+                  "| query | scan rows | DuckDB p50 | DataFusion p50 | DataFusion / DuckDB |",
+                  "|---|---:|---:|---:|---:|"]
+        for q in r["engines"]["queries"]:
+            lines.append(f"| {q['name']} | {q['rows']:,} | {q['duckdb'] * 1000:.2f} ms | "
+                         f"{q['datafusion'] * 1000:.2f} ms | {q['datafusion'] / q['duckdb']:.2f}x |")
+    if "crossover" in r:
+        lines += ["", "### Crossover: one GROUP BY over a growing time range, local engine vs Spark "
+                      "(direct to query-api)", "",
+                  "| windows | files | rows | bytes read | local p50 | Spark p50 | Spark / local |",
+                  "|---:|---:|---:|---:|---:|---:|---:|"]
+        for c in r["crossover"]:
+            lines.append(f"| {c['windows']} | {c['files']} | {c['rows']:,} | {c['bytes'] / 1e6:.1f} MB | "
+                         f"{ms(c['local'])} | {ms(c['spark'])} | {c['spark'] / c['local']:.2f}x |")
     if "compaction" in r:
         c = r["compaction"]
         lines += ["", f"### Queries while merges of {r['merge_rows']:,} rows run on the same Spark server", "",
@@ -427,17 +479,47 @@ def render(r: dict[str, Any]) -> str:
             lines.append(f"| {q['name']} | {ms(q['idle'])} | {ms(q['busy'])} | {ratio:.2f}x | {spark} |")
         lines += ["", f"Worst ratio {worst:.2f}x: goal **{'met' if worst <= 1.5 else 'not met'}**."]
     if "tenants" in r:
-        t = r["tenants"]
-        ratio = t["flood"] / t["idle"]
+        held, immediate = r["tenants"]["held"], r["tenants"]["immediate"]
+        ratio = held["flood"] / held["idle"]
+
+        def answers(t: dict[str, Any]) -> str:
+            return ", ".join(f"{code}: {n:,}" for code, n in sorted(t["statuses"].items()))
+
         lines += ["", "### A quiet tenant while another floods the proxy", "",
-                  f"{t['flooders']} clients of tenant `default` (threads of a separate process at nice 10) "
-                  "send EXPLAIN back to back through a proxy with its "
-                  f"default limits for {t['flood_secs']:.0f} s (answers: "
-                  + ", ".join(f"{code}: {n:,}" for code, n in sorted(t["statuses"].items()))
-                  + f"); tenant `{QUIET_TENANT}` ({r['quiet_rows']:,} rows of its own) runs one GROUP BY every 0.5 s, "
-                  f"{t['samples']} samples each way.", "",
-                  "| quiet tenant | p50 | max |", "|---|---:|---:|",
-                  f"| idle | {ms(t['idle'])} | {ms(t['idle_max'])} |",
-                  f"| under the flood | {ms(t['flood'])} | {ms(t['flood_max'])} |", "",
-                  f"Ratio {ratio:.2f}x: goal (within 2x) **{'met' if ratio <= 2.0 else 'not met'}**."]
+                  f"{held['flooders']} clients of tenant `default` (threads of a separate process at nice 10, "
+                  "ignoring Retry-After) send EXPLAIN back to back through a proxy with its default limits; tenant "
+                  f"`{QUIET_TENANT}` ({r['quiet_rows']:,} rows of its own) runs one GROUP BY every 0.5 s, "
+                  f"{held['samples']} samples each way. Side by side: the proxy holding each 429 for "
+                  "`STRATA_PROXY_REJECT_DELAY_SECS` (1 s, the default) and answering it at once (0).", "",
+                  "| 429s | quiet idle p50 | quiet under the flood p50 | max | flood / idle | same, straight to "
+                  "query-api: idle / flood | the flood's answers | cores busy: proxy | query-api | flood | machine |",
+                  "|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|"]
+        for label, t in (("held 1 s", held), ("at once", immediate)):
+            lines.append(f"| {label} | {ms(t['idle'])} | {ms(t['flood'])} | {ms(t['flood_max'])} | "
+                         f"{t['flood'] / t['idle']:.2f}x | {ms(t['idle_direct'])} / {ms(t['flood_direct'])} | "
+                         f"{answers(t)} in {t['flood_secs']:.0f} s | "
+                         f"{t['cpu']['proxy']:.2f} | {t['cpu']['query-api']:.2f} | {t['cpu']['flood']:.2f} | "
+                         f"{t['cpu']['machine']:.2f} |")
+        lines += ["", f"Ratio with the default {ratio:.2f}x: goal (within 2x) "
+                      f"**{'met' if ratio <= 2.0 else 'not met'}**."]
     return "\n".join(lines)
+
+
+def main() -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, printed only")
+    parser.add_argument("--part", choices=PARTS, action="append", help="only this part (repeatable); printed only")
+    args = parser.parse_args()
+    from bench.report import run_and_write
+
+    parts = tuple(args.part or PARTS)
+    quick = args.quick
+    run_and_write({"engines": lambda stack: render(run(
+        stack, rows=240_000 if quick else 3_000_000, runs=3 if quick else 20, spark_runs=1 if quick else 3,
+        merge_rows=400_000 if quick else 4_000_000, parts=parts))}, write=not (quick or args.part))
+
+
+if __name__ == "__main__":
+    main()
