@@ -66,7 +66,7 @@ async def test_every_published_file_gets_a_published_snapshot(indexer, keys, sto
 
     lag = (await indexer.get("/v1/indexing/lag", headers=keys.header(keys.writer))).json()["indexes"]
     assert not [entry for entry in lag if entry["index_id"] == index_id]
-    await indexer.app.state.strata.extras["indexing_metrics"].refresh(indexer.app.state.strata)
+    await indexer.app.state.strata.own().refresh(indexer.app.state.strata)
     metrics = (await indexer.get("/metrics")).text
     assert "strata_indexing_lag_files" in metrics and f'index_id="{index_id}"' not in metrics
 
@@ -133,9 +133,11 @@ async def test_a_worker_that_dies_mid_build_leaves_nothing_visible_and_the_job_i
     taken = (await indexer.post("/v1/indexing/poll", headers=keys.header(keys.worker),
                                 json={"worker_id": "doomed", "capacity": 1})).json()
     [assignment] = [a for a in taken["assignments"] if a["split_id"] == split_id]
+    # The indexing queue's own lease, not compaction's.
+    assert taken["lease_secs"] == assignment["lease_secs"] == settings.indexing_lease_secs
     assert not (await artifacts_of(indexer, keys, split_id))["snapshot"]["published"]
 
-    planner_clock.advance(settings.compaction_lease_secs + 1)
+    planner_clock.advance(settings.indexing_lease_secs + 1)
     [job] = await run_until_indexed(indexer, keys, make_runner(indexer, spark_factory, worker_id="rescuer"),
                                     [split_id])
     assert job["status"] == "success" and job["failures"] == 1 and job["fencing_token"] > assignment["fencing_token"]

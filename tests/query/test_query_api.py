@@ -175,7 +175,7 @@ async def test_no_key_is_401_and_a_timeout_interrupts_the_query(query, keys, dat
     response = await _query(query, keys, f"SELECT host, count(*) FROM {dataset.table} GROUP BY host",
                             timeout_secs=0.001)
     assert response.status_code == 504 and "interrupted" in response.json()["detail"]
-    assert query.app.state.strata.extras["query_runtime"].running == {}
+    assert query.app.state.strata.own().running == {}
 
 
 async def test_a_plan_over_the_file_limit_is_a_422_with_the_limit(settings, keys, dataset):
@@ -225,7 +225,7 @@ async def test_delete_interrupts_a_running_query(settings, keys, dataset, engine
     app = create_app(settings.model_copy(update={"fault_query_scan_delay_secs": 30.0}))
     async with LifespanManager(app), httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://q",
                                                        timeout=60) as client:
-        runtime = app.state.strata.extras["query_runtime"]
+        runtime = app.state.strata.own()
         started = asyncio.get_running_loop().time()
         running = asyncio.create_task(_query(client, keys, f"SELECT count(*) FROM {dataset.table}", engine=engine))
         while not runtime.running:

@@ -81,7 +81,7 @@ async def test_a_query_planned_before_a_merge_publishes_still_completes(indexer,
         if dialect == "spark":
             stream = await asyncio.to_thread(open_spark_query, state.spark, request)
         else:
-            stream = await asyncio.to_thread(query.app.state.strata.extras["query_runtime"].local.open, request)
+            stream = await asyncio.to_thread(query.app.state.strata.own().local.open, request)
         assert pa.Table.from_batches(list(stream), stream.schema).to_pylist() == [{"n": 900}], dialect
     assert await _count(query, keys, index_id) == 900
 

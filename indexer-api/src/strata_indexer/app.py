@@ -21,7 +21,7 @@ def create_app(settings: Settings, *, background: bool = True, clock: Clock | No
 
     async def install_clock(app: FastAPI) -> None:
         if clock is not None:
-            app.state.strata.extras["clock"] = clock
+            app.state.strata.clock = clock
 
     startup = [install_clock, install_metrics, *([start_background] if background else [])]
     return build_app(

@@ -9,15 +9,17 @@ from strata_query.execution.runtime import QueryRuntime
 from strata_query.router import router as query_router
 from strata_shared.config import Settings
 from strata_shared.web.app import build_app
+from strata_shared.web.state import AppState
 
 
 async def _install_runtime(app: FastAPI) -> None:
-    state = app.state.strata
-    state.extras["query_runtime"] = QueryRuntime(state.storage, state.registry, state.settings)
+    state: AppState[QueryRuntime] = app.state.strata
+    state.parts = QueryRuntime(state.storage, state.registry, state.settings)
 
 
 async def _close_runtime(app: FastAPI) -> None:
-    app.state.strata.extras["query_runtime"].local.close()
+    state: AppState[QueryRuntime] = app.state.strata
+    state.own().local.close()
 
 
 def create_app(settings: Settings) -> FastAPI:

@@ -45,7 +45,7 @@ class QueryCancelled(StrataError):
 
 
 def runtime_of(state: AppState) -> QueryRuntime:
-    return state.extras["query_runtime"]
+    return state.own()
 
 
 async def _plan(state: AppState, principal: Principal, sql: str, engine: Engine | None = None) -> QueryPlan:

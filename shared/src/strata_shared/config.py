@@ -67,6 +67,8 @@ class Settings(BaseSettings):
     indexing_max_in_progress: int = 8
     indexing_max_in_progress_per_tenant: int = 2
     indexing_poll_interval_secs: float = 1.0
+    indexing_lease_secs: float = 15.0
+    indexing_max_failures: int = 3
     # Artifact uploads: attempts and first backoff (doubled each retry, with jitter).
     artifact_upload_attempts: int = 5
     artifact_upload_backoff_secs: float = 0.2

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query
@@ -11,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from strata_indexer.indexing import scheduler, snapshots
 from strata_indexer.indexing.artifact_checks import check_artifact
 from strata_indexer.indexing.janitor import run_janitor
+from strata_indexer.indexing.lag import lag_by_index
 from strata_indexer.indexing.schemas import (
     ArtifactOut,
     IndexingJobOut,
@@ -18,19 +18,17 @@ from strata_indexer.indexing.schemas import (
     IndexingLagResponse,
     IndexingPollRequest,
     IndexingPollResponse,
-    IndexLag,
     JanitorReportOut,
     RegisterArtifactsRequest,
     RegisterArtifactsResponse,
     SnapshotOut,
     SplitArtifacts,
 )
-from strata_shared.clock import system_clock
 from strata_shared.domain.jobs import JobStatus
 from strata_shared.errors import Conflict, InvalidInput, NotFound
 from strata_shared.metastore.indexing_models import ArtifactRow, IndexingJobRow
 from strata_shared.metastore.indexing_repository import ArtifactConflict, IndexingJobFilter, IndexingRepository
-from strata_shared.metastore.models import IndexRow, SplitRow
+from strata_shared.metastore.models import SplitRow
 from strata_shared.metastore.repositories import load_live_index
 from strata_shared.web.auth import Principal, Scope, require, require_any
 from strata_shared.web.deps import app_state, db_session
@@ -41,9 +39,6 @@ router = APIRouter(tags=["indexing"])
 Session = Annotated[AsyncSession, Depends(db_session)]
 State = Annotated[AppState, Depends(app_state)]
 
-
-def now_of(state: AppState) -> datetime:
-    return state.extras.get("clock", system_clock)()
 
 
 def job_out(job: IndexingJobRow) -> IndexingJobOut:
@@ -62,7 +57,7 @@ async def poll_indexing_jobs(request: IndexingPollRequest, state: State,
                              _: Annotated[Principal, Depends(require(Scope.WORKER))]) -> IndexingPollResponse:
     """The worker protocol (the compaction scheduler's, for per-file artifact builds): report fenced status
     updates and free capacity, receive files to index with leases and fencing tokens."""
-    return await scheduler.poll(state, request, now_of(state))
+    return await scheduler.poll(state, request, state.clock())
 
 
 @router.get("/v1/indexing/jobs", response_model=IndexingJobPage, responses=problem_responses(401, 403, 404, 422))
@@ -100,30 +95,16 @@ async def indexing_lag(session: Session, state: State,
                        _: Annotated[Principal, Depends(require_any(Scope.WORKER, Scope.WRITER))]
                        ) -> IndexingLagResponse:
     """Per index: files published but without a published artifact snapshot, and the age of the oldest."""
-    return IndexingLagResponse(indexes=await lag_by_index(session, now_of(state)))
+    return IndexingLagResponse(indexes=await lag_by_index(session, state.clock()))
 
 
 @router.post("/v1/indexing/janitor", response_model=JanitorReportOut, responses=problem_responses(401, 403))
 async def run_artifact_janitor(state: State,
                                _: Annotated[Principal, Depends(require(Scope.ADMIN))]) -> JanitorReportOut:
     """Run one janitor pass now (it also runs in the background): reconcile artifact objects and rows."""
-    report = await run_janitor(state, now_of(state))
+    report = await run_janitor(state, state.clock())
     return JanitorReportOut(registered=report.registered, deleted=report.deleted, missing=report.missing,
                             reindexed=report.reindexed)
-
-
-async def lag_by_index(session: AsyncSession, now: datetime) -> list[IndexLag]:
-    lags = await IndexingRepository(session).lag(now)
-    ids = {row.index_uid: row.index_id for row in await _indexes(session, [lag.index_uid for lag in lags])}
-    return [IndexLag(index_id=ids.get(lag.index_uid, lag.index_uid), index_uid=lag.index_uid,
-                     files_waiting=lag.files_waiting,
-                     oldest_waiting_secs=None if lag.oldest_published_at is None
-                     else max(0.0, (now - lag.oldest_published_at).total_seconds()))
-            for lag in lags]
-
-
-async def _indexes(session: AsyncSession, index_uids: list[str]) -> list[IndexRow]:
-    return [row for uid in index_uids if (row := await session.get(IndexRow, uid)) is not None]
 
 
 async def _split_for(session: AsyncSession, split_id: str, principal: Principal, *,
@@ -194,7 +175,7 @@ async def register_split_artifacts(
         raise Conflict(str(conflict)) from conflict
     if request.publish:
         await snapshots.publish(session, state.storage, split, await repo.artifacts_of(split_id), [], "api",
-                                now_of(state))
+                                state.clock())
     await session.commit()
     out = _artifacts_out(split_id, await repo.artifacts_of(split_id), await repo.snapshot(split_id))
     return RegisterArtifactsResponse(**out.model_dump(), created=[r.artifact_id for r, new in registered if new])

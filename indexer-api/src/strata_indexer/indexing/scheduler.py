@@ -1,12 +1,13 @@
-"""The indexing scheduler behind `POST /v1/indexing/poll`, on the same lease mechanism as compaction: apply the
-worker's fenced updates (a success registers the artifacts and publishes the file's snapshot in one
-transaction), revoke expired leases, cancel jobs of files no longer published, and hand out assignments within
-the global and per-tenant limits."""
+"""Indexing as a configuration of the shared job-queue scheduler: a success registers the artifacts and
+publishes the file's snapshot in one transaction, housekeeping cancels jobs of files no longer published, and
+jobs are handed out within the global and per-tenant limits."""
 
 from __future__ import annotations
 
-import logging
+from collections.abc import Sequence
 from datetime import datetime, timedelta
+
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from strata_indexer.indexing import snapshots
 from strata_indexer.indexing.artifact_checks import artifact_prefix, check_artifact
@@ -15,61 +16,58 @@ from strata_indexer.indexing.schemas import (
     IndexingPollRequest,
     IndexingPollResponse,
     IndexingUpdate,
-    UpdateResult,
 )
 from strata_shared.domain.index_config import IndexSettings
 from strata_shared.domain.split import SplitState
 from strata_shared.metastore.indexing_models import IndexingJobRow
 from strata_shared.metastore.indexing_repository import IndexingRepository
-from strata_shared.metastore.leases import StaleToken
+from strata_shared.metastore.leases import PublishRefused
 from strata_shared.metastore.models import IndexRow, SplitRow
+from strata_shared.scheduling import queue_service
+from strata_shared.scheduling.queue_service import QueueSpec
+from strata_shared.scheduling.schemas import UpdateResult
 from strata_shared.web.state import AppState
 
-log = logging.getLogger("strata.indexing")
 
-
-class BuildRejected(Exception):
+class BuildRejected(PublishRefused):
     """The reported build cannot be published (an artifact fails its checks, the file is gone)."""
 
 
-def _lease(state: AppState) -> timedelta:
-    return timedelta(seconds=state.settings.compaction_lease_secs)
+def indexing_queue(state: AppState) -> QueueSpec[IndexingUpdate, IndexingAssignment]:
+    settings = state.settings
+
+    async def publish(session: AsyncSession, update: IndexingUpdate, now: datetime) -> None:
+        repo = IndexingRepository(session)
+        job = await repo.queue.fenced(update.job_id, update.fencing_token)
+        await _publish_build(state, session, repo, job, update, now)
+
+    async def cancel_orphans(session: AsyncSession, _capacity: int, now: datetime) -> None:
+        await IndexingRepository(session).cancel_orphaned(now)
+
+    async def assign(session: AsyncSession, worker_id: str, capacity: int, now: datetime,
+                     lease: timedelta) -> Sequence[IndexingJobRow]:
+        return await IndexingRepository(session).assign(
+            worker_id, capacity, now, lease, max_in_progress=settings.indexing_max_in_progress,
+            max_in_progress_per_tenant=settings.indexing_max_in_progress_per_tenant)
+
+    async def describe(session: AsyncSession, jobs: Sequence[IndexingJobRow]) -> list[IndexingAssignment]:
+        return [await _assignment(state, session, job) for job in jobs]
+
+    return QueueSpec(name="indexing", lease_secs=settings.indexing_lease_secs,
+                     max_failures=settings.indexing_max_failures,
+                     queue_of=lambda session: IndexingRepository(session).queue, publish=publish,
+                     housekeeping=cancel_orphans, assign=assign, describe=describe)
 
 
 async def apply_update(state: AppState, update: IndexingUpdate, now: datetime) -> UpdateResult:
-    settings = state.settings
-    async with state.sessions() as session:
-        repo = IndexingRepository(session)
-        try:
-            if update.status == "in_progress":
-                job = await repo.queue.refresh(update.job_id, update.fencing_token, now, _lease(state),
-                                               update.stage, update.progress, update.spark_operation_tag)
-                await session.commit()
-                return UpdateResult(job_id=update.job_id, accepted=True, lease_expires_at=job.lease_expires_at)
-            if update.status == "failure":
-                await repo.queue.fail(update.job_id, update.fencing_token, update.error or "worker reported a failure",
-                                      now, settings.compaction_max_failures)
-                await session.commit()
-                return UpdateResult(job_id=update.job_id, accepted=True)
-            job = await repo.queue.fenced(update.job_id, update.fencing_token)
-            await _publish_build(state, session, repo, job, update, now)
-            await session.commit()
-            return UpdateResult(job_id=update.job_id, accepted=True)
-        except StaleToken as stale:
-            await session.rollback()
-            return UpdateResult(job_id=update.job_id, accepted=False, reason=str(stale))
-        except BuildRejected as rejected:
-            await session.rollback()
-            reason = f"publish refused: {rejected}"
-            log.warning("indexing job %s: %s", update.job_id, reason)
-    async with state.sessions() as session:
-        try:
-            await IndexingRepository(session).queue.fail(update.job_id, update.fencing_token, reason, now,
-                                                         settings.compaction_max_failures)
-            await session.commit()
-        except StaleToken:
-            await session.rollback()
-    return UpdateResult(job_id=update.job_id, accepted=False, reason=reason)
+    return await queue_service.apply_update(state.sessions, indexing_queue(state), update, now)
+
+
+async def poll(state: AppState, request: IndexingPollRequest, now: datetime) -> IndexingPollResponse:
+    assignments, results = await queue_service.poll(state.sessions, indexing_queue(state), request,
+                                                    request.updates, now)
+    return IndexingPollResponse(assignments=assignments, updates=results,
+                                lease_secs=state.settings.indexing_lease_secs)
 
 
 async def _publish_build(state: AppState, session, repo: IndexingRepository, job: IndexingJobRow,
@@ -96,21 +94,6 @@ async def _publish_build(state: AppState, session, repo: IndexingRepository, job
     await session.flush()
 
 
-async def poll(state: AppState, request: IndexingPollRequest, now: datetime) -> IndexingPollResponse:
-    settings = state.settings
-    results = [await apply_update(state, update, now) for update in request.updates]
-    async with state.sessions() as session:
-        repo = IndexingRepository(session)
-        await repo.queue.expire_leases(now, settings.compaction_max_failures)
-        await repo.cancel_orphaned(now)
-        jobs = await repo.assign(request.worker_id, request.capacity, now, _lease(state),
-                                 max_in_progress=settings.indexing_max_in_progress,
-                                 max_in_progress_per_tenant=settings.indexing_max_in_progress_per_tenant)
-        assignments = [await _assignment(state, session, job) for job in jobs]
-        await session.commit()
-    return IndexingPollResponse(assignments=assignments, updates=results, lease_secs=settings.compaction_lease_secs)
-
-
 async def _assignment(state: AppState, session, job: IndexingJobRow) -> IndexingAssignment:
     split = await session.get(SplitRow, job.split_id)
     index = await session.get(IndexRow, job.index_uid)
@@ -119,7 +102,7 @@ async def _assignment(state: AppState, session, job: IndexingJobRow) -> Indexing
     job.spark_operation_tag = tag
     return IndexingAssignment(
         job_id=job.job_id, fencing_token=job.fencing_token, lease_expires_at=job.lease_expires_at,
-        lease_secs=state.settings.compaction_lease_secs, split_id=job.split_id, index_uid=job.index_uid,
+        lease_secs=state.settings.indexing_lease_secs, split_id=job.split_id, index_uid=job.index_uid,
         partition_id=job.partition_id, uri=split.uri, artifact_prefix=artifact_prefix(state.storage, job.index_uid),
         artifacts=index_settings.artifacts, field_types={f.name: str(f.type) for f in index_settings.fields},
         zstd_level=index_settings.parquet.zstd_level, spark_operation_tag=tag)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from strata_shared.domain.artifact_refs import ArtifactRef
 from strata_shared.domain.index_config import ArtifactConfig
+from strata_shared.scheduling.schemas import JobUpdate, PollFields, UpdateResult
 
 
 class _Strict(BaseModel):
@@ -28,29 +29,13 @@ class ArtifactIn(_Strict):
                            uri=uri or self.uri, size_bytes=self.size_bytes, content_hash=self.content_hash)
 
 
-class IndexingUpdate(_Strict):
-    job_id: str
-    fencing_token: int
-    status: Literal["in_progress", "success", "failure"]
-    stage: str | None = Field(None, max_length=32)
-    progress: float | None = Field(None, ge=0, le=1)
-    spark_operation_tag: str | None = Field(None, max_length=128)
+class IndexingUpdate(JobUpdate):
     artifacts: list[ArtifactIn] = []
     skipped: list[dict[str, Any]] = []
-    error: str | None = Field(None, max_length=4000)
 
 
-class IndexingPollRequest(_Strict):
-    worker_id: str = Field(min_length=1, max_length=128)
-    capacity: int = Field(ge=0, le=1024, description="free slots for new jobs")
+class IndexingPollRequest(PollFields):
     updates: list[IndexingUpdate] = []
-
-
-class UpdateResult(BaseModel):
-    job_id: str
-    accepted: bool
-    reason: str | None = None
-    lease_expires_at: datetime | None = None
 
 
 class IndexingAssignment(BaseModel):

@@ -23,7 +23,6 @@ from strata_planner.compaction.schemas import (
     WindowPage,
 )
 from strata_planner.compaction.status import job_out, window_summaries
-from strata_shared.clock import system_clock
 from strata_shared.domain.jobs import InvalidTransition, JobStatus
 from strata_shared.errors import Conflict, InvalidInput, NotFound
 from strata_shared.metastore.compaction_repository import CompactionRepository, JobFilter
@@ -37,9 +36,6 @@ router = APIRouter(tags=["compaction"])
 Session = Annotated[AsyncSession, Depends(db_session)]
 State = Annotated[AppState, Depends(app_state)]
 
-
-def now_of(state: AppState) -> datetime:
-    return state.extras.get("clock", system_clock)()
 
 
 def _epoch(value: int | datetime | None, field: str) -> int | None:
@@ -57,7 +53,7 @@ async def _plan(index_id: str, request: PlanRequest, session: AsyncSession, stat
     if window_range.start_gte is not None and window_range.start_lt is not None \
             and window_range.start_gte >= window_range.start_lt:
         raise InvalidInput.field("to", "must be after from")
-    outcome = await plan_index(session, index, now_of(state), window_range=window_range, force_final=request.final,
+    outcome = await plan_index(session, index, state.clock(), window_range=window_range, force_final=request.final,
                                create_jobs=create_jobs,
                                max_new_jobs=state.settings.compaction_queue_bound if create_jobs else None)
     if create_jobs:
@@ -97,7 +93,7 @@ async def list_windows(index_id: str, session: Session, state: State,
                        limit: Annotated[int, Query(ge=1, le=10_000)] = 500) -> WindowPage:
     """Per window, newest first: splits, rows, bytes, split levels, live jobs, last compaction."""
     index = await load_live_index(session, index_id)
-    windows = await window_summaries(session, index, now_of(state), start_gte=window_start_gte,
+    windows = await window_summaries(session, index, state.clock(), start_gte=window_start_gte,
                                      start_lt=window_start_lt, limit=limit)
     return WindowPage(index_id=index_id, windows=windows)
 
@@ -107,7 +103,7 @@ async def poll_compaction_jobs(request: PollRequest, state: State,
                                _: Annotated[Principal, Depends(require(Scope.WORKER))]) -> PollResponse:
     """The worker protocol: report status updates (each fenced by its token) and free capacity, receive new
     assignments with leases and fencing tokens. Stale updates come back with accepted=false."""
-    return await scheduler_service.poll(state, request, now_of(state))
+    return await scheduler_service.poll(state, request, state.clock())
 
 
 @router.post("/v1/compaction/jobs/{job_id}/status", response_model=UpdateResult,
@@ -117,7 +113,7 @@ async def report_job_status(job_id: str, update: StatusUpdate, state: State,
     """One fenced status write outside a poll: a stale token (or a finished/cancelled job) is a 409."""
     if update.job_id != job_id:
         raise InvalidInput.field("job_id", "does not match the path")
-    result = await scheduler_service.apply_update(state, update, now_of(state))
+    result = await scheduler_service.apply_update(state, update, state.clock())
     if not result.accepted:
         raise Conflict(result.reason or "update refused")
     return result
@@ -165,7 +161,7 @@ async def cancel_compaction_job(job_id: str, request: Request, session: Session,
     interrupted by the worker (by its operation tag)."""
     repo = CompactionRepository(session)
     try:
-        job = await repo.cancel(job_id, now_of(state))
+        job = await repo.cancel(job_id, state.clock())
     except InvalidTransition as exc:
         raise Conflict(str(exc)) from exc
     if job is None:

@@ -1,12 +1,11 @@
-"""The scheduler behind `POST /v1/compaction/poll`: apply the worker's status updates (each fenced by its token),
-revoke expired leases, plan new jobs in proportion to the reported capacity, and hand out assignments."""
+"""Compaction as a configuration of the shared job-queue scheduler: a success publishes the merge (outputs
+replace inputs in one transaction), housekeeping plans new jobs in proportion to the reported capacity, and
+jobs are handed out in the repository's priority order."""
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -18,80 +17,62 @@ from strata_planner.compaction.schemas import (
     PollRequest,
     PollResponse,
     StatusUpdate,
-    UpdateResult,
 )
 from strata_shared.domain.column_stats import ColumnStats
 from strata_shared.domain.fields import FieldType
 from strata_shared.domain.index_config import IndexSettings
 from strata_shared.domain.jobs import JobStatus
-from strata_shared.domain.scheduler_rules import SchedulerConfig, jobs_to_plan
+from strata_shared.domain.scheduler_rules import jobs_to_plan
 from strata_shared.domain.split import RowGroupSpan, SplitMetadata, SplitState
 from strata_shared.metastore.compaction_models import CompactionJobRow, CompactionWindowRow
 from strata_shared.metastore.compaction_repository import CompactionRepository, PublishConflict
-from strata_shared.metastore.leases import StaleToken
 from strata_shared.metastore.models import IndexRow
 from strata_shared.metastore.repositories import SplitRepository
+from strata_shared.scheduling import queue_service
+from strata_shared.scheduling.queue_service import QueueSpec
+from strata_shared.scheduling.schemas import UpdateResult
 from strata_shared.storage import ObjectStore
 from strata_shared.web.state import AppState
 
-log = logging.getLogger("strata.scheduler")
 
+def compaction_queue(state: AppState) -> QueueSpec[StatusUpdate, Assignment]:
+    settings = state.settings
 
-@dataclass(frozen=True, slots=True)
-class Scheduler:
-    config: SchedulerConfig
+    async def publish(session: AsyncSession, update: StatusUpdate, now: datetime) -> object:
+        repo = CompactionRepository(session)
+        job = await repo.get(update.job_id)
+        outputs = await _outputs_as_splits(session, state.storage, job, update) if job else []
+        return await repo.publish(update.job_id, update.fencing_token, outputs, now)
 
-    @property
-    def lease(self) -> timedelta:
-        return timedelta(seconds=self.config.lease_secs)
+    async def plan_new_jobs(session: AsyncSession, capacity: int, now: datetime) -> None:
+        counts = await CompactionRepository(session).count_by_status()
+        live = counts.get(JobStatus.UNASSIGNED, 0) + counts.get(JobStatus.IN_PROGRESS, 0)
+        budget = jobs_to_plan(capacity, live, counts.get(JobStatus.UNASSIGNED, 0), settings.compaction_queue_bound)
+        if budget > 0:
+            await plan_incrementally(session, now, budget)
 
+    async def assign(session: AsyncSession, worker_id: str, capacity: int, now: datetime, lease) -> Sequence:
+        return await CompactionRepository(session).assign(worker_id, capacity, now, lease)
 
-def scheduler_of(state: AppState) -> Scheduler:
-    s = state.settings
-    return Scheduler(SchedulerConfig(lease_secs=s.compaction_lease_secs, max_failures=s.compaction_max_failures,
-                                     queue_bound=s.compaction_queue_bound))
+    async def describe(session: AsyncSession, jobs: Sequence[CompactionJobRow]) -> list[Assignment]:
+        return await build_assignments(session, state.storage, jobs, settings.compaction_lease_secs)
+
+    metrics = state.parts
+    return QueueSpec(name="compaction", lease_secs=settings.compaction_lease_secs,
+                     max_failures=settings.compaction_max_failures,
+                     queue_of=lambda session: CompactionRepository(session).queue, publish=publish,
+                     housekeeping=plan_new_jobs, assign=assign, describe=describe,
+                     after_publish=None if metrics is None else metrics.observe_success)
 
 
 async def apply_update(state: AppState, update: StatusUpdate, now: datetime) -> UpdateResult:
-    """One fenced worker write in its own transaction; a stale token changes nothing."""
-    scheduler = scheduler_of(state)
-    async with state.sessions() as session:
-        repo = CompactionRepository(session)
-        try:
-            if update.status == "in_progress":
-                job = await repo.refresh(update.job_id, update.fencing_token, now, scheduler.lease, update.stage,
-                                         update.progress, update.spark_operation_tag)
-                await session.commit()
-                return UpdateResult(job_id=update.job_id, accepted=True, lease_expires_at=job.lease_expires_at)
-            if update.status == "failure":
-                await repo.fail(update.job_id, update.fencing_token, update.error or "worker reported a failure",
-                                now, scheduler.config.max_failures)
-                await session.commit()
-                return UpdateResult(job_id=update.job_id, accepted=True)
-            job = await repo.get(update.job_id)
-            outputs = await _outputs_as_splits(session, state.storage, job, update) if job else []
-            published = await repo.publish(update.job_id, update.fencing_token, outputs, now)
-            await session.commit()
-            metrics = state.extras.get("compaction_metrics")
-            if metrics is not None:
-                metrics.observe_success(published)
-            return UpdateResult(job_id=update.job_id, accepted=True)
-        except StaleToken as stale:
-            await session.rollback()
-            return UpdateResult(job_id=update.job_id, accepted=False, reason=str(stale))
-        except PublishConflict as conflict:
-            await session.rollback()
-            reason = f"publish refused: {conflict}"
-            log.warning("job %s: %s", update.job_id, reason)
-    # The merge's result is unusable: record it as a failed attempt (a fresh transaction, still fenced).
-    async with state.sessions() as session:
-        try:
-            await CompactionRepository(session).fail(update.job_id, update.fencing_token, reason, now,
-                                                     scheduler.config.max_failures)
-            await session.commit()
-        except StaleToken:
-            await session.rollback()
-    return UpdateResult(job_id=update.job_id, accepted=False, reason=reason)
+    return await queue_service.apply_update(state.sessions, compaction_queue(state), update, now)
+
+
+async def poll(state: AppState, request: PollRequest, now: datetime) -> PollResponse:
+    assignments, results = await queue_service.poll(state.sessions, compaction_queue(state), request,
+                                                    request.updates, now)
+    return PollResponse(assignments=assignments, updates=results, lease_secs=state.settings.compaction_lease_secs)
 
 
 async def _outputs_as_splits(session: AsyncSession, storage: ObjectStore, job: CompactionJobRow,
@@ -129,24 +110,6 @@ def merge_output_prefix(storage: ObjectStore, job: CompactionJobRow) -> str:
     """Where one attempt writes: specific to (job, token), so a stale attempt never overwrites a live one."""
     index_id, incarnation = job.index_uid.split(":", 1)
     return storage.uri_for(f"indexes/{index_id}/{incarnation}/merges/{job.job_id}/{job.fencing_token}")
-
-
-async def poll(state: AppState, request: PollRequest, now: datetime) -> PollResponse:
-    scheduler = scheduler_of(state)
-    results = [await apply_update(state, update, now) for update in request.updates]
-    async with state.sessions() as session:
-        repo = CompactionRepository(session)
-        await repo.expire_leases(now, scheduler.config.max_failures)
-        counts = await repo.count_by_status()
-        live = counts.get(JobStatus.UNASSIGNED, 0) + counts.get(JobStatus.IN_PROGRESS, 0)
-        budget = jobs_to_plan(request.capacity, live, counts.get(JobStatus.UNASSIGNED, 0),
-                              scheduler.config.queue_bound)
-        if budget > 0:
-            await plan_incrementally(session, now, budget)
-        jobs = await repo.assign(request.worker_id, request.capacity, now, scheduler.lease)
-        assignments = await build_assignments(session, state.storage, jobs, scheduler.config.lease_secs)
-        await session.commit()
-    return PollResponse(assignments=assignments, updates=results, lease_secs=scheduler.config.lease_secs)
 
 
 async def plan_incrementally(session: AsyncSession, now: datetime, budget: int) -> int:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from strata_shared.domain.index_config import ParquetConfig
+from strata_shared.scheduling.schemas import JobUpdate, PollFields, UpdateResult
 
 
 class _Strict(BaseModel):
@@ -59,28 +60,12 @@ class OutputSplit(_Strict):
     column_stats: dict[str, dict[str, Any]]
 
 
-class StatusUpdate(_Strict):
-    job_id: str
-    fencing_token: int
-    status: Literal["in_progress", "success", "failure"]
-    stage: str | None = Field(None, max_length=32)
-    progress: float | None = Field(None, ge=0, le=1)
-    spark_operation_tag: str | None = Field(None, max_length=128)
+class StatusUpdate(JobUpdate):
     outputs: list[OutputSplit] = []
-    error: str | None = Field(None, max_length=4000)
 
 
-class PollRequest(_Strict):
-    worker_id: str = Field(min_length=1, max_length=128)
-    capacity: int = Field(ge=0, le=1024, description="free slots for new jobs")
+class PollRequest(PollFields):
     updates: list[StatusUpdate] = []
-
-
-class UpdateResult(BaseModel):
-    job_id: str
-    accepted: bool
-    reason: str | None = None
-    lease_expires_at: datetime | None = None
 
 
 class AssignedInput(BaseModel):

@@ -20,12 +20,12 @@ from strata_shared.domain.jobs import JobStatus
 from strata_shared.domain.merge_policy import MergeOperation
 from strata_shared.domain.split import SplitMetadata, SplitState
 from strata_shared.metastore.compaction_models import CompactionJobInputRow, CompactionJobRow, CompactionWindowRow
-from strata_shared.metastore.leases import LeaseQueue, new_job_values
+from strata_shared.metastore.leases import LeaseQueue, PublishRefused, new_job_values
 from strata_shared.metastore.models import SplitRow
 from strata_shared.metastore.repositories import SplitRepository, mark_windows_changed
 
 
-class PublishConflict(Exception):
+class PublishConflict(PublishRefused):
     """An input split is no longer published: the merge must not publish."""
 
 

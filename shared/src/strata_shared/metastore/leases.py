@@ -32,6 +32,11 @@ class StaleToken(Exception):
     """The job is no longer this worker's: reassigned (larger token), cancelled, or finished."""
 
 
+class PublishRefused(Exception):
+    """A success whose result cannot be published (an input gone, an output or artifact failing its checks): the
+    scheduler records it as a failed attempt instead."""
+
+
 class LeasedJobColumns:
     """Columns of a leased job; the table adds its own `job_id` primary key and payload."""
 

@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from prometheus_client import CollectorRegistry
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
+from strata_shared.clock import Clock, system_clock
 from strata_shared.config import Settings
 from strata_shared.spark.session import SparkSessionFactory
 from strata_shared.storage import ObjectStore
 from strata_shared.web.auth import ApiKeyRegistry
+from strata_shared.workers.background import Background
+
+P = TypeVar("P")
 
 
 @dataclass
-class AppState:
+class AppState(Generic[P]):
     service: str
     settings: Settings
     engine: AsyncEngine
@@ -24,4 +28,14 @@ class AppState:
     storage: ObjectStore
     api_keys: ApiKeyRegistry
     registry: CollectorRegistry
-    extras: dict[str, Any] = field(default_factory=dict)
+    # Leases, planning and GC read time here, so tests can move it by hand.
+    clock: Clock = system_clock
+    background: Background | None = None
+    # The service's own long-lived part (query-api's runtime, planner-api's and indexer-api's metrics), set
+    # by its startup hook.
+    parts: P | None = None
+
+    def own(self) -> P:
+        if self.parts is None:
+            raise RuntimeError(f"{self.service} has not finished starting")
+        return self.parts

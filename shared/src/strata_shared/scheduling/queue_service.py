@@ -1,0 +1,96 @@
+"""The one scheduler behind every `POST /v1/<queue>/poll`: apply the worker's status updates (each fenced by its
+token, each in its own transaction), revoke expired leases, let the queue do its housekeeping (compaction plans
+new jobs, indexing cancels jobs of files gone), and hand out assignments. What differs between queues is a
+`QueueSpec`: its table, its settings, what a success publishes, and how jobs are chosen and described.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Generic, TypeVar
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from strata_shared.metastore.leases import LeaseQueue, PublishRefused, StaleToken
+from strata_shared.scheduling.schemas import JobUpdate, PollFields, UpdateResult
+
+log = logging.getLogger("strata.scheduler")
+
+U = TypeVar("U", bound=JobUpdate)
+A = TypeVar("A")
+
+
+@dataclass(frozen=True, slots=True)
+class QueueSpec(Generic[U, A]):
+    name: str
+    lease_secs: float
+    max_failures: int
+    queue_of: Callable[[AsyncSession], LeaseQueue[Any]]
+    # A success: publish the job's result in the caller's transaction (the job is checked against its token
+    # first); raise PublishRefused when the result is unusable. Returns what `after_publish` gets once committed.
+    publish: Callable[[AsyncSession, U, datetime], Awaitable[object]]
+    # Before assigning: the queue's own upkeep in the poll's transaction, given the worker's capacity.
+    housekeeping: Callable[[AsyncSession, int, datetime], Awaitable[object]]
+    # Locks and leases at most `capacity` jobs for the worker, in the queue's priority order.
+    assign: Callable[[AsyncSession, str, int, datetime, timedelta], Awaitable[Sequence[Any]]]
+    # What the worker receives for each leased job.
+    describe: Callable[[AsyncSession, Sequence[Any]], Awaitable[list[A]]]
+    after_publish: Callable[[object], None] | None = None
+
+    @property
+    def lease(self) -> timedelta:
+        return timedelta(seconds=self.lease_secs)
+
+
+async def apply_update(sessions: async_sessionmaker[AsyncSession], spec: QueueSpec[U, A], update: U,
+                       now: datetime) -> UpdateResult:
+    """One fenced worker write in its own transaction; a stale token changes nothing."""
+    async with sessions() as session:
+        queue = spec.queue_of(session)
+        try:
+            if update.status == "in_progress":
+                job = await queue.refresh(update.job_id, update.fencing_token, now, spec.lease, update.stage,
+                                          update.progress, update.spark_operation_tag)
+                await session.commit()
+                return UpdateResult(job_id=update.job_id, accepted=True, lease_expires_at=job.lease_expires_at)
+            if update.status == "failure":
+                await queue.fail(update.job_id, update.fencing_token, update.error or "worker reported a failure",
+                                 now, spec.max_failures)
+                await session.commit()
+                return UpdateResult(job_id=update.job_id, accepted=True)
+            published = await spec.publish(session, update, now)
+            await session.commit()
+            if spec.after_publish is not None:
+                spec.after_publish(published)
+            return UpdateResult(job_id=update.job_id, accepted=True)
+        except StaleToken as stale:
+            await session.rollback()
+            return UpdateResult(job_id=update.job_id, accepted=False, reason=str(stale))
+        except PublishRefused as refused:
+            await session.rollback()
+            reason = f"publish refused: {refused}"
+            log.warning("%s job %s: %s", spec.name, update.job_id, reason)
+    # The result is unusable: record it as a failed attempt (a fresh transaction, still fenced).
+    async with sessions() as session:
+        try:
+            await spec.queue_of(session).fail(update.job_id, update.fencing_token, reason, now, spec.max_failures)
+            await session.commit()
+        except StaleToken:
+            await session.rollback()
+    return UpdateResult(job_id=update.job_id, accepted=False, reason=reason)
+
+
+async def poll(sessions: async_sessionmaker[AsyncSession], spec: QueueSpec[U, A], request: PollFields,
+               updates: Sequence[U], now: datetime) -> tuple[list[A], list[UpdateResult]]:
+    """The worker protocol's one round: (new assignments, the result of each update, in order)."""
+    results = [await apply_update(sessions, spec, update, now) for update in updates]
+    async with sessions() as session:
+        await spec.queue_of(session).expire_leases(now, spec.max_failures)
+        await spec.housekeeping(session, request.capacity, now)
+        jobs = await spec.assign(session, request.worker_id, request.capacity, now, spec.lease)
+        assignments = await spec.describe(session, jobs)
+        await session.commit()
+    return assignments, results
