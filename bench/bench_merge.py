@@ -1,13 +1,13 @@
 """Benchmark 4: compaction. The sorted merge of one 15-minute window of 4M metrics rows, by Strata (the kernel
 alone and as a Spark Connect job) and by the usual alternatives, against the copy floor.
 
-Data (strata_jobs.merge_experiment.generate_split, same random sequence as its generate()): metric_name (200
-values), host (2,000) and, derived from the host, service (50), env (4), region (12), version (30); an i64
-timestamp_secs within one window and a random f64 value. Two datasets of the same size: 16 sorted splits of
-rows/16 and 64 of rows/64, each sorted by metric_name,service,host,timestamp_secs, zstd 3, 128k-row row groups,
-written with the options of strata_shared.splitfile.writer.encode_split (floats without dictionary, with
-BYTE_STREAM_SPLIT), as Strata writes splits. Measured, alternating the methods on every repeat (the machine is
-shared) and each local method in a fresh subprocess (its peak RSS is its own):
+Data (generate_split below): metric_name (200 values), host (2,000) and, derived from the host, service (50),
+env (4), region (12), version (30); an i64 timestamp_secs within one window and a random f64 value. Two datasets
+of the same size: 16 sorted splits of rows/16 and 64 of rows/64, each sorted by metric_name,service,host,
+timestamp_secs, written with strata_shared.splitfile.writer.split_writer_options and the index defaults'
+ParquetConfig (zstd 3, 128k-row row groups, statistics; floats without dictionary), as Strata writes splits.
+Measured, alternating the methods on every repeat (the machine is shared) and each local method in a fresh
+subprocess (its peak RSS is its own):
 
   (a) floor: pyarrow read of every split (strings as dictionary) + concat + one Parquet write with the same
       writer options, no sort;
@@ -24,17 +24,23 @@ call, so one Spark job of 4 tasks on local[2]) for throughput, with the peak RSS
 (VmHWM of the server's python processes, sampled from /proc, reset before each run). And the ADR's compression
 experiment: the same rows written sorted vs in random order, and the separately sorted splits vs one merged
 file.
+
+`python -m bench.bench_merge --crossover` measures instead, on the 16-split dataset, what cutting an output
+column costs by gather (`take`) vs by zero-copy run slices for orders of a given mean run length: how
+strata_jobs.merge.RUNS_MIN_MEAN_LENGTH was chosen.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -42,12 +48,18 @@ from typing import Any
 
 from bench.common import fmt_bytes, fmt_int, fmt_s, median
 from bench.harness import DATA_DIR, REPO_ROOT, Stack, peak_rss_bytes, reset_peak_rss
+from strata_shared.domain.index_config import ParquetConfig
 
 SECTION = "merge"
 SORT_COLUMNS = ["metric_name", "service", "host", "timestamp_secs"]
 SORT_SCHEMA = "metric_name,service,host,timestamp_secs@v1"
-ROW_GROUP = 128 * 1024
-ZSTD_LEVEL = 3
+STRING_COLUMNS = ["metric_name", "service", "host", "env", "region", "version"]
+WINDOW_START = 1_767_225_600
+# The index defaults (what an index writes unless it sets `parquet`): the splits, the floor and the merge output
+# are written with them; the other engines get the same codec, level and row-group size.
+PARQUET = ParquetConfig()
+ROW_GROUP = PARQUET.row_group_size
+ZSTD_LEVEL = PARQUET.zstd_level
 LOCAL_TASKS = ("floor", "stable_sort", "kway", "duckdb", "polars", "delta")
 SPARK_TASKS = ("spark_merge", "spark_naive", "spark_merge_range")
 LABELS = {
@@ -58,7 +70,7 @@ LABELS = {
     "duckdb": "(c) DuckDB `COPY ... ORDER BY`, 2 threads",
     "polars": "(d) Polars scan_parquet + sort + sink_parquet",
     "delta": "(e) delta-rs `optimize.z_order` (optimize only)",
-    "spark_naive": "(f) Spark `repartition(1).sortWithinPartitions` (non-vectorized reader, see below)",
+    "spark_naive": "(f) Spark `repartition(1).sortWithinPartitions`",
     "spark_merge_range": "prototype: the same merge submitted as `spark.range(n, numPartitions=n).mapInArrow`",
 }
 GOALS = {
@@ -70,45 +82,56 @@ GOALS = {
 }
 
 
-def _string_columns() -> list[str]:
-    from strata_jobs.merge_experiment import STRING_COLUMNS
-
-    return list(STRING_COLUMNS)
-
-
-def _parquet_config():
-    from strata_shared.domain.index_config import ParquetConfig
-
-    return ParquetConfig(row_group_size=ROW_GROUP, zstd_level=ZSTD_LEVEL, write_statistics=True)
-
-
 def writer_options(schema, writer: str = "strata") -> dict[str, Any]:
-    """Parquet writer options besides zstd 3 / 128k-row row groups / statistics / store_schema=False.
-    "strata": what strata_shared.splitfile.writer.encode_split does (floats without dictionary, with
-    BYTE_STREAM_SPLIT; every other column dictionary-encoded), so the inputs, the floor and the merge output are
-    written alike; "pyarrow": pyarrow's defaults (dictionary on every column)."""
-    import pyarrow as pa
+    """Keyword arguments of pq.write_table (besides the row-group size, ROW_GROUP). "strata": Strata's own,
+    strata_shared.splitfile.writer.split_writer_options with PARQUET (what encode_split writes: zstd, statistics,
+    no Arrow schema, floats without dictionary), so the inputs, the floor and the merge output are written alike;
+    "pyarrow": the same but with pyarrow's default dictionaries (on every column)."""
+    from strata_shared.splitfile.writer import split_writer_options
 
+    options = split_writer_options(schema, PARQUET)
     if writer == "pyarrow":
-        return {}
-    floats = [f.name for f in schema if pa.types.is_floating(f.type)]
-    return {"use_dictionary": [f.name for f in schema if f.name not in floats],
-            "column_encoding": dict.fromkeys(floats, "BYTE_STREAM_SPLIT") or None}
+        options["use_dictionary"] = True
+    return options
 
 
 def write_parquet(table, path: Path, writer: str = "strata") -> None:
     import pyarrow.parquet as pq
 
-    pq.write_table(table, path, compression="zstd", compression_level=ZSTD_LEVEL, row_group_size=ROW_GROUP,
-                   write_statistics=True, store_schema=False, **writer_options(table.schema, writer))
+    pq.write_table(table, path, row_group_size=ROW_GROUP, **writer_options(table.schema, writer))
+
+
+def _vocabulary(prefix: str, size: int):
+    import pyarrow as pa
+
+    return pa.array([f"{prefix}{i:05d}" for i in range(size)])
+
+
+def generate_split(rows: int, rng):
+    """`rows` metrics rows of one 15-minute window (from `rng`, a numpy Generator), sorted by the sort schema:
+    metric_name (200 values), host (2,000) and, derived from the host as in real fleets, service (50), env (4),
+    region (12) and version (30); an i64 timestamp_secs in the window and a random f64 value."""
+    import pyarrow as pa
+
+    host = rng.integers(0, 2000, rows)
+    metric = rng.integers(0, 200, rows)
+    table = pa.table({
+        "metric_name": _vocabulary("system.cpu.metric_", 200).take(pa.array(metric)),
+        "service": _vocabulary("svc-", 50).take(pa.array(host % 50)),
+        "host": _vocabulary("ip-10-0-", 2000).take(pa.array(host)),
+        "env": _vocabulary("env-", 4).take(pa.array((host // 50) % 4)),
+        "region": _vocabulary("region-", 12).take(pa.array(host % 12)),
+        "version": _vocabulary("v1.", 30).take(pa.array((host * 7) % 30)),
+        "timestamp_secs": pa.array(WINDOW_START + rng.integers(0, 900, rows), pa.int64()),
+        "value": pa.array(rng.normal(100.0, 30.0, rows)),
+    })
+    return table.sort_by([(c, "ascending") for c in SORT_COLUMNS])
 
 
 def generate_dataset(directory: Path, rows: int, splits: int, seed: int) -> list[Path]:
-    """merge_experiment.generate's splits (same generator, same random sequence), written the way Strata
-    writes splits (writer_options "strata"; merge_experiment.generate writes pyarrow's defaults instead)."""
+    """`splits` sorted splits of rows/splits rows each (generate_split, one random sequence from `seed`),
+    written the way Strata writes splits (writer_options "strata"); reused if `directory` already holds them."""
     import numpy as np
-
-    from strata_jobs.merge_experiment import generate_split
 
     directory.mkdir(parents=True, exist_ok=True)
     existing = splits_of(directory)
@@ -138,7 +161,6 @@ def parquet_bytes(path: Path) -> int:
 def merge_spec(paths: list[Path], out_dir: Path, job_id: str, method: str = "auto"):
     """A MergeSpec over `paths` with the index defaults' targets (10M rows, 256 MiB: one output here)."""
     from strata_jobs.merge import MergeInput, MergeSpec
-    from strata_jobs.merge_experiment import WINDOW_START
     from strata_shared.domain.index_config import MergePolicyConfig
 
     policy = MergePolicyConfig()
@@ -147,7 +169,7 @@ def merge_spec(paths: list[Path], out_dir: Path, job_id: str, method: str = "aut
         inputs=[MergeInput(f"{p.parent.name}-{p.stem}", p.resolve().as_uri()) for p in paths],
         sort_schema=SORT_SCHEMA, timestamp_field="timestamp_secs", timestamp_is_seconds=True,
         output_uri_prefix=out_dir.resolve().as_uri(), target_split_num_rows=policy.target_split_num_rows,
-        target_split_size_bytes=policy.target_split_size_bytes, parquet=_parquet_config(),
+        target_split_size_bytes=policy.target_split_size_bytes, parquet=PARQUET,
         index_uid="bench-merge:01", source_id="bench", partition_id="tenant", doc_mapping_uid="bench",
         window_start=WINDOW_START, window_duration_secs=900, num_merge_ops=1, generation=1,
         root_split_ids=[f"{p.parent.name}-{p.stem}" for p in paths], order_method=method,
@@ -163,7 +185,7 @@ def _child(task: str, data_dir: Path, out_dir: Path) -> dict[str, Any]:
     import pyarrow.parquet as pq
 
     paths = splits_of(data_dir)
-    strings = _string_columns()
+    strings = STRING_COLUMNS
     out_dir.mkdir(parents=True, exist_ok=True)
     report: dict[str, Any] = {}
     action = None
@@ -379,10 +401,8 @@ class SparkBench:
                 shutil.rmtree(out, ignore_errors=True)
 
     def naive(self, paths: list[Path]) -> dict[str, Any]:
-        """(f). Spark's vectorized Parquet reader refuses BYTE_STREAM_SPLIT pages ("Unsupported encoding"),
-        which encode_split writes for floats: the row-based parquet-mr reader is used instead."""
+        """(f), with Spark's default (vectorized) Parquet reader."""
         out = self._out("spark-naive")
-        self.spark.conf.set("spark.sql.parquet.enableVectorizedReader", "false")
         try:
             started = time.perf_counter()
             (self.spark.read.parquet(*[str(p) for p in paths]).repartition(1)
@@ -394,7 +414,6 @@ class SparkBench:
             seconds = time.perf_counter() - started
             return {"seconds": seconds, "output_bytes": parquet_bytes(out)}
         finally:
-            self.spark.conf.unset("spark.sql.parquet.enableVectorizedReader")
             shutil.rmtree(out, ignore_errors=True)
 
 
@@ -454,8 +473,8 @@ def _column_bytes(path: Path) -> dict[str, int]:
 def compression_experiment(datasets: dict[int, list[Path]], first: int, workdir: Path, seed: int = 3
                            ) -> dict[str, Any]:
     """The rows of the first dataset written as one file sorted by the sort schema vs in random order; and every
-    dataset's separately sorted splits re-encoded with the same writer. Both writers: Strata's (encode_split's
-    options) and pyarrow's defaults (dictionary on every column, as PERF-NOTES' experiment likely was)."""
+    dataset's separately sorted splits re-encoded with the same writer. Both writers of writer_options: Strata's
+    (encode_split's options) and the same with pyarrow's default dictionaries (on every column)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -486,6 +505,75 @@ def compression_experiment(datasets: dict[int, list[Path]], first: int, workdir:
             found[f"splits{fan_in}"] = {"bytes": total, "columns": columns}
         out[writer] = found
     return out
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Gather vs run slices (--crossover): how strata_jobs.merge.RUNS_MIN_MEAN_LENGTH was chosen. Printed only.
+
+
+def _median_seconds(action, repeats: int = 3) -> float:
+    samples = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        action()
+        samples.append(time.perf_counter() - started)
+    return statistics.median(samples)
+
+
+def crossover(data_dir: Path, rows: int) -> None:
+    """Cutting an output column by gather (`take`) vs by zero-copy run slices, for orders of mean run length L,
+    on the 16-split dataset of `rows` rows (generated under `data_dir` unless already there).
+
+    Per column kind: the merge's string codes and fixed-width values are gathered with numpy, which costs about
+    the same whatever L is, while slicing costs a Python call per run; variable-width Arrow columns (lists,
+    binaries) are copied by Arrow's take, which slicing beats once runs are long enough."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from strata_jobs.arrow_numpy import to_arrow
+    from strata_jobs.merge import union_schema
+    from strata_jobs.merge_columns import ColumnBuilder
+    from strata_jobs.merge_order import run_heads
+
+    paths = generate_dataset(data_dir / f"rows{rows}-fanin16", rows, 16, seed=16)
+    tables = [pq.ParquetFile(p, read_dictionary=STRING_COLUMNS).read() for p in paths]
+    union = union_schema([(str(i), t.schema) for i, t in enumerate(tables)])
+    total = sum(t.num_rows for t in tables)
+    builders = {f.name: ColumnBuilder(f.name, f.type, total) for f in union}
+    for table in tables:
+        for name, builder in builders.items():
+            builder.add(table.column(name), table.num_rows)
+    columns = {name: b.finish() for name, b in builders.items()}
+    del tables
+    # A variable-width column of the "arrow" kind: list<string> of two host names per row.
+    hosts = columns["host"].full_array().dictionary_decode()
+    offsets = np.arange(0, 2 * total + 1, 2, dtype=np.int32)
+    labels = pa.ListArray.from_arrays(to_arrow(offsets), pa.concat_arrays([hosts, hosts]))
+    builder = ColumnBuilder("labels", labels.type, total)
+    builder.add(pa.chunked_array([labels]), total)
+    columns["labels"] = builder.finish()
+    print(f"crossover on {total:,} rows: seconds to cut one whole output column, take vs run slices "
+          "(median of 3)")
+    print("  mean run L | " + " | ".join(f"{n} ({c.kind}) take / runs" for n, c in columns.items()
+                                         if n in ("host", "value", "labels")))
+    for length in (1, 4, 16, 32, 64, 128, 256, 1024, 16384):
+        blocks = np.arange(0, total, length)
+        rng = np.random.default_rng(length)
+        order = rng.permutation(total) if length == 1 else \
+            (rng.permutation(blocks)[:, None] + np.arange(length)[None, :]).reshape(-1)
+        order = order[order < total]
+        heads = run_heads(order)
+        starts, lengths = order[heads], np.diff(np.append(heads, len(order)))
+        cells = []
+        for name in ("host", "value", "labels"):
+            column = columns[name]
+            took = _median_seconds(functools.partial(column.take, order, ROW_GROUP))
+            sliced = float("nan")
+            if length >= 4:
+                sliced = _median_seconds(functools.partial(column.slices, starts, lengths, ROW_GROUP))
+            cells.append(f"{took:6.3f} / {sliced:6.3f}")
+        print(f"  {total / len(heads):10.1f} | " + " | ".join(cells))
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -694,8 +782,8 @@ def render(result: dict[str, Any]) -> str:
         "",
         f"{fmt_int(rows_total)} metrics-like rows of one 15-minute window (metric_name 200 values, host 2,000 and, "
         "derived from the host, service 50, env 4, region 12, version 30; i64 timestamp_secs; random f64 value), "
-        "generated by `strata_jobs.merge_experiment.generate_split` and written with `encode_split`'s options "
-        "(floats without dictionary, BYTE_STREAM_SPLIT; the floor writes with them too), as "
+        "generated by `bench.bench_merge.generate_split` and written with `encode_split`'s options "
+        "(`split_writer_options`: floats without dictionary; the floor writes with them too), as "
         + " and as ".join(f"{f} sorted splits of {fmt_int(rows_total // f)} rows "
                           f"({fmt_bytes(result['input_bytes'][f])})" for f in fan_ins)
         + ", sorted by metric_name,service,host,timestamp_secs, zstd 3, 128k-row row groups. Median of "
@@ -758,11 +846,6 @@ def render(result: dict[str, Any]) -> str:
         lines.append("")
     first = fan_ins[0]
     lines += [
-        "(f) runs with `spark.sql.parquet.enableVectorizedReader=false`: Spark 4.1's vectorized Parquet reader "
-        "fails on these splits with `SparkUnsupportedOperationException: Unsupported encoding: BYTE_STREAM_SPLIT` "
-        "(the encoding `encode_split` now writes for float columns), so any Spark SQL scan of Strata splits needs "
-        "that setting (and the slower row-based reader) today.",
-        "",
         "### Cold start and parallel merges",
         "",
         f"- Cold: the first `submit_merges` after the server was ready ({first} splits) took "
@@ -826,14 +909,14 @@ def render(result: dict[str, Any]) -> str:
         "",
         f"The {fmt_int(comp['rows'])} rows of the {comp['first']}-split dataset written as one file sorted by the sort "
         "schema and in random order, and each dataset's separately sorted splits re-encoded, all with the same "
-        "writer (zstd 3, 128k-row row groups, statistics): Strata's (`encode_split`: floats without dictionary, "
-        "BYTE_STREAM_SPLIT) and pyarrow's defaults (dictionary on every column).",
+        "writer (zstd 3, 128k-row row groups, statistics): Strata's (`encode_split`: floats without dictionary) and "
+        "the same with pyarrow's default dictionaries (on every column).",
         "",
         "| writer | random order | one sorted file | random / sorted | "
         + " | ".join(f"{f} sorted splits | splits / one file" for f in fan_ins) + " |",
         "|---|---|---|---|" + "---|---|" * len(fan_ins),
     ]
-    for writer, label in (("strata", "Strata (`encode_split` options)"), ("pyarrow", "pyarrow defaults")):
+    for writer, label in (("strata", "Strata (`encode_split` options)"), ("pyarrow", "dictionary on every column")):
         found = comp[writer]
         sorted_b, random_b = found["sorted"]["bytes"], found["random"]["bytes"]
         cells = [f"{fmt_bytes(found[f'splits{f}']['bytes'])} | {found[f'splits{f}']['bytes'] / sorted_b:.2f}x"
@@ -873,8 +956,11 @@ def main() -> None:
     parser.add_argument("--no-write", action="store_true", help="print the section instead of updating the docs")
     parser.add_argument("--render-from", type=Path, default=None,
                         help="print the section from a saved bench/.data/last-merge.json, run nothing")
+    parser.add_argument("--crossover", action="store_true",
+                        help="only time gather vs run slices on the 16-split dataset of --rows rows (printed)")
+    parser.add_argument("--data-dir", type=Path, default=None,
+                        help="--crossover: generate (or reuse) the dataset here instead of a temporary directory")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--data-dir", type=Path, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--out-dir", type=Path, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -882,6 +968,15 @@ def main() -> None:
         return
     if args.render_from:
         print(render(load_result(args.render_from)))
+        return
+    if args.crossover:
+        DATA_DIR.mkdir(parents=True, exist_ok=True)
+        root = args.data_dir or Path(tempfile.mkdtemp(prefix="merge-crossover-", dir=DATA_DIR))
+        try:
+            crossover(root, args.rows)
+        finally:
+            if args.data_dir is None:
+                shutil.rmtree(root, ignore_errors=True)
         return
     from bench.report import run_and_write
 

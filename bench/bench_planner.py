@@ -14,8 +14,7 @@ Timed (medians; every pass runs in its own transaction, rolled back, so each rep
   (3) after 1,000 new splits land through `SplitRepository.insert` (committed, flagging their windows):
       `plan_incrementally(session, now, budget)` for a worker reporting 4 free slots and for an unbounded
       budget, and `plan_index(..., incremental=True, create_jobs=False)`.
-Then a cProfile of the full dry run, and prototypes (bench-only, nothing outside bench/ changes) of the fixes
-the numbers point at.
+Then a cProfile of the full dry run.
 """
 
 from __future__ import annotations
@@ -342,7 +341,6 @@ def profile_text(profile: cProfile.Profile, limit: int = 25) -> str:
 
 
 async def _measure(url: str, info: dict[str, Any], runs: int, create_runs: int) -> dict[str, Any]:
-    from bench import planner_prototypes as proto
     from strata_planner.compaction.planning import WindowRange, plan_index
     from strata_planner.compaction.scheduler import plan_incrementally
     from strata_shared.metastore.engine import create_engine, session_factory
@@ -396,10 +394,6 @@ async def _measure(url: str, info: dict[str, Any], runs: int, create_runs: int) 
         print(f"[planner]   {out['full_create']['runs']}", flush=True)
 
         await _assert_no_jobs(sessions, "the full passes")
-        # Prototypes of the fixes, on the same data.
-        print("[planner] prototypes ...", flush=True)
-        out["proto"] = await proto.measure_full(sessions, dsn, index, now, runs)
-        await _assert_no_jobs(sessions, "the prototypes")
 
         # New splits land, committed through the repository (their windows get flagged).
         fresh = new_splits(info, NEW_SPLITS, info["now"])
@@ -436,7 +430,6 @@ async def _measure(url: str, info: dict[str, Any], runs: int, create_runs: int) 
         out["inc_dry"] = await _repeat(sessions, incremental_dry, inc_runs)
         out["inc_worker"] = await _repeat(sessions, incremental_worker, inc_runs)
         out["inc_unbounded"] = await _repeat(sessions, incremental_unbounded, inc_runs)
-        out["proto_inc"] = await proto.measure_incremental(sessions, index, now, inc_runs)
         await _assert_no_jobs(sessions, "the incremental passes")
         for key in ("inc_dry", "inc_worker", "inc_unbounded"):
             print(f"[planner]   {key} {out[key]['runs']}", flush=True)
@@ -485,8 +478,6 @@ def _runs(values: list[float]) -> str:
 
 
 def render(result: dict[str, Any]) -> str:
-    from bench import planner_prototypes as proto
-
     info = result["info"]
     counts = info["counts"]
     full, create = result["full_dry"], result["full_create"]
@@ -552,8 +543,8 @@ def render(result: dict[str, Any]) -> str:
     for key in ("inc_worker", "inc_unbounded", "inc_dry"):
         r = result[key]
         lines.append(f"- (3) {key}: {_stage_text(r['stages'], r['calls'])}.")
-    lines += ["", *proto.render(result), ""]
     lines += [
+        "",
         "<details><summary>SQL of load_candidates, its EXPLAIN (ANALYZE, BUFFERS), and a cProfile of pass (1)"
         "</summary>",
         "",

@@ -1,4 +1,4 @@
-"""Benchmark 7: query planning and execution (DESIGN.md, "Query planning").
+"""Benchmark 7: query planning and execution (how a query is planned: docs/architecture.md).
 
 (1) EXPLAIN over 1,000,000 published splits. One index, metadata loaded with COPY (the secondary indexes of
     `splits` and the constraints of `split_column_stats` dropped for the load and recreated from their own

@@ -28,22 +28,22 @@ Steps:
 
 Memory, with R rows in the job. The merge's form of the columns costs 4 bytes a row per string column (int32
 codes into one dictionary) and the value width (+1 byte where nulls exist) per other column: row_width, 40
-bytes for the PERF-NOTES shape (6 string tags, i64 timestamp, f64 value). On top of it: three inputs' Arrow
+bytes for a typical metrics row (6 string tags, i64 timestamp, f64 value). On top of it: three inputs' Arrow
 tables at most (read ahead, being copied, being hashed: fan-in only matters through the largest inputs), the
 sort key with the sort columns' ranks while it is packed, and the order (8 + 8 bytes a row, plus timsort's
 scratch), then one output at a time: its Arrow table (row_width a row; the last output frees the merge's
 columns and the order as it is cut), its Parquet bytes (twice: encode_split copies them to `bytes`), and
 verification blocks of 256k rows. Peak ~= R * (row_width + 24) + output table + 2 * output file + 3 * largest
-input table, reported as stats["peak_bytes_estimate"] (490-510 MB for 4M rows). Measured by merge_experiment
-(4M rows, 16 or 64 inputs): peak RSS 650-700 MB, of which ~115 MB is the interpreter and libraries, i.e.
-about 140 bytes a row: under 1 GB per 4M-row job.
+input table, reported as stats["peak_bytes_estimate"] (490-510 MB for 4M rows). Measured by the merge
+benchmark (bench/bench_merge.py; 4M rows, 16 or 64 inputs): peak RSS 650-700 MB, of which ~115 MB is the
+interpreter and libraries, i.e. about 140 bytes a row: under 1 GB per 4M-row job.
 
-Measured speed (merge_experiment, 4M rows, on a shared 2-CPU machine whose copy floor, read + write with the
-same writer settings, is 1.4-1.75 s against 1.03 s in PERF-NOTES): stable_sort 1.25x the floor when the
-machine was otherwise idle (1.77 s vs 1.42 s; the second core runs the verification while the writer thread
-encodes), 1.55x under contention (CPU: 2.37 s vs 1.51 s). Verification (row checksums of inputs and outputs,
-MC-3 keys) costs about 0.4 CPU-s of that; without it the merge costs 1.13x the floor's CPU. kway is slower
-everywhere: its order step takes 0.48-0.71 s against 0.10-0.15 s for the stable sort, hence
+Measured speed (the merge benchmark, 4M rows, on a shared 2-CPU machine whose copy floor, read + write with the
+same writer settings, is 1.4-1.75 s, against 1.03 s in an earlier measurement of the same data): stable_sort
+1.25x the floor when the machine was otherwise idle (1.77 s vs 1.42 s; the second core runs the verification
+while the writer thread encodes), 1.55x under contention (CPU: 2.37 s vs 1.51 s). Verification (row checksums
+of inputs and outputs, MC-3 keys) costs about 0.4 CPU-s of that; without it the merge costs 1.13x the floor's
+CPU. kway is slower everywhere: its order step takes 0.48-0.71 s against 0.10-0.15 s for the stable sort, hence
 AUTO_ORDER_METHOD.
 """
 
@@ -85,12 +85,12 @@ __all__ = [
     "RUNS_MIN_MEAN_LENGTH", "union_schema",
 ]
 
-# What order_method="auto" means: the faster method in merge_experiment's benchmark. The stable sort's order
-# step took 0.10-0.14 s for 4M rows from 16 or 64 inputs, the vectorized k-way merge 0.48-0.70 s.
+# What order_method="auto" means: the faster method in the merge benchmark (bench/bench_merge.py). The stable
+# sort's order step took 0.10-0.14 s for 4M rows from 16 or 64 inputs, the vectorized k-way merge 0.48-0.70 s.
 AUTO_ORDER_METHOD = "stable_sort"
 # Cut an output column from zero-copy run slices instead of gathering it when the order's mean run length
 # (runs of consecutive rows of one input) reaches this, per column kind. Measured by
-# `python -m strata_jobs.merge_experiment --crossover` on 4M rows: a variable-width Arrow column
+# `python -m bench.bench_merge --crossover` on 4M rows: a variable-width Arrow column
 # (list<string>) costs 0.16 s by take vs 0.19 s by slices at L=32, 0.12 vs 0.10 at 64, 0.09 vs 0.005 at 1024;
 # a fixed-width column 0.005 s either way at L=1024 but 1.9 s by slices at L=4; string codes are gathered
 # either way (never sliced). With fine-grained interleaving (L ~ 1, usual when every input covers the key

@@ -109,7 +109,7 @@ def inspect_split(item: SplitToRegister, index: IndexIdentity, storage: ObjectSt
 
 
 def _sort_schema(item: SplitToRegister, kv: dict[str, str]) -> str:
-    """The writer's sort order, canonical; empty (never compacted, as pre-ADR data) when nobody claims one."""
+    """The writer's sort order, canonical; empty (the file is never compacted) when nobody claims one."""
     claims = [c for c in (item.sort_schema, kv.get("sort_schema")) if c]
     try:
         parsed = {str(SortSchema.parse(c)) for c in claims}

@@ -1,6 +1,6 @@
 """SQL literals as values of a column's type.
 
-Choices (the query documentation repeats them):
+Choices (docs/architecture.md, "Query planning", sums them up):
 - A `timestamp` column (microseconds) accepts RFC 3339 strings ('2026-01-01T00:00:00Z', offset optional and then
   UTC, date only = midnight UTC), `TIMESTAMP '...'` / `DATE '...'`, and integers meaning epoch microseconds. Spark
   would read an integer as seconds, so such literals are rewritten to `timestamp_micros(n)` for execution.

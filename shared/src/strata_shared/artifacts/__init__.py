@@ -1,4 +1,4 @@
-"""Index artifacts of split files: formats, builders and readers (DESIGN.md, "Index artifacts").
+"""Index artifacts of split files: formats, builders and readers (docs/architecture.md, "Index artifacts").
 
 Every artifact object is an envelope (envelope.py) around one payload: a zone map of the file's row groups, a bloom
 filter or a bitmap index of one column, or a full-text index of the configured text columns. `build_artifacts`

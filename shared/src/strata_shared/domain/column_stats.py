@@ -1,4 +1,4 @@
-"""Per-column statistics of a split: typed min/max (ADR-003 section 9's SortColumnValue) and a value regex.
+"""Per-column statistics of a split: typed min/max and a value regex (docs/architecture.md, "Split statistics").
 
 A typed value is one of string, i64, u64, f64 or null, so that min/max compare correctly in the metastore and in
 query pruning (a u64 above 2^63 or a string never becomes a float by accident).

@@ -80,7 +80,8 @@ class IndexSettings(_Strict):
     timestamp_field: str
     sort_schema: str
     window_duration_secs: int = DEFAULT_WINDOW_DURATION_SECS
-    # Windows that start before this never compact (CS-3); required, as in ADR-003.
+    # Windows that start before this never compact (CS-3, docs/architecture.md, "Invariants"); required, so every
+    # index states where compaction begins.
     compaction_start_time: Annotated[int, Field(ge=0)] | datetime
     late_data_acceptance_secs: int = Field(3600, ge=0)
     merge_policy: MergePolicyConfig = Field(default_factory=MergePolicyConfig)

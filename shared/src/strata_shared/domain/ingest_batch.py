@@ -1,4 +1,4 @@
-"""Cutting an ingested batch into per-window, sorted parts (ADR-003 sections 2 and 6).
+"""Cutting an ingested batch into per-window, sorted parts (docs/architecture.md, "Write path").
 
 Pure: takes an Arrow table already conforming to the index schema and returns what to write. One stable sort by
 (window, sort schema) puts every window's rows together and in order, so each part is a zero-copy slice.

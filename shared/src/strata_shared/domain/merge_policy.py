@@ -1,5 +1,5 @@
 """The merge policy: which splits of one window merge together (after Quickwit's StableLogMergePolicy, adapted to
-row counts and bytes, and scoped by window as ADR-003 requires).
+row counts and bytes, and scoped by window: docs/architecture.md, "Merge policy").
 
 Pure and deterministic: candidates are sorted inside, so the plan does not depend on input order. Guarantees,
 pinned by property tests: every operation lies in one compatibility scope (CS-1) and one window (CS-2); no window
@@ -139,7 +139,7 @@ def _exclusion(split: SplitCandidate, params: MergePolicyParams, rules: WindowRu
     if split.window_start < rules.compaction_start_time:
         return SkipReason.BEFORE_COMPACTION_START
     if not split.scope.sort_schema:
-        # No claimed order (pre-ADR or external data): merging it would break MC-3 for the output.
+        # No claimed order (a file registered without a sort schema): merging it would break MC-3 for the output.
         return SkipReason.UNSORTED
     if split.in_live_job:
         return SkipReason.IN_LIVE_JOB
@@ -178,7 +178,7 @@ def _plan_levels(scope: CompactionScope, window_start: int, splits: list[SplitCa
 
 def _plan_final(scope: CompactionScope, window_start: int, splits: list[SplitCandidate],
                 params: MergePolicyParams, plan: MergePlan) -> None:
-    """Closed window: pack whatever remains toward the target size (the Druid proposal's major compaction)."""
+    """Closed window: pack whatever remains toward the target size (a major compaction, as in Apache Druid)."""
     waiting = sorted(splits, key=_size_order)
     while waiting:
         batch, _ = _take_batch(waiting, params, params.max_merge_factor)

@@ -149,7 +149,7 @@ class SplitMetadata:
         )
 
     def kv_metadata(self) -> dict[str, str]:
-        """What the file's footer carries about itself (ADR-003 section 9)."""
+        """What the file's footer carries about itself (docs/architecture.md, "Split statistics")."""
         values = self.to_json()
         kv = {KV_PREFIX + k: "" if values[k] is None else str(values[k]) for k in _KV_SCALARS}
         kv[KV_PREFIX + "root_split_ids"] = json.dumps(values["root_split_ids"])

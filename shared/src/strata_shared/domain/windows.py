@@ -1,4 +1,4 @@
-"""Time windows (ADR-003 section 1): fixed, epoch-aligned, non-overlapping intervals.
+"""Time windows (docs/architecture.md, "Time windows"): fixed, epoch-aligned, non-overlapping intervals.
 
 TW-1 (one window per split) is established by `window_starts`, which the ingestion path uses to cut batches;
 TW-2 (the duration divides one hour) by `validate_window_duration`.
@@ -12,7 +12,7 @@ import pyarrow.compute as pc
 
 VALID_WINDOW_DURATIONS_SECS: tuple[int, ...] = (60, 120, 180, 240, 300, 360, 600, 720, 900, 1200, 1800, 3600)
 DEFAULT_WINDOW_DURATION_SECS = 900
-# Rows whose timestamp is null go to this overflow window (ADR-003 section 2).
+# Rows whose timestamp is null go to this overflow window, compacted apart from every real window.
 NULL_TIMESTAMP_WINDOW_START = 0
 
 

@@ -119,7 +119,7 @@ class SplitRow(Base):
 
 
 class SplitColumnStatsRow(Base):
-    """Typed min/max per column (ADR-003's SortColumnValue): exactly one pair of typed columns is set."""
+    """Typed min/max per column (docs/architecture.md, "Split statistics"): exactly one pair of typed columns is set."""
 
     __tablename__ = "split_column_stats"
 

@@ -2,13 +2,16 @@
 frames only, so time spent inside pyarrow counts for the Python line that called it) while the benchmark's
 requests run, and the samples are grouped into the stages of the request.
 
-    .tools/bin/uv run --with py-spy python -m bench.profile ingest   [--runs 3] [--keep-profile out.txt]
-    .tools/bin/uv run --with py-spy python -m bench.profile register [--batches 3] [--keep-profile out.txt]
+    .tools/bin/uv run --with py-spy python -m bench.stage_profile ingest   [--runs 3] [--keep-profile out.txt]
+    .tools/bin/uv run --with py-spy python -m bench.stage_profile register [--batches 3] [--keep-profile out.txt]
 
 py-spy is not a project dependency: `--with py-spy` brings it for this command only. The ingest target also
-times the CPU stages in-process (no HTTP, database or disk) and a prototype of a rank-key sort (PERF-NOTES) on
-the same table; the register target also times the footer checks in-process, one thread vs the server's pool
-of 8.
+times the CPU stages of an ingest request in-process (no HTTP, database or disk: decode_body, cut_batch,
+compute_column_stats, encode_split), bench_ingest's plain-pyarrow baseline, and, on the same table,
+pc.sort_indices on the five sort keys against a rank-key sort (one uint64 key per row packing the window index,
+the ranks of metric_name, service and host, and the offset in the window; a stable numpy argsort), checking that
+both give the same order. The register target also times the footer checks in-process, one thread vs the
+server's pool of 8.
 """
 
 from __future__ import annotations
@@ -99,7 +102,7 @@ class Spy:
     def __init__(self, pid: int, output: Path, rate: int, gil: bool = False) -> None:
         py_spy = shutil.which("py-spy")
         if py_spy is None:
-            raise SystemExit("py-spy not found: run with `uv run --with py-spy python -m bench.profile ...`")
+            raise SystemExit("py-spy not found: run with `uv run --with py-spy python -m bench.stage_profile ...`")
         self.command = [
             py_spy,
             "record",
@@ -136,7 +139,7 @@ def _timed(out: list[tuple[str, float]], label: str, fn: Callable, *args, **kwar
 
 
 def rank_key_order(table: pa.Table) -> np.ndarray:
-    """Prototype (PERF-NOTES): one uint64 key per row packing (window index, rank of metric_name, service,
+    """A rank-key sort: one uint64 key per row packing (window index, rank of metric_name, service,
     host, offset in window), then a stable numpy argsort. Same order as pc.sort_indices for this data
     (checked)."""
     ts = table.column("timestamp_secs").combine_chunks().to_numpy()
