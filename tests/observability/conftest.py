@@ -23,8 +23,9 @@ from tests.fixtures.http_server import serve_in_thread
 
 INDEX = "console-metrics"
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
-# The planner's clock runs this far ahead of the ingest, so the oldest windows have closed and the rest are open.
-PLANNER_AHEAD_SECS = 1200
+# The planner's clock runs this far ahead of the ingest (45 minutes of rows, an hour of late-data acceptance), so
+# the oldest window has closed and the newest is open, wherever the present falls in its 15-minute window.
+PLANNER_AHEAD_SECS = 2700
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,7 @@ class ObservedStack:
     running_job: str
     running_indexing_job: str
     retried_indexing_job: str
+    compaction_jobs: int
 
 
 @pytest.fixture(scope="session")
@@ -59,7 +61,7 @@ def fence(assignment: Assignment | dict) -> dict:
     return {"job_id": raw["job_id"], "fencing_token": raw["fencing_token"]}
 
 
-def _seed(client: httpx.Client, keys: Keys) -> dict[str, str]:
+def _seed(client: httpx.Client, keys: Keys) -> dict[str, str | int]:
     from strata_jobs.merge import run_merge
     from strata_planner.compaction.executor import merge_spec
     from strata_planner.compaction.runner import output_splits
@@ -74,7 +76,8 @@ def _seed(client: httpx.Client, keys: Keys) -> dict[str, str]:
                                headers={**writer, "Content-Type": "application/vnd.apache.arrow.stream"})
         assert ingested.status_code == 200, ingested.text
     triggered = client.post(f"/v1/indexes/{INDEX}/compaction/trigger", json={"final": True}, headers=admin)
-    assert len(triggered.json()["created_job_ids"]) >= 3, triggered.text
+    compaction_jobs = len(triggered.json()["created_job_ids"])
+    assert compaction_jobs >= 3, triggered.text
 
     def poll(queue: str, capacity: int, updates: list[dict]) -> dict:
         response = client.post(f"/v1/{queue}/poll", headers=worker,
@@ -94,7 +97,8 @@ def _seed(client: httpx.Client, keys: Keys) -> dict[str, str]:
         {**fence(building), "status": "in_progress", "stage": "building", "progress": 0.1},
         {**fence(retried), "status": "failure", "error": "artifact upload failed: object store timed out"}])
     return {"published_job": merged.job_id, "excluded_job": failed.job_id, "running_job": running.job_id,
-            "running_indexing_job": building["job_id"], "retried_indexing_job": retried["job_id"]}
+            "running_indexing_job": building["job_id"], "retried_indexing_job": retried["job_id"],
+            "compaction_jobs": compaction_jobs}
 
 
 @pytest.fixture(scope="session")

@@ -84,4 +84,6 @@ def configure_logging(service: str, log_format: LogFormat = "json", level: str |
     for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
         logging.getLogger(name).handlers.clear()
         logging.getLogger(name).propagate = True
+    # httpx logs every request at INFO: the proxy's forwards and health checks would double the access lines.
+    logging.getLogger("httpx").setLevel(logging.WARNING)
     return handler
