@@ -36,11 +36,15 @@ def line_fields(record: logging.LogRecord, service: str) -> dict[str, object]:
     return fields
 
 
-class JsonFormatter(logging.Formatter):
+class _ServiceFormatter(logging.Formatter):
+    """Names the process's service on lines emitted outside any request or job (start-up, shutdown)."""
+
     def __init__(self, service: str) -> None:
         super().__init__()
         self.service = service
 
+
+class JsonFormatter(_ServiceFormatter):
     def format(self, record: logging.LogRecord) -> str:
         fields = line_fields(record, self.service)
         if record.exc_info:
@@ -49,11 +53,7 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(fields, default=str, ensure_ascii=False)
 
 
-class TextFormatter(logging.Formatter):
-    def __init__(self, service: str) -> None:
-        super().__init__()
-        self.service = service
-
+class TextFormatter(_ServiceFormatter):
     def format(self, record: logging.LogRecord) -> str:
         fields = line_fields(record, self.service)
         head = f"{fields.pop('ts')} {str(fields.pop('level')).upper():<7} {fields.pop('service')} " \
