@@ -100,3 +100,25 @@ def test_one_query_is_one_trace_across_proxy_and_query_api_and_its_log_lines_car
         assert any(line.get("trace_id") == trace_id for line in ours), "log lines point at the trace"
     query_lines = [line for line in _json_lines(processes[0].log_path) if line.get("request_id") == REQUEST_ID]
     assert any(line.get("index") == INDEX for line in query_lines), "the query's index joins its log context"
+
+
+def test_text_log_format_for_humans(tmp_path: Path):
+    """`strata up --log-format text` hands STRATA_LOG_FORMAT=text to every `strata serve`: plain lines, with the
+    request id in the bracketed context."""
+    from strata_services.cli import build_parser
+
+    assert build_parser().parse_args(["up", "--log-format", "text"]).log_format == "text"
+    port = free_port()
+    proxy = ApiProcess("proxy", "127.0.0.1", port, {"STRATA_LOG_FORMAT": "text", "STRATA_API_KEYS": "{}",
+                                                    "STRATA_QUERY_UPSTREAMS": f"http://127.0.0.1:{free_port()}"},
+                       tmp_path)
+    try:
+        proxy.start()
+        proxy.wait_healthy()
+        assert httpx.get(f"http://127.0.0.1:{port}/v1/query", headers={"X-Request-ID": "text-1"}).status_code == 401
+    finally:
+        proxy.stop()
+    lines = proxy.log_path.read_text().splitlines()
+    assert lines and not any(line.startswith("{") for line in lines)
+    assert any("strata-proxy uvicorn.access" in line and "[request_id=text-1]" in line
+               for line in lines), lines
