@@ -397,6 +397,8 @@ def test_api_and_spark_share_the_object_volume(services: Services, name: str) ->
 
 def test_proxy_points_at_query_api(services: Services) -> None:
     env = _environment(_service(services, "proxy"))
+    assert env.get("STRATA_PLANNER_URL") == "http://planner-api:8001"
+    assert env.get("STRATA_INDEXER_URL") == "http://indexer-api:8002"
     assert "http://query-api:8003" in str(env.get("STRATA_QUERY_UPSTREAMS")), env.get(
         "STRATA_QUERY_UPSTREAMS"
     )

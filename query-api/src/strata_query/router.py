@@ -22,6 +22,7 @@ from strata_query.execution.spark_query import interrupt_spark_query, open_spark
 from strata_query.planning.planner import QueryPlan, build_plan
 from strata_query.planning.schemas import EngineOut, PlanOut, PlanStatus, QueryRequest
 from strata_shared.errors import NotFound, StrataError, Unavailable
+from strata_shared.observability.context import annotate
 from strata_shared.spark.errors import spark_problem
 from strata_shared.web.auth import Principal, Scope, require_any
 from strata_shared.web.deps import app_state
@@ -57,6 +58,7 @@ async def _plan(state: AppState, principal: Principal, sql: str, engine: Engine 
                                     max_files=state.settings.query_max_files, artifacts=runtime.artifacts,
                                     footers=runtime.footers)
         span.set_attribute("strata.index_id", plan.out.index_id)
+        annotate(index=plan.out.index_id)
         span.set_attribute("strata.files", plan.out.total_files)
         span.set_attribute("strata.bytes", plan.out.total_bytes)
     runtime.metrics.latency.labels("plan").observe(time.perf_counter() - started)

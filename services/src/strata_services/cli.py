@@ -20,6 +20,7 @@ from strata_services.cluster import add_commands as add_cluster_commands
 from strata_services.compact import add_commands as add_compaction_commands
 from strata_services.local.processes import pid_alive
 from strata_shared.config import Settings
+from strata_shared.observability.logs import LOG_FORMATS
 
 SERVABLE = ("planner-api", "indexer-api", "query-api", "proxy")
 APIS = ("planner-api", "indexer-api", "query-api")
@@ -42,7 +43,8 @@ def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
             print(f"  {name:<14} {url}")
         print(f"  api keys       {stack.keys_source}")
         print(f"  storage        {settings.resolved_storage_uri}")
-        print(f"  logs           {settings.home / 'logs'}")
+        print(f"  logs           {settings.home / 'logs'} ({settings.log_format} lines)")
+        print(f"  console        {stack.urls()['proxy']}/ui/  (paste a key from the api keys)")
         if args.quickstart:
             _run_quickstart(settings)
         print("\nCtrl-C stops everything.", flush=True)
@@ -135,6 +137,12 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     import uvicorn
 
+    from strata_shared.observability.logs import configure_logging
+    from strata_shared.observability.tracing import SERVICE_NAMES, configure_tracing, shutdown_tracing
+
+    configure_logging(SERVICE_NAMES[args.name], settings.log_format, os.environ.get("STRATA_LOG_LEVEL", "INFO"))
+    configure_tracing(args.name)
+
     if args.name == "planner-api":
         from strata_planner.app import create_app
     elif args.name == "indexer-api":
@@ -148,8 +156,12 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
         create_app = lambda s: create_proxy_app(s, [u.strip() for u in upstreams.split(",") if u.strip()])  # noqa: E731
     port = args.port or {"planner-api": settings.planner_port, "indexer-api": settings.indexer_port,
                          "query-api": settings.query_port, "proxy": settings.proxy_port}[args.name]
-    uvicorn.run(create_app(settings), host=args.host or settings.host, port=port, log_level="info",
-                timeout_graceful_shutdown=10)
+    try:
+        # log_config=None: uvicorn's lines go through the handler configure_logging installed, in its format.
+        uvicorn.run(create_app(settings), host=args.host or settings.host, port=port, log_level="info",
+                    log_config=None, timeout_graceful_shutdown=10)
+    finally:
+        shutdown_tracing()
     return 0
 
 
@@ -205,6 +217,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     up = sub.add_parser("up", help="run the local stack on embedded defaults until Ctrl-C")
     up.add_argument("--quickstart", action="store_true", help="create a sample index and ingest sample data")
+    up.add_argument("--log-format", choices=LOG_FORMATS, help="the services' log lines in .strata/logs: json "
+                                                              "(default, one object per line) or text")
     up.set_defaults(func=cmd_up)
     down = sub.add_parser("down", help="stop the local stack started by `strata up`")
     down.add_argument("--timeout", type=float, default=60.0)
@@ -214,6 +228,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("name", choices=SERVABLE)
     serve.add_argument("--host")
     serve.add_argument("--port", type=int)
+    serve.add_argument("--log-format", choices=LOG_FORMATS, help="json (default) or text")
     serve.set_defaults(func=cmd_serve)
     migrate_cmd = sub.add_parser("migrate", help="upgrade the metastore at STRATA_DATABASE_URL to head")
     migrate_cmd.set_defaults(func=cmd_migrate)
@@ -238,6 +253,8 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(asctime)s %(levelname)s %(name)s %(message)s")
     args = build_parser().parse_args(argv)
     settings = Settings()
+    if getattr(args, "log_format", None):
+        settings = settings.model_copy(update={"log_format": args.log_format})
     try:
         return args.func(args, settings)
     except CliError as exc:

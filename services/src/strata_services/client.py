@@ -28,9 +28,7 @@ def api_url(settings: Settings, name: str) -> str:
     state = stack_state(settings.home)
     if state and name in state.get("urls", {}):
         return state["urls"][name]
-    port = {"planner-api": settings.planner_port, "indexer-api": settings.indexer_port,
-            "query-api": settings.query_port, "proxy": settings.proxy_port}[name]
-    return f"http://{settings.host}:{port}"
+    return settings.api_base_url(name)
 
 
 def api_key(settings: Settings, *scopes: str) -> str:

@@ -8,6 +8,7 @@ different settings in one process.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -40,12 +41,17 @@ class Settings(BaseSettings):
     spark_port: int = 15002
     # Comma-separated query-api base URLs behind the proxy; the local stack's query-api when unset.
     query_upstreams: str | None = None
+    # Where the proxy reaches planner-api and indexer-api (it routes their /v1 paths too); host and port when unset.
+    planner_url: str | None = None
+    indexer_url: str | None = None
 
     # Ingestion reads the body as a stream and answers 413 past this many bytes.
     max_ingest_bytes: int = 256 * 1024 * 1024
     # Registration batches larger than this are refused whole (422) rather than half-processed.
     max_register_batch: int = 5_000
     readiness_timeout_secs: float = 3.0
+    # How `strata serve` (and so every process of `strata up`) writes its log lines: "json" or "text".
+    log_format: Literal["json", "text"] = "json"
 
     # Compaction scheduling (after Pyroscope's compaction service).
     compaction_lease_secs: float = 15.0
@@ -125,6 +131,13 @@ class Settings(BaseSettings):
             if value.startswith(plain):
                 return "postgresql+asyncpg://" + value[len(plain) :]
         return value
+
+    def api_base_url(self, name: str) -> str:
+        """Where a Strata process (`planner-api`, `indexer-api`, `query-api`, `proxy`) is reached, by default."""
+        explicit = {"planner-api": self.planner_url, "indexer-api": self.indexer_url}.get(name)
+        port = {"planner-api": self.planner_port, "indexer-api": self.indexer_port, "query-api": self.query_port,
+                "proxy": self.proxy_port}[name]
+        return (explicit or f"http://{self.host}:{port}").rstrip("/")
 
     @property
     def resolved_job_bundle_dir(self) -> Path:

@@ -26,6 +26,7 @@ from strata_shared.domain.split import SplitState
 from strata_shared.metastore.indexing_models import ArtifactRow
 from strata_shared.metastore.indexing_repository import ArtifactConflict, IndexingRepository
 from strata_shared.metastore.models import IndexRow, SplitRow
+from strata_shared.observability.tracing import traced
 from strata_shared.storage import ObjectStore
 from strata_shared.web.state import AppState
 
@@ -59,6 +60,7 @@ def _valid_object(storage: ObjectStore, uri: str, split_id: str, key) -> Artifac
                        header.content_hash)
 
 
+@traced("janitor_pass")
 async def run_janitor(state: AppState, now: datetime) -> JanitorReport:
     report = JanitorReport()
     async with state.sessions() as session:

@@ -8,6 +8,7 @@ import httpx
 from strata_indexer.indexing.schemas import IndexingAssignment, IndexingPollResponse
 from strata_jobs.index_build import IndexBuildResult, IndexBuildSpec
 from strata_jobs.spark_index import submit_index_builds
+from strata_shared.observability.tracing import record_phases, traced
 from strata_shared.spark.session import SparkSessionFactory
 from strata_shared.workers.runner import PollingRunner, PollProtocol
 
@@ -32,13 +33,17 @@ class SparkIndexExecutor:
             zstd_level=assignment.zstd_level, upload_attempts=self.upload_attempts,
             upload_backoff_secs=self.upload_backoff_secs, fault_upload_failures=self.fault_upload_failures)
 
+    @traced("artifact_build")
     def run(self, assignment: IndexingAssignment) -> IndexBuildResult:
         """Blocking: submits the build and waits for it (call from a worker thread)."""
         [outcome] = submit_index_builds(self.spark.session(), [self.spec(assignment)],
                                         assignment.spark_operation_tag)
         if outcome.result is None:
             raise IndexBuildFailed(outcome.error or "artifact build failed without a reason")
-        return outcome.result
+        result = outcome.result
+        record_phases([("build_artifacts", result.build_secs), ("upload_artifacts", result.upload_secs)],
+                      {"strata.artifacts": len(result.artifacts), "strata.upload_retries": result.upload_retries})
+        return result
 
     def interrupt(self, assignment: IndexingAssignment) -> None:
         self.spark.session().interruptTag(assignment.spark_operation_tag)

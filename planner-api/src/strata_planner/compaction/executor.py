@@ -5,6 +5,7 @@ from __future__ import annotations
 from strata_jobs.merge import MergeInput, MergeResult, MergeSpec
 from strata_jobs.spark_merge import submit_merges
 from strata_planner.compaction.schemas import Assignment
+from strata_shared.observability.tracing import traced
 from strata_shared.spark.session import SparkSessionFactory
 
 
@@ -41,6 +42,7 @@ class SparkMergeExecutor:
     def __init__(self, spark: SparkSessionFactory) -> None:
         self.spark = spark
 
+    @traced("merge")
     def run(self, assignment: Assignment) -> MergeResult:
         """Blocking: submits the merge and waits for it (call from a worker thread)."""
         [outcome] = submit_merges(self.spark.session(), [merge_spec(assignment)], assignment.spark_operation_tag)

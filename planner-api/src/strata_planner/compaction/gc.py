@@ -14,6 +14,7 @@ from sqlalchemy import delete, select
 
 from strata_shared.domain.split import SplitState
 from strata_shared.metastore.models import IndexRow, SplitRow
+from strata_shared.observability.tracing import traced
 from strata_shared.web.state import AppState
 
 log = logging.getLogger("strata.gc")
@@ -26,6 +27,7 @@ class GcReport:
     orphans_deleted: int
 
 
+@traced("gc_pass")
 async def collect_garbage(state: AppState, now: datetime) -> GcReport:
     grace = timedelta(seconds=state.settings.gc_grace_secs)
     deleted = 0

@@ -50,6 +50,7 @@ class LocalStack:
             "STRATA_API_KEYS": self.keys_json,
             "STRATA_HOME": str(self.home),
             "STRATA_QUERY_UPSTREAMS": f"http://{self.settings.host}:{self.settings.query_port}",
+            "STRATA_LOG_FORMAT": self.settings.log_format,
         }
         s = self.settings
         self.apis = [ApiProcess(name, s.host, port, env, self.home / "logs")

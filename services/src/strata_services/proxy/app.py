@@ -1,10 +1,10 @@
 """The proxy app: checks the API key, applies the tenant's rate and concurrency limits, stamps a request id, and
-streams each request and response through to a healthy query-api instance without buffering either."""
+streams each request and response through without buffering either: to a healthy query-api instance, or to
+planner-api or indexer-api for their paths (`routes`). It also serves the web console at /ui."""
 
 from __future__ import annotations
 
 import math
-import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -15,10 +15,14 @@ from fastapi.responses import StreamingResponse
 from prometheus_client import CollectorRegistry, Counter, Gauge
 from starlette.types import Receive, Scope, Send
 
+from strata_services.console import install_console
 from strata_services.proxy.limits import ConcurrencyCap, RejectionPacer, Slot, TokenBuckets, limit_key
+from strata_services.proxy.routes import INDEXER, PLANNER, QUERY, api_for_path
 from strata_services.proxy.upstreams import Upstreams
 from strata_shared.config import Settings
 from strata_shared.errors import TooManyRequests, Unavailable
+from strata_shared.observability.context import current_request_id
+from strata_shared.observability.http import REQUEST_ID, install_request_context
 from strata_shared.web.auth import ApiKeyRegistry, Principal, request_key
 from strata_shared.web.metrics import install_metrics
 from strata_shared.web.problems import install_problem_handlers, problem_responses
@@ -26,7 +30,6 @@ from strata_shared.web.problems import install_problem_handlers, problem_respons
 # Hop-by-hop headers (RFC 9110 section 7.6.1) are not forwarded.
 _HOP_BY_HOP = {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
                "transfer-encoding", "upgrade", "host", "content-length"}
-REQUEST_ID = "x-request-id"
 
 
 class _UpstreamStream(StreamingResponse):
@@ -56,6 +59,7 @@ def create_proxy_app(settings: Settings, upstream_urls: list[str]) -> FastAPI:
     buckets = TokenBuckets(settings.proxy_rate_per_sec, settings.proxy_burst)
     cap = ConcurrencyCap(settings.proxy_max_concurrent_per_tenant)
     pacer = RejectionPacer(settings.proxy_reject_delay_secs, settings.proxy_max_held_rejections, anyio.sleep)
+    other_apis = {PLANNER: settings.api_base_url(PLANNER), INDEXER: settings.api_base_url(INDEXER)}
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -74,6 +78,8 @@ def create_proxy_app(settings: Settings, upstream_urls: list[str]) -> FastAPI:
     install_problem_handlers(app)
     registry = CollectorRegistry()
     install_metrics(app, registry, "proxy")
+    install_request_context(app, "proxy")
+    install_console(app)
     rejections = Counter("strata_proxy_rejections", "Requests the proxy refused with 429, by limit and tenant",
                          ["reason", "tenant"], registry=registry)
 
@@ -120,15 +126,17 @@ def create_proxy_app(settings: Settings, upstream_urls: list[str]) -> FastAPI:
     @app.api_route("/v1/{path:path}", methods=["GET", "POST", "PUT", "DELETE"], tags=["proxy"],
                    responses=problem_responses(401, 429, 502, 503))
     async def forward(path: str, request: Request) -> StreamingResponse:
-        """Forward an authenticated /v1 request to a healthy query-api instance, streaming both ways. A tenant
-        over its request rate or its cap on requests in flight gets a 429 with `Retry-After`."""
+        """Forward an authenticated /v1 request to the API that serves its path (a healthy query-api instance,
+        planner-api or indexer-api), streaming both ways. A tenant over its request rate or its cap on requests in
+        flight gets a 429 with `Retry-After`."""
         principal = keys.authenticate(request_key(request))
-        request_id = request.headers.get(REQUEST_ID) or uuid.uuid4().hex
+        request_id = current_request_id()
+        api = api_for_path(path)
         slot = await admit(principal, request_id)
         try:
             upstreams: Upstreams = request.app.state.upstreams
             client: httpx.AsyncClient = request.app.state.client
-            target = upstreams.pick()
+            target = upstreams.pick() if api == QUERY else other_apis[api]
             if target is None:
                 raise Unavailable("no healthy query-api upstream", headers={REQUEST_ID: request_id})
             headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP_BY_HOP}
@@ -139,8 +147,9 @@ def create_proxy_app(settings: Settings, upstream_urls: list[str]) -> FastAPI:
             try:
                 upstream = await client.send(upstream_request, stream=True)
             except httpx.HTTPError as exc:
-                upstreams.mark_down(target)
-                raise Unavailable(f"query-api {target} did not answer: {type(exc).__name__}",
+                if api == QUERY:
+                    upstreams.mark_down(target)
+                raise Unavailable(f"{api} {target} did not answer: {type(exc).__name__}",
                                   headers={REQUEST_ID: request_id}) from exc
         except BaseException:
             # Nothing is streaming yet, so nothing else will give the slot back.

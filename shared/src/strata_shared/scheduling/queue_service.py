@@ -12,12 +12,15 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Generic, TypeVar
 
+from opentelemetry import trace
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from strata_shared.metastore.leases import LeaseQueue, PublishRefused, StaleToken
+from strata_shared.observability.context import log_context
 from strata_shared.scheduling.schemas import JobUpdate, PollFields, UpdateResult
 
 log = logging.getLogger("strata.scheduler")
+tracer = trace.get_tracer("strata.scheduler")
 
 U = TypeVar("U", bound=JobUpdate)
 A = TypeVar("A")
@@ -61,7 +64,7 @@ async def apply_update(sessions: async_sessionmaker[AsyncSession], spec: QueueSp
                                  now, spec.max_failures)
                 await session.commit()
                 return UpdateResult(job_id=update.job_id, accepted=True)
-            published = await spec.publish(session, update, now)
+            published = await _publish(spec, session, update, now)
             await session.commit()
             if spec.after_publish is not None:
                 spec.after_publish(published)
@@ -81,6 +84,14 @@ async def apply_update(sessions: async_sessionmaker[AsyncSession], spec: QueueSp
         except StaleToken:
             await session.rollback()
     return UpdateResult(job_id=update.job_id, accepted=False, reason=reason)
+
+
+async def _publish(spec: QueueSpec[U, A], session: AsyncSession, update: U, now: datetime) -> object:
+    with log_context(queue=spec.name, job_id=update.job_id, fencing_token=update.fencing_token), \
+            tracer.start_as_current_span("publish", attributes={"strata.queue": spec.name,
+                                                                "strata.job_id": update.job_id,
+                                                                "strata.fencing_token": update.fencing_token}):
+        return await spec.publish(session, update, now)
 
 
 async def poll(sessions: async_sessionmaker[AsyncSession], spec: QueueSpec[U, A], request: PollFields,

@@ -6,12 +6,14 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 
-from fastapi import APIRouter, FastAPI
+from fastapi import APIRouter, Depends, FastAPI
 from fastapi.routing import APIRoute
 from prometheus_client import CollectorRegistry
 
 from strata_shared.config import Settings
 from strata_shared.metastore.engine import create_engine, session_factory
+from strata_shared.observability.http import install_request_context, path_fields
+from strata_shared.observability.tracing import instrument_engine
 from strata_shared.spark.session import SparkSessionFactory
 from strata_shared.storage import ObjectStore
 from strata_shared.web.auth import ApiKeyRegistry
@@ -45,6 +47,7 @@ def build_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         engine = create_engine(settings.database_url)
+        instrument_engine(engine)
         state = AppState(
             service=service,
             settings=settings,
@@ -77,7 +80,8 @@ def build_app(
     registry = CollectorRegistry()
     install_problem_handlers(app)
     install_metrics(app, registry, service)
+    install_request_context(app, service)
     app.include_router(health_router)
     for router in routers:
-        app.include_router(router)
+        app.include_router(router, dependencies=[Depends(path_fields)])
     return app

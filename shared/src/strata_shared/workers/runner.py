@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 import httpx
 
+from strata_shared.observability.context import log_context
 from strata_shared.spark.errors import failure_reason
 
 log = logging.getLogger("strata.runner")
@@ -133,9 +134,12 @@ class PollingRunner:
         return updates, finished
 
     async def _execute(self, assignment: Any) -> Any:
-        if self.start_delay_secs:
-            await asyncio.sleep(self.start_delay_secs)
-        return await asyncio.to_thread(self.executor.run, assignment)
+        # The job's lines and spans, down to the Spark submission in its worker thread, say which job and attempt.
+        with log_context(index=assignment.index_uid.partition(":")[0], job_id=assignment.job_id,
+                         fencing_token=assignment.fencing_token):
+            if self.start_delay_secs:
+                await asyncio.sleep(self.start_delay_secs)
+            return await asyncio.to_thread(self.executor.run, assignment)
 
     def _interrupt(self, assignment: Any) -> None:
         try:

@@ -1,0 +1,26 @@
+"""Which API serves a /v1 path: the proxy is one entry point (and the console's one origin) for all three.
+
+Decided by the path alone, from the routes each API declares: planner-api owns compaction and the window
+timeline, indexer-api the index catalog, ingestion, splits, artifacts and indexing, query-api the rest (queries,
+plans, and every path no API knows, so an unknown route still answers query-api's problem+json 404)."""
+
+from __future__ import annotations
+
+PLANNER, INDEXER, QUERY = "planner-api", "indexer-api", "query-api"
+
+
+def api_for_path(path: str) -> str:
+    """`path` is what follows `/v1/`."""
+    parts = path.strip("/").split("/")
+    head = parts[0]
+    if head == "compaction":
+        return PLANNER
+    if head in ("indexing", "splits"):
+        return INDEXER
+    if head == "indexes":
+        # /v1/indexes/{id}/windows and /v1/indexes/{id}/compaction/... are planner-api's; the catalog, ingest
+        # and splits of an index are indexer-api's.
+        if len(parts) >= 3 and parts[2] in ("windows", "compaction"):
+            return PLANNER
+        return INDEXER
+    return QUERY
