@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 
-from fastapi import APIRouter, FastAPI
+from fastapi import APIRouter, Depends, FastAPI
 from fastapi.routing import APIRoute
 from prometheus_client import CollectorRegistry
 
@@ -17,8 +17,10 @@ from strata_shared.storage import ObjectStore
 from strata_shared.web.auth import ApiKeyRegistry
 from strata_shared.web.health import router as health_router
 from strata_shared.web.metrics import install_metrics
+from strata_shared.web.openapi import install_openapi
 from strata_shared.web.problems import install_problem_handlers
 from strata_shared.web.state import AppState
+from strata_shared.web.storable_text import refuse_unstorable_text
 
 # Hooks receive the app (its state is app.state.strata): some start in-process clients of the app itself.
 StartupHook = Callable[[FastAPI], Awaitable[None]]
@@ -73,6 +75,7 @@ def build_app(
         version="0.1.0",
         lifespan=lifespan,
         generate_unique_id_function=_operation_id,
+        dependencies=[Depends(refuse_unstorable_text)],
     )
     registry = CollectorRegistry()
     install_problem_handlers(app)
@@ -80,4 +83,5 @@ def build_app(
     app.include_router(health_router)
     for router in routers:
         app.include_router(router)
+    install_openapi(app)
     return app
