@@ -20,7 +20,7 @@ from strata_query.execution.runtime import AsyncPlan, QueryRuntime, RunningQuery
 from strata_query.execution.scan_request import ScanRequest, scan_request
 from strata_query.execution.spark_query import interrupt_spark_query, open_spark_query
 from strata_query.planning.planner import QueryPlan, build_plan, table_of
-from strata_query.planning.schemas import EngineOut, PlanOut, PlanStatus, QueryRequest
+from strata_query.planning.schemas import EngineOut, PlanOut, PlanStatus, QueryRequest, QueryResult, ResultSummary
 from strata_shared.domain.wire_types import Ulid
 from strata_shared.errors import PROBLEM_BASE, NotFound, StrataError, Unavailable
 from strata_shared.spark.errors import spark_problem
@@ -189,7 +189,9 @@ def _cancel(state: AppState, running: RunningQuery) -> None:
 
 
 @router.post("/v1/query", responses={
-    200: {"content": {JSON: {}, NDJSON: {}, ARROW: {}},
+    200: {"model": QueryResult,
+          "content": {JSON: {}, NDJSON: {"schema": {"type": "string"}},
+                      ARROW: {"schema": {"type": "string", "format": "binary"}}},
           "description": "the result, streamed as JSON, NDJSON or an Arrow IPC stream (Accept header). Headers: "
                          "`x-query-id` (to cancel it), `x-strata-engine` and `x-strata-engine-reason` (which engine "
                          "ran and why), `x-strata-row-cap` (the row cap in force). A result cut at the cap says so "
@@ -249,10 +251,11 @@ async def run_sql_query(request: QueryRequest, http: Request, state: State, prin
     runtime.metrics.rows_scanned.inc(plan.out.total_rows)
 
     def summary() -> dict:
-        return {"rows": result.rows, "truncated": result.truncated, "row_cap": row_cap, "engine": choice.engine,
-                "files_scanned": plan.out.total_files, "row_groups_scanned": plan.out.total_row_groups,
-                "bytes_scanned": plan.out.total_bytes, "planning_ms": plan.out.planning_ms,
-                "elapsed_ms": round((time.perf_counter() - started) * 1000, 3)}
+        return ResultSummary(
+            rows=result.rows, truncated=result.truncated, row_cap=row_cap, engine=choice.engine,
+            files_scanned=plan.out.total_files, row_groups_scanned=plan.out.total_row_groups,
+            bytes_scanned=plan.out.total_bytes, planning_ms=plan.out.planning_ms,
+            elapsed_ms=round((time.perf_counter() - started) * 1000, 3)).model_dump()
 
     def body():
         # Not attached as the current span: Starlette iterates this generator across threads and contexts.

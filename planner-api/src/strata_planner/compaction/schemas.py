@@ -9,7 +9,15 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_vali
 
 from strata_shared.domain.column_stats import ValueType
 from strata_shared.domain.index_config import ParquetConfig
-from strata_shared.domain.wire_types import INT64_MAX, INT64_MIN, UINT64_MAX, Int64, NonNegativeInt64, Ulid
+from strata_shared.domain.wire_types import (
+    INT64_MAX,
+    INT64_MIN,
+    UINT64_MAX,
+    Int64,
+    Int64OrUint64,
+    NonNegativeInt64,
+    Ulid,
+)
 from strata_shared.scheduling.schemas import JobUpdate, PollFields, UpdateResult
 
 
@@ -59,8 +67,8 @@ class OutputColumnStats(_Strict):
     """Typed min/max of one column (strata_shared.domain.column_stats), each within its type's range."""
 
     type: ValueType
-    min: int | float | str | None = None
-    max: int | float | str | None = None
+    min: Int64OrUint64 | float | str | None = None
+    max: Int64OrUint64 | float | str | None = None
     null_count: NonNegativeInt64
     regex: str | None = None
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -85,3 +85,30 @@ class PlanStatus(BaseModel):
     plan: PlanOut | None = None
     error: Problem | None = Field(None, description="why a failed plan failed, as the problem a synchronous "
                                                    "EXPLAIN would have answered")
+
+
+class ResultColumn(BaseModel):
+    name: str
+    type: str = Field(description="the Arrow type of the column")
+
+
+class ResultSummary(BaseModel):
+    rows: int
+    truncated: bool = Field(description="whether the row cap cut the result")
+    row_cap: int
+    engine: Literal["local", "spark"]
+    files_scanned: int
+    row_groups_scanned: int
+    bytes_scanned: int
+    planning_ms: float
+    elapsed_ms: float
+
+
+class QueryResult(BaseModel):
+    """A result as one JSON document (`Accept: application/json`, the default). NDJSON and Arrow carry the same
+    rows without the envelope."""
+
+    query_id: str
+    columns: list[ResultColumn]
+    rows: list[dict[str, Any]]
+    summary: ResultSummary = Field(description="written after the last row")

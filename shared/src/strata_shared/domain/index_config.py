@@ -78,7 +78,8 @@ class IndexSettings(_Strict):
     fields: list[FieldSpec] = Field(min_length=1, max_length=1024)
     timestamp_field: str
     sort_schema: str
-    window_duration_secs: int = DEFAULT_WINDOW_DURATION_SECS
+    window_duration_secs: int = Field(DEFAULT_WINDOW_DURATION_SECS, ge=60, le=3600,
+                                      description="divides one hour (TW-2)")
     # Windows that start before this never compact (CS-3, docs/architecture.md, "Invariants"); required, so every
     # index states where compaction begins.
     compaction_start_time: EpochSecs | datetime

@@ -18,6 +18,8 @@ UINT64_MAX = 2**64 - 1
 Int64 = Annotated[int, Ge(INT64_MIN), Le(INT64_MAX)]
 NonNegativeInt64 = Annotated[int, Ge(0), Le(INT64_MAX)]
 PositiveInt32 = Annotated[int, Ge(1), Le(INT32_MAX)]
+# A statistic of a column typed i64 or u64 (numeric(20, 0)): either range.
+Int64OrUint64 = Annotated[int, Ge(INT64_MIN), Le(UINT64_MAX)]
 
 # A duration that is added to or subtracted from instants (late-data window, maturation, lookback): a century
 # keeps every sum within bigint and datetime.

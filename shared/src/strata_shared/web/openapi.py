@@ -21,6 +21,7 @@ from fastapi import FastAPI
 from fastapi.dependencies.models import Dependant
 from fastapi.routing import APIRoute, iter_route_contexts
 
+from strata_shared.domain.wire_types import INT64_MAX, INT64_MIN, UINT64_MAX
 from strata_shared.web.auth import presented_key
 from strata_shared.web.deps import app_state, db_session
 from strata_shared.web.problems import PROBLEM_MEDIA_TYPE, PROBLEM_SCHEMA_REF, Problem, problem_response_doc
@@ -102,8 +103,36 @@ def api_routes(routes: list[Any]) -> Iterator[APIRoute]:
             yield context
 
 
+def _exact_bound(value: float) -> int:
+    if value >= 2.0**64:
+        return UINT64_MAX
+    if value >= 2.0**63:
+        return INT64_MAX
+    return INT64_MIN if value <= -(2.0**63) else int(value)
+
+
+def _exact_integer_bounds(node: Any) -> None:
+    """FastAPI's OpenAPI models hold bounds as floats, and a float cannot hold 2**63 - 1 (it rounds up to 2**63,
+    one past int64): put the exact integers back on every integer schema. The only bounds at or past 2**63 in
+    magnitude are int64's and uint64's own (strata_shared.domain.wire_types); smaller ones are exact in a float."""
+    if isinstance(node, list):
+        for item in node:
+            _exact_integer_bounds(item)
+        return
+    if not isinstance(node, dict):
+        return
+    if node.get("type") == "integer":
+        for key in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+            value = node.get(key)
+            if isinstance(value, float):
+                node[key] = _exact_bound(value)
+    for child in node.values():
+        _exact_integer_bounds(child)
+
+
 def complete_spec(spec: dict[str, Any], routes: list[Any]) -> dict[str, Any]:
     """Adds what every route's kind answers to the document FastAPI generated, in place."""
+    _exact_integer_bounds(spec)
     for route in api_routes(routes):
         if not route.include_in_schema:
             continue
