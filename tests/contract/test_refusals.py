@@ -113,3 +113,13 @@ async def test_postgresql_down_is_a_503_naming_it(keys, storage_root):
     body = assert_problem(response, 503, "database-unavailable")
     assert "PostgreSQL at postgresql+asyncpg://strata:***@127.0.0.1" in body["detail"]
     assert "secret" not in response.text
+
+
+async def test_a_file_name_too_long_for_the_filesystem_is_a_file_that_does_not_exist(indexer, keys):
+    index_id = unique_index_id("longname")
+    assert (await indexer.post("/v1/indexes", headers=keys.header(keys.admin),
+                               json=metrics_index(index_id))).status_code == 201
+    body = {"splits": [{"split_id": "01JD5Z8G3N4Q6R7S8T9V0W1X2Y", "uri": "x" * 300 + ".parquet", "num_rows": 1}]}
+    response = await indexer.post(f"/v1/indexes/{index_id}/splits", headers=keys.header(keys.admin), json=body)
+    problem = assert_problem(response, 422, "invalid-input")
+    assert [e["field"] for e in problem["errors"]] == ["splits.0.uri"] and "does not exist" in problem["detail"]
