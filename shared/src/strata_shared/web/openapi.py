@@ -151,10 +151,13 @@ def complete_spec(spec: dict[str, Any], routes: list[Any]) -> dict[str, Any]:
 def install_openapi(app: FastAPI) -> None:
     """Makes `app.openapi()` (and /openapi.json, /docs) serve the completed document."""
     generate = app.openapi
+    completed: list[dict[str, Any]] = []
 
     def openapi() -> dict[str, Any]:
-        if app.openapi_schema is None:
-            complete_spec(generate(), app.routes)
-        return app.openapi_schema
+        # FastAPI caches its document and writes a new one when routes change: complete each new one once.
+        spec = generate()
+        if not completed or completed[0] is not spec:
+            completed[:] = [complete_spec(spec, app.routes)]
+        return spec
 
     app.openapi = openapi
