@@ -5,6 +5,8 @@ nothing."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
@@ -54,7 +56,9 @@ async def test_janitor_reconciles_and_a_second_pass_changes_nothing(indexer, key
     finally:
         await engine.dispose()
 
-    # Inside the grace period nothing is deleted: an upload may still be in flight.
+    # Inside the grace period nothing is deleted: an upload may still be in flight. The session's manual clock is
+    # set to now, after every object above was written, so the grace period is measured from their writing.
+    planner_clock.now = datetime.now(UTC)
     early = await _janitor(indexer, keys)
     assert {a["uri"] for a in uploaded} <= set(early["registered"])
     assert partial_uri not in early["deleted"] and temp_uri not in early["deleted"]

@@ -19,14 +19,15 @@ from strata_query.execution.result_stream import ResultStream
 from strata_query.execution.runtime import AsyncPlan, QueryRuntime, RunningQuery
 from strata_query.execution.scan_request import ScanRequest, scan_request
 from strata_query.execution.spark_query import interrupt_spark_query, open_spark_query
-from strata_query.planning.planner import QueryPlan, build_plan
-from strata_query.planning.schemas import EngineOut, PlanOut, PlanStatus, QueryRequest
-from strata_shared.errors import NotFound, StrataError, Unavailable
+from strata_query.planning.planner import QueryPlan, build_plan, table_of
+from strata_query.planning.schemas import EngineOut, PlanOut, PlanStatus, QueryRequest, QueryResult, ResultSummary
+from strata_shared.domain.wire_types import Ulid
+from strata_shared.errors import PROBLEM_BASE, NotFound, StrataError, Unavailable
 from strata_shared.observability.context import annotate
 from strata_shared.spark.errors import spark_problem
 from strata_shared.web.auth import Principal, Scope, require_any
 from strata_shared.web.deps import app_state
-from strata_shared.web.problems import problem_responses
+from strata_shared.web.problems import Problem, problem_responses
 from strata_shared.web.state import AppState
 
 router = APIRouter(tags=["query"])
@@ -71,7 +72,7 @@ async def _plan(state: AppState, principal: Principal, sql: str, engine: Engine 
     return plan
 
 
-@router.post("/v1/query/explain", response_model=PlanOut, responses=problem_responses(400, 401, 403, 422, 429))
+@router.post("/v1/query/explain", response_model=PlanOut, responses=problem_responses(429))
 async def explain_query(request: QueryRequest, state: State, principal: Caller) -> PlanOut:
     """The plan without executing it: time range (or the default lookback), the pruning cascade counted stage
     by stage (files, row groups, bytes before and after), per file the row groups, byte ranges and columns a
@@ -80,11 +81,12 @@ async def explain_query(request: QueryRequest, state: State, principal: Caller) 
         return (await _plan(state, principal, request.sql, request.engine)).out
 
 
-@router.post("/v1/query/plans", response_model=PlanStatus, status_code=202,
-             responses=problem_responses(400, 401, 403, 422, 429))
+@router.post("/v1/query/plans", response_model=PlanStatus, status_code=202, responses=problem_responses(429))
 async def submit_query_plan(request: QueryRequest, state: State, principal: Caller) -> PlanStatus:
-    """Plan asynchronously (for large plans): returns a plan id to poll with GET and cancel with DELETE."""
+    """Plan asynchronously (for large plans): returns a plan id to poll with GET and cancel with DELETE. SQL
+    that does not parse is refused here (400), before a plan id is handed out."""
     runtime = runtime_of(state)
+    table_of(request.sql)
     plan_id = str(ULID())
     entry = AsyncPlan(PlanStatus(plan_id=plan_id, status="submitted"), principal.tenant)
 
@@ -97,11 +99,13 @@ async def submit_query_plan(request: QueryRequest, state: State, principal: Call
             entry.status = PlanStatus(plan_id=plan_id, status="cancelled")
             raise
         except StrataError as exc:
-            entry.status = PlanStatus(plan_id=plan_id, status="failed", error={
-                "type": exc.type_uri, "status": exc.status, "detail": exc.detail, "errors": exc.errors})
+            entry.status = PlanStatus(plan_id=plan_id, status="failed", error=Problem(
+                type=exc.type_uri, title=exc.title, status=exc.status, detail=exc.detail, errors=exc.errors))
         except Exception as exc:  # noqa: BLE001 - recorded on the plan for its reader
             log.exception("plan %s failed", plan_id)
-            entry.status = PlanStatus(plan_id=plan_id, status="failed", error={"detail": f"{type(exc).__name__}"})
+            entry.status = PlanStatus(plan_id=plan_id, status="failed", error=Problem(
+                type=PROBLEM_BASE + "internal", title="Internal error", status=500,
+                detail=f"planning failed: {type(exc).__name__}"))
 
     entry.task = asyncio.create_task(work(), name=f"plan-{plan_id}")
     runtime.remember_plan(plan_id, entry)
@@ -115,14 +119,14 @@ def _plan_entry(state: AppState, plan_id: str, principal: Principal) -> AsyncPla
     return entry
 
 
-@router.get("/v1/query/plans/{plan_id}", response_model=PlanStatus, responses=problem_responses(401, 403, 404))
-async def get_query_plan(plan_id: str, state: State, principal: Caller) -> PlanStatus:
+@router.get("/v1/query/plans/{plan_id}", response_model=PlanStatus, responses=problem_responses(404))
+async def get_query_plan(plan_id: Ulid, state: State, principal: Caller) -> PlanStatus:
     """An asynchronous plan's status, and the plan once completed."""
     return _plan_entry(state, plan_id, principal).status
 
 
-@router.delete("/v1/query/plans/{plan_id}", response_model=PlanStatus, responses=problem_responses(401, 403, 404))
-async def cancel_query_plan(plan_id: str, state: State, principal: Caller) -> PlanStatus:
+@router.delete("/v1/query/plans/{plan_id}", response_model=PlanStatus, responses=problem_responses(404))
+async def cancel_query_plan(plan_id: Ulid, state: State, principal: Caller) -> PlanStatus:
     """Cancel an asynchronous plan that is still running (a finished one keeps its status)."""
     entry = _plan_entry(state, plan_id, principal)
     if entry.task is not None and not entry.task.done():
@@ -187,13 +191,15 @@ def _cancel(state: AppState, running: RunningQuery) -> None:
 
 
 @router.post("/v1/query", responses={
-    200: {"content": {JSON: {}, NDJSON: {}, ARROW: {}},
+    200: {"model": QueryResult,
+          "content": {JSON: {}, NDJSON: {"schema": {"type": "string"}},
+                      ARROW: {"schema": {"type": "string", "format": "binary"}}},
           "description": "the result, streamed as JSON, NDJSON or an Arrow IPC stream (Accept header). Headers: "
                          "`x-query-id` (to cancel it), `x-strata-engine` and `x-strata-engine-reason` (which engine "
                          "ran and why), `x-strata-row-cap` (the row cap in force). A result cut at the cap says so "
                          "at its end: `summary.truncated` in JSON, a last line `{\"strata_truncated\": true, ...}` in "
                          "NDJSON, an empty last batch with metadata `strata.truncated: true` in Arrow."},
-    **problem_responses(400, 401, 403, 406, 409, 422, 429, 502, 503, 504)})
+    **problem_responses(406, 409, 429, 502, 504)})
 async def run_sql_query(request: QueryRequest, http: Request, state: State, principal: Caller) -> Response:
     """Plan, then run the shaped scan (only the kept row groups and columns) with the query's SQL on top: in
     query-api's process (DuckDB) when the plan is within the local limits, on Spark otherwise, or on the engine
@@ -247,10 +253,11 @@ async def run_sql_query(request: QueryRequest, http: Request, state: State, prin
     runtime.metrics.rows_scanned.inc(plan.out.total_rows)
 
     def summary() -> dict:
-        return {"rows": result.rows, "truncated": result.truncated, "row_cap": row_cap, "engine": choice.engine,
-                "files_scanned": plan.out.total_files, "row_groups_scanned": plan.out.total_row_groups,
-                "bytes_scanned": plan.out.total_bytes, "planning_ms": plan.out.planning_ms,
-                "elapsed_ms": round((time.perf_counter() - started) * 1000, 3)}
+        return ResultSummary(
+            rows=result.rows, truncated=result.truncated, row_cap=row_cap, engine=choice.engine,
+            files_scanned=plan.out.total_files, row_groups_scanned=plan.out.total_row_groups,
+            bytes_scanned=plan.out.total_bytes, planning_ms=plan.out.planning_ms,
+            elapsed_ms=round((time.perf_counter() - started) * 1000, 3)).model_dump()
 
     def body():
         # Not attached as the current span: Starlette iterates this generator across threads and contexts.
@@ -274,8 +281,8 @@ async def run_sql_query(request: QueryRequest, http: Request, state: State, prin
     return StreamingResponse(body(), media_type=media, headers=headers)
 
 
-@router.delete("/v1/query/{query_id}", status_code=202, responses=problem_responses(401, 403, 404))
-async def cancel_sql_query(query_id: str, state: State, principal: Caller) -> dict[str, str]:
+@router.delete("/v1/query/{query_id}", status_code=202, responses=problem_responses(404))
+async def cancel_sql_query(query_id: Ulid, state: State, principal: Caller) -> dict[str, str]:
     """Interrupt a running query on its engine; the query's own request then answers 409 (or, when its result
     was already streaming, the stream ends early)."""
     running = runtime_of(state).running.get(query_id)

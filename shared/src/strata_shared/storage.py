@@ -6,6 +6,7 @@ make Strata read or later garbage-collect a file it does not own.
 
 from __future__ import annotations
 
+import errno
 import posixpath
 from urllib.parse import urlparse
 
@@ -63,14 +64,24 @@ class ObjectStore:
             out.write(data)
         self.fs.move(tmp, path)
 
+    def _file_info(self, uri: str) -> pafs.FileInfo | None:
+        """The file's info, or None when no file can be there: a name too long for the filesystem is a file
+        that does not exist, not a storage failure."""
+        try:
+            info = self.fs.get_file_info(self.resolve(uri))
+        except OSError as exc:
+            if exc.errno == errno.ENAMETOOLONG:
+                return None
+            raise
+        return info if info.type == pafs.FileType.File else None
+
     def exists(self, uri: str) -> bool:
-        info = self.fs.get_file_info(self.resolve(uri))
-        return info.type == pafs.FileType.File
+        return self._file_info(uri) is not None
 
     def size(self, uri: str) -> int:
         """Size in bytes; FileNotFoundError if there is no file (one metadata call answers both)."""
-        info = self.fs.get_file_info(self.resolve(uri))
-        if info.type != pafs.FileType.File:
+        info = self._file_info(uri)
+        if info is None:
             raise FileNotFoundError(uri)
         return int(info.size)
 

@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from strata_indexer.indexes import service
 from strata_indexer.indexes.schemas import IndexOut, IndexPage
 from strata_shared.domain.index_config import IndexConfig, IndexSettings
+from strata_shared.domain.wire_types import IndexId
 from strata_shared.metastore.repositories import IndexRepository, load_live_index
 from strata_shared.web.auth import Principal, Scope, require, require_any
 from strata_shared.web.deps import db_session
@@ -20,39 +21,39 @@ Session = Annotated[AsyncSession, Depends(db_session)]
 any_key = require_any(Scope.ADMIN, Scope.WRITER, Scope.WORKER, Scope.QUERY)
 
 
-@router.post("", status_code=201, response_model=IndexOut, responses=problem_responses(401, 403, 409, 422))
+@router.post("", status_code=201, response_model=IndexOut, responses=problem_responses(409))
 async def create_index(config: IndexConfig, session: Session,
                        _: Annotated[Principal, Depends(require(Scope.ADMIN))]) -> IndexOut:
     """Create an index. The window duration must divide one hour (TW-2); sort columns must be declared fields."""
     return await service.create_index(session, config)
 
 
-@router.get("", response_model=IndexPage, responses=problem_responses(401, 403, 422))
+@router.get("", response_model=IndexPage)
 async def list_indexes(session: Session, _: Annotated[Principal, Depends(any_key)],
                        limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-                       cursor: Annotated[str | None, Query(max_length=64)] = None) -> IndexPage:
+                       cursor: IndexId | None = None) -> IndexPage:
     """Live indexes in name order; pass `next_cursor` back as `cursor` for the next page."""
     rows = await IndexRepository(session).list_live(limit=limit + 1, after_index_id=cursor)
     page = [service.to_out(r) for r in rows[:limit]]
     return IndexPage(indexes=page, next_cursor=page[-1].index_id if len(rows) > limit else None)
 
 
-@router.get("/{index_id}", response_model=IndexOut, responses=problem_responses(401, 403, 404))
-async def get_index(index_id: str, session: Session, _: Annotated[Principal, Depends(any_key)]) -> IndexOut:
+@router.get("/{index_id}", response_model=IndexOut, responses=problem_responses(404))
+async def get_index(index_id: IndexId, session: Session, _: Annotated[Principal, Depends(any_key)]) -> IndexOut:
     """One index's configuration and identity."""
     return service.to_out(await load_live_index(session, index_id))
 
 
-@router.put("/{index_id}", response_model=IndexOut, responses=problem_responses(401, 403, 404, 422))
-async def update_index(index_id: str, settings: IndexSettings, session: Session,
+@router.put("/{index_id}", response_model=IndexOut, responses=problem_responses(404))
+async def update_index(index_id: IndexId, settings: IndexSettings, session: Session,
                        _: Annotated[Principal, Depends(require(Scope.ADMIN))]) -> IndexOut:
     """Replace an index's settings. Splits already written keep their scope; new ones follow the new settings."""
     return await service.replace_index_settings(session, index_id, settings)
 
 
 @router.delete("/{index_id}", status_code=204, response_class=Response,
-               responses=problem_responses(401, 403, 404))
-async def delete_index(index_id: str, session: Session,
+               responses=problem_responses(404))
+async def delete_index(index_id: IndexId, session: Session,
                        _: Annotated[Principal, Depends(require(Scope.ADMIN))]) -> Response:
     """Delete an index: its splits are marked for deletion and its name becomes free for a new incarnation."""
     await service.delete_index(session, index_id)

@@ -25,6 +25,7 @@ from strata_indexer.indexing.schemas import (
     SplitArtifacts,
 )
 from strata_shared.domain.jobs import JobStatus
+from strata_shared.domain.wire_types import IndexId, Ulid
 from strata_shared.errors import Conflict, InvalidInput, NotFound
 from strata_shared.metastore.indexing_models import ArtifactRow, IndexingJobRow
 from strata_shared.metastore.indexing_repository import ArtifactConflict, IndexingJobFilter, IndexingRepository
@@ -64,11 +65,11 @@ async def poll_indexing_jobs(request: IndexingPollRequest, state: State,
 async def list_indexing_jobs(
     session: Session,
     _: Annotated[Principal, Depends(require_any(Scope.WORKER, Scope.WRITER))],
-    index_id: str | None = None,
+    index_id: IndexId | None = None,
     status: Annotated[list[JobStatus] | None, Query()] = None,
-    split_id: Annotated[str | None, Query(max_length=26)] = None,
+    split_id: Ulid | None = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    cursor: Annotated[str | None, Query(max_length=26)] = None,
+    cursor: Ulid | None = None,
 ) -> IndexingJobPage:
     """Indexing jobs in creation order, filtered by index, status and file."""
     index_uid = (await load_live_index(session, index_id)).index_uid if index_id else None
@@ -80,7 +81,7 @@ async def list_indexing_jobs(
 
 
 @router.get("/v1/indexing/jobs/{job_id}", response_model=IndexingJobOut, responses=problem_responses(401, 403, 404))
-async def get_indexing_job(job_id: str, session: Session,
+async def get_indexing_job(job_id: Ulid, session: Session,
                            _: Annotated[Principal, Depends(require_any(Scope.WORKER, Scope.WRITER))]
                            ) -> IndexingJobOut:
     """One job: status, stage, failures with reasons, the artifacts it published, what it skipped and why."""
@@ -134,7 +135,7 @@ def _artifacts_out(split_id: str, rows: list[ArtifactRow], snapshot) -> SplitArt
 @router.get("/v1/splits/{split_id}/artifacts", response_model=SplitArtifacts,
             responses=problem_responses(401, 403, 404))
 async def list_split_artifacts(
-    split_id: str, session: Session,
+    split_id: Ulid, session: Session,
     principal: Annotated[Principal, Depends(require_any(Scope.WRITER, Scope.WORKER, Scope.QUERY))],
 ) -> SplitArtifacts:
     """A file's registered artifacts and its snapshot: which of them queries use (the published set)."""
@@ -146,7 +147,7 @@ async def list_split_artifacts(
 @router.post("/v1/splits/{split_id}/artifacts", response_model=RegisterArtifactsResponse,
              responses=problem_responses(401, 403, 404, 409, 422))
 async def register_split_artifacts(
-    split_id: str, request: RegisterArtifactsRequest, session: Session, state: State,
+    split_id: Ulid, request: RegisterArtifactsRequest, session: Session, state: State,
     principal: Annotated[Principal, Depends(require(Scope.WRITER))],
 ) -> RegisterArtifactsResponse:
     """Register artifacts built elsewhere. Each is checked (where it is stored, its size, its header: file,

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from strata_shared.domain.artifact_refs import ArtifactRef
 from strata_shared.domain.index_config import ArtifactConfig
+from strata_shared.domain.wire_types import NonNegativeInt64, PositiveInt32
 from strata_shared.scheduling.schemas import JobUpdate, PollFields, UpdateResult
 
 
@@ -19,9 +20,9 @@ class _Strict(BaseModel):
 class ArtifactIn(_Strict):
     artifact_type: str = Field(min_length=1, max_length=16)
     column: str = Field("", max_length=128, description='"" for zone maps and full-text')
-    format_version: int = Field(ge=1)
+    format_version: PositiveInt32
     uri: str = Field(min_length=1, max_length=4096)
-    size_bytes: int = Field(ge=0)
+    size_bytes: NonNegativeInt64
     content_hash: str = Field(min_length=1, max_length=80, description='"sha256:<hex>" of the compressed payload')
 
     def to_ref(self, uri: str | None = None) -> ArtifactRef:

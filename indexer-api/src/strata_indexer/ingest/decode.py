@@ -16,7 +16,8 @@ import pyarrow.json as pj
 from strata_shared.domain.fields import FieldType, arrow_schema, field_type_of
 from strata_shared.errors import BadRequest, UnsupportedMediaType
 
-ARROW_STREAM_TYPES = ("application/vnd.apache.arrow.stream",)
+# application/octet-stream is the Arrow stream too: generated clients send binary bodies as it.
+ARROW_STREAM_TYPES = ("application/vnd.apache.arrow.stream", "application/octet-stream")
 NDJSON_TYPES = ("application/x-ndjson", "application/jsonl", "application/json-lines", "application/ndjson")
 
 
@@ -27,7 +28,8 @@ def media_kind(content_type: str | None) -> str:
     if base in NDJSON_TYPES:
         return "ndjson"
     raise UnsupportedMediaType(
-        f"content type {base or '(none)'!r} is not accepted: send {ARROW_STREAM_TYPES[0]} or {NDJSON_TYPES[0]}"
+        f"content type {base or '(none)'!r} is not accepted: send an Arrow IPC stream as {ARROW_STREAM_TYPES[0]} "
+        f"(or {ARROW_STREAM_TYPES[1]}), or NDJSON as {NDJSON_TYPES[0]}"
     )
 
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from strata_indexer.ingest.body import read_limited
 from strata_indexer.ingest.decode import ARROW_STREAM_TYPES, NDJSON_TYPES, media_kind
 from strata_indexer.ingest.service import ingest_table
+from strata_shared.domain.wire_types import IndexId, Name
 from strata_shared.metastore.repositories import load_live_index
 from strata_shared.web.auth import Principal, Scope, require
 from strata_shared.web.deps import app_state, db_session
@@ -18,7 +19,6 @@ from strata_shared.web.problems import problem_responses
 from strata_shared.web.state import AppState
 
 router = APIRouter(prefix="/v1/indexes", tags=["ingest"])
-PARTITION_PATTERN = r"^[A-Za-z0-9_.-]{1,128}$"
 
 
 class IngestedSplit(BaseModel):
@@ -39,11 +39,14 @@ class IngestResponse(BaseModel):
     rows_null_timestamp: int
 
 
+# The body is read as a stream (never buffered whole by the framework), so it is documented here: an Arrow IPC
+# stream under either of its media types, or NDJSON text.
+_BINARY = {"schema": {"type": "string", "format": "binary"}}
 _BODY_DOC = {
     "requestBody": {
         "required": True,
         "content": {
-            ARROW_STREAM_TYPES[0]: {"schema": {"type": "string", "format": "binary"}},
+            **{media_type: _BINARY for media_type in ARROW_STREAM_TYPES},
             NDJSON_TYPES[0]: {"schema": {"type": "string"}},
         },
     }
@@ -51,19 +54,21 @@ _BODY_DOC = {
 
 
 @router.post("/{index_id}/ingest", response_model=IngestResponse, openapi_extra=_BODY_DOC,
-             responses=problem_responses(400, 401, 403, 404, 413, 415, 422, 503))
+             responses=problem_responses(400, 404, 413, 415))
 async def ingest(
-    index_id: str,
+    index_id: IndexId,
     request: Request,
     session: Annotated[AsyncSession, Depends(db_session)],
     state: Annotated[AppState, Depends(app_state)],
     principal: Annotated[Principal, Depends(require(Scope.WRITER))],
-    partition_id: Annotated[str | None, Query(pattern=PARTITION_PATTERN)] = None,
-    source_id: Annotated[str, Query(pattern=PARTITION_PATTERN)] = "ingest-api",
+    partition_id: Name | None = None,
+    source_id: Name = "ingest-api",
 ) -> IngestResponse:
-    """Ingest rows (Arrow IPC stream or NDJSON): one sorted split per time window (TW-1), rows older than the
-    late-data window dropped and counted, null timestamps in window 0. The partition defaults to the key's
-    tenant, else `default`."""
+    """Ingest rows, sent as an Arrow IPC stream (`application/vnd.apache.arrow.stream`, or
+    `application/octet-stream` as generated clients send bytes) or as NDJSON (`application/x-ndjson`): one
+    sorted split per time window (TW-1), rows older than the late-data window dropped and counted, null
+    timestamps in window 0. The partition defaults to the key's tenant, else `default`. A body that does not
+    decode is a 400 naming the NDJSON line or the Arrow column; a media type not listed here is a 415."""
     partition = partition_id or principal.tenant or "default"
     principal.check_tenant(partition)
     index = await load_live_index(session, index_id)

@@ -8,14 +8,9 @@ from fastapi import APIRouter, Depends, Query
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from strata_indexer.splits import service
-from strata_indexer.splits.schemas import (
-    NAME_PATTERN,
-    RegisterSplitsRequest,
-    RegisterSplitsResponse,
-    SplitOut,
-    SplitPage,
-)
+from strata_indexer.splits.schemas import RegisterSplitsRequest, RegisterSplitsResponse, SplitOut, SplitPage
 from strata_shared.domain.split import SplitState
+from strata_shared.domain.wire_types import IndexId, Int64, Name
 from strata_shared.metastore.repositories import SplitFilter, load_live_index
 from strata_shared.web.auth import Principal, Scope, require, require_any
 from strata_shared.web.deps import app_state, db_session
@@ -27,9 +22,9 @@ Session = Annotated[AsyncSession, Depends(db_session)]
 
 
 @router.post("/{index_id}/splits", response_model=RegisterSplitsResponse,
-             responses=problem_responses(401, 403, 404, 409, 422))
+             responses=problem_responses(404, 409))
 async def register_splits(
-    index_id: str,
+    index_id: IndexId,
     request: RegisterSplitsRequest,
     session: Session,
     state: Annotated[AppState, Depends(app_state)],
@@ -44,15 +39,15 @@ async def register_splits(
                                          state.settings.max_register_batch)
 
 
-@router.get("/{index_id}/splits", response_model=SplitPage, responses=problem_responses(400, 401, 403, 404, 422))
+@router.get("/{index_id}/splits", response_model=SplitPage, responses=problem_responses(400, 404))
 async def list_splits(
-    index_id: str,
+    index_id: IndexId,
     session: Session,
     principal: Annotated[Principal, Depends(require_any(Scope.WRITER, Scope.WORKER, Scope.QUERY))],
     state: Annotated[list[SplitState] | None, Query()] = None,
-    partition_id: Annotated[str | None, Query(pattern=NAME_PATTERN)] = None,
-    window_start_gte: int | None = None,
-    window_start_lt: int | None = None,
+    partition_id: Name | None = None,
+    window_start_gte: Int64 | None = None,
+    window_start_lt: Int64 | None = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     cursor: Annotated[str | None, Query(max_length=512)] = None,
 ) -> SplitPage:

@@ -7,21 +7,18 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from strata_shared.domain.split import SplitMetadata
-
-ULID_PATTERN = r"^[0-9A-HJKMNP-TV-Z]{26}$"
-NAME_PATTERN = r"^[A-Za-z0-9_.-]{1,128}$"
+from strata_shared.domain.wire_types import Int64, Name, NonNegativeInt64, Ulid
 
 
 class SplitToRegister(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    split_id: str = Field(pattern=ULID_PATTERN,
-                          description="ULID chosen by the writer; registration is idempotent by it")
+    split_id: Ulid = Field(description="ULID chosen by the writer; registration is idempotent by it")
     uri: str = Field(min_length=1, max_length=4096, description="URI under the storage root, or a root-relative path")
-    num_rows: int = Field(ge=0, description="checked against the footer")
-    partition_id: str = Field("default", pattern=NAME_PATTERN)
-    source_id: str = Field("external", pattern=NAME_PATTERN)
-    window_start: int | None = Field(None, description="checked against the footer's timestamps when given")
+    num_rows: NonNegativeInt64 = Field(description="checked against the footer")
+    partition_id: Name = "default"
+    source_id: Name = "external"
+    window_start: Int64 | None = Field(None, description="checked against the footer's timestamps when given")
     sort_schema: str | None = Field(None, description="the order the writer sorted by; checked against the footer")
 
 

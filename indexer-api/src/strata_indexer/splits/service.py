@@ -8,6 +8,7 @@ import binascii
 import json
 from concurrent.futures import ThreadPoolExecutor
 
+from pydantic import TypeAdapter
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -15,6 +16,7 @@ from strata_indexer.splits.inspect import IndexIdentity, SplitRejected, inspect_
 from strata_indexer.splits.schemas import RegisterSplitsResponse, SplitToRegister
 from strata_shared.domain.index_config import IndexSettings
 from strata_shared.domain.split import SplitMetadata
+from strata_shared.domain.wire_types import Int64, Ulid
 from strata_shared.errors import BadRequest, Conflict, InvalidInput
 from strata_shared.metastore.models import IndexRow
 from strata_shared.metastore.repositories import SplitFilter, SplitRepository
@@ -106,12 +108,14 @@ def encode_cursor(window_start: int, split_id: str) -> str:
     return base64.urlsafe_b64encode(json.dumps([window_start, split_id]).encode()).decode().rstrip("=")
 
 
+_CURSOR = TypeAdapter(tuple[Int64, Ulid])
+
+
 def decode_cursor(cursor: str) -> tuple[int, str]:
     try:
         padded = cursor + "=" * (-len(cursor) % 4)
-        window_start, split_id = json.loads(base64.urlsafe_b64decode(padded))
-        return int(window_start), str(split_id)
-    except (ValueError, TypeError, binascii.Error) as exc:
+        return _CURSOR.validate_json(base64.urlsafe_b64decode(padded))
+    except (ValueError, binascii.Error) as exc:
         raise BadRequest("cursor is not one this API returned") from exc
 
 

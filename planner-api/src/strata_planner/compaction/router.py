@@ -24,6 +24,7 @@ from strata_planner.compaction.schemas import (
 )
 from strata_planner.compaction.status import job_out, window_summaries
 from strata_shared.domain.jobs import InvalidTransition, JobStatus
+from strata_shared.domain.wire_types import IndexId, Int64, Ulid
 from strata_shared.errors import Conflict, InvalidInput, NotFound
 from strata_shared.metastore.compaction_repository import CompactionRepository, JobFilter
 from strata_shared.metastore.repositories import load_live_index
@@ -72,7 +73,7 @@ async def _plan(index_id: str, request: PlanRequest, session: AsyncSession, stat
 
 @router.post("/v1/indexes/{index_id}/compaction/plan", response_model=PlanResponse,
              responses=problem_responses(401, 403, 404, 422))
-async def plan_compaction(index_id: str, request: PlanRequest, session: Session, state: State,
+async def plan_compaction(index_id: IndexId, request: PlanRequest, session: Session, state: State,
                           _: Annotated[Principal, Depends(require(Scope.ADMIN))]) -> PlanResponse:
     """Dry run: the merge operations a trigger would create now, and why every other split is left alone."""
     return await _plan(index_id, request, session, state, create_jobs=False)
@@ -80,16 +81,16 @@ async def plan_compaction(index_id: str, request: PlanRequest, session: Session,
 
 @router.post("/v1/indexes/{index_id}/compaction/trigger", response_model=PlanResponse,
              responses=problem_responses(401, 403, 404, 422))
-async def trigger_compaction(index_id: str, request: PlanRequest, session: Session, state: State,
+async def trigger_compaction(index_id: IndexId, request: PlanRequest, session: Session, state: State,
                              _: Annotated[Principal, Depends(require(Scope.ADMIN))]) -> PlanResponse:
     """Create compaction jobs for the index (optionally a window range, optionally forcing a final merge)."""
     return await _plan(index_id, request, session, state, create_jobs=True)
 
 
 @router.get("/v1/indexes/{index_id}/windows", response_model=WindowPage, responses=problem_responses(401, 403, 404))
-async def list_windows(index_id: str, session: Session, state: State,
+async def list_windows(index_id: IndexId, session: Session, state: State,
                        _: Annotated[Principal, Depends(require_any(Scope.WORKER, Scope.WRITER, Scope.QUERY))],
-                       window_start_gte: int | None = None, window_start_lt: int | None = None,
+                       window_start_gte: Int64 | None = None, window_start_lt: Int64 | None = None,
                        limit: Annotated[int, Query(ge=1, le=10_000)] = 500) -> WindowPage:
     """Per window, newest first: splits, rows, bytes, split levels, live jobs, last compaction."""
     index = await load_live_index(session, index_id)
@@ -108,7 +109,7 @@ async def poll_compaction_jobs(request: PollRequest, state: State,
 
 @router.post("/v1/compaction/jobs/{job_id}/status", response_model=UpdateResult,
              responses=problem_responses(401, 403, 404, 409, 422))
-async def report_job_status(job_id: str, update: StatusUpdate, state: State,
+async def report_job_status(job_id: Ulid, update: StatusUpdate, state: State,
                             _: Annotated[Principal, Depends(require(Scope.WORKER))]) -> UpdateResult:
     """One fenced status write outside a poll: a stale token (or a finished/cancelled job) is a 409."""
     if update.job_id != job_id:
@@ -123,12 +124,12 @@ async def report_job_status(job_id: str, update: StatusUpdate, state: State,
 async def list_compaction_jobs(
     session: Session,
     _: Annotated[Principal, Depends(require_any(Scope.WORKER, Scope.WRITER))],
-    index_id: str | None = None,
+    index_id: IndexId | None = None,
     status: Annotated[list[JobStatus] | None, Query()] = None,
-    window_start_gte: int | None = None,
-    window_start_lt: int | None = None,
+    window_start_gte: Int64 | None = None,
+    window_start_lt: Int64 | None = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    cursor: Annotated[str | None, Query(max_length=26)] = None,
+    cursor: Ulid | None = None,
 ) -> JobPage:
     """Compaction jobs in creation order, filtered by index, status and window range."""
     index_uid = (await load_live_index(session, index_id)).index_uid if index_id else None
@@ -143,7 +144,7 @@ async def list_compaction_jobs(
 
 
 @router.get("/v1/compaction/jobs/{job_id}", response_model=JobOut, responses=problem_responses(401, 403, 404))
-async def get_compaction_job(job_id: str, session: Session,
+async def get_compaction_job(job_id: Ulid, session: Session,
                              _: Annotated[Principal, Depends(require_any(Scope.WORKER, Scope.WRITER))]) -> JobOut:
     """One job: status, stage, progress, inputs, outputs, failures with reasons, Spark operation tag, timings."""
     repo = CompactionRepository(session)
@@ -155,7 +156,7 @@ async def get_compaction_job(job_id: str, session: Session,
 
 @router.post("/v1/compaction/jobs/{job_id}/cancel", response_model=JobOut,
              responses=problem_responses(401, 403, 404, 409))
-async def cancel_compaction_job(job_id: str, request: Request, session: Session, state: State,
+async def cancel_compaction_job(job_id: Ulid, request: Request, session: Session, state: State,
                                 _: Annotated[Principal, Depends(require(Scope.ADMIN))]) -> JobOut:
     """Cancel a job: its inputs are released, its worker's next write is refused, its Spark operation is
     interrupted by the worker (by its operation tag)."""

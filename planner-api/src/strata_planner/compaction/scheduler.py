@@ -98,8 +98,8 @@ async def _outputs_as_splits(session: AsyncSession, storage: ObjectStore, job: C
             doc_mapping_uid=job.doc_mapping_uid, sort_schema=job.sort_schema, window_start=out.window_start,
             window_duration_secs=job.window_duration_secs, time_range_start=out.time_range_start,
             time_range_end=out.time_range_end, num_rows=out.num_rows, uri=uri, size_bytes=out.size_bytes,
-            row_groups=[RowGroupSpan(**rg) for rg in out.row_groups],
-            column_stats={name: ColumnStats.from_json(name, st) for name, st in out.column_stats.items()},
+            row_groups=[RowGroupSpan(**rg.model_dump()) for rg in out.row_groups],
+            column_stats={name: ColumnStats.from_json(name, st.model_dump()) for name, st in out.column_stats.items()},
             num_merge_ops=num_merge_ops, generation=generation, root_split_ids=roots,
             parent_split_ids=sorted(input_ids), state=SplitState.STAGED,
         ))

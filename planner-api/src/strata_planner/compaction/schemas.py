@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
+from strata_shared.domain.column_stats import ValueType
 from strata_shared.domain.index_config import ParquetConfig
+from strata_shared.domain.wire_types import (
+    INT64_MAX,
+    INT64_MIN,
+    UINT64_MAX,
+    Int64,
+    Int64OrUint64,
+    NonNegativeInt64,
+    Ulid,
+)
 from strata_shared.scheduling.schemas import JobUpdate, PollFields, UpdateResult
 
 
@@ -16,9 +26,9 @@ class _Strict(BaseModel):
 
 
 class PlanRequest(_Strict):
-    start: int | datetime | None = Field(None, alias="from",
-                                         description="first window start (epoch seconds or RFC 3339)")
-    end: int | datetime | None = Field(None, alias="to", description="windows starting before this")
+    start: Int64 | datetime | None = Field(None, alias="from",
+                                           description="first window start (epoch seconds or RFC 3339)")
+    end: Int64 | datetime | None = Field(None, alias="to", description="windows starting before this")
     final: bool = Field(False, description="treat every window as closed: merge what remains toward the target size")
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
@@ -46,18 +56,51 @@ class PlanResponse(BaseModel):
     operations_not_created: int = 0
 
 
+class OutputRowGroup(_Strict):
+    row_offset: NonNegativeInt64
+    num_rows: NonNegativeInt64
+    byte_offset: NonNegativeInt64
+    byte_length: NonNegativeInt64
+
+
+class OutputColumnStats(_Strict):
+    """Typed min/max of one column (strata_shared.domain.column_stats), each within its type's range."""
+
+    type: ValueType
+    min: Int64OrUint64 | float | str | None = None
+    max: Int64OrUint64 | float | str | None = None
+    null_count: NonNegativeInt64
+    regex: str | None = None
+
+    @model_validator(mode="after")
+    def _values_fit_type(self) -> OutputColumnStats:
+        for value in (self.min, self.max):
+            if value is not None and not _fits(value, self.type):
+                raise ValueError(f"min and max of a {self.type} column must be {self.type} values")
+        return self
+
+
+def _fits(value: int | float | str, value_type: ValueType) -> bool:
+    if value_type == "string":
+        return isinstance(value, str)
+    if value_type == "f64":
+        return isinstance(value, int | float)
+    low, high = (INT64_MIN, INT64_MAX) if value_type == "i64" else (0, UINT64_MAX)
+    return value_type in ("i64", "u64") and isinstance(value, int) and low <= value <= high
+
+
 class OutputSplit(_Strict):
     """Split metadata as the merge computed it (the same fields as a split listing)."""
 
-    split_id: str
+    split_id: Ulid
     uri: str
-    num_rows: int = Field(ge=0)
-    size_bytes: int = Field(ge=0)
-    window_start: int
-    time_range_start: int | None
-    time_range_end: int | None
-    row_groups: list[dict[str, int]]
-    column_stats: dict[str, dict[str, Any]]
+    num_rows: NonNegativeInt64
+    size_bytes: NonNegativeInt64
+    window_start: Int64
+    time_range_start: Int64 | None
+    time_range_end: Int64 | None
+    row_groups: list[OutputRowGroup]
+    column_stats: dict[Annotated[str, StringConstraints(min_length=1, max_length=128)], OutputColumnStats]
 
 
 class StatusUpdate(JobUpdate):

@@ -13,7 +13,6 @@ import asyncio
 import time
 from dataclasses import asdict, dataclass
 
-import sqlglot
 from opentelemetry import trace
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlglot import exp
@@ -28,7 +27,9 @@ from strata_query.planning.cascade import (
 )
 from strata_query.planning.schemas import FilePartOut, PlanOut, StageOut, TimeRangeOut
 from strata_query.sql import ParsedQuery, parse_query
-from strata_query.sql.errors import QuerySyntaxError, QueryValidationError
+from strata_query.sql.errors import QueryValidationError
+from strata_query.sql.query import parse_sql
+from strata_query.sql.validation import statement_of
 from strata_query.sql.where import timestamp_literal
 from strata_shared.domain.fields import FieldType
 from strata_shared.domain.index_config import FieldSpec, IndexSettings
@@ -58,12 +59,7 @@ class QueryPlan:
 
 def table_of(sql: str) -> str:
     """The one table the query names (the index id); syntax errors surface with their position."""
-    try:
-        tree = sqlglot.parse_one(sql)
-    except sqlglot.errors.ParseError as exc:
-        first = exc.errors[0] if exc.errors else {}
-        raise QuerySyntaxError(first.get("description", str(exc)), first.get("line", 1),
-                               first.get("col", 1)) from exc
+    tree = statement_of(parse_sql(sql))
     tables = {t.name for t in tree.find_all(exp.Table)}
     if len(tables) != 1:
         raise QueryValidationError("a query reads exactly one index, named as its table", "from")

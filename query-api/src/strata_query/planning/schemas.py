@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from strata_shared.domain.wire_types import INT64_MAX
+from strata_shared.web.problems import Problem
 
 
 class QueryRequest(BaseModel):
@@ -16,8 +19,9 @@ class QueryRequest(BaseModel):
     engine: Literal["local", "spark"] | None = Field(
         None, description="run on this engine instead of the one the plan's size selects: `local` is query-api's "
                           "in-process engine (DuckDB), `spark` the Spark Connect server")
-    max_rows: int | None = Field(None, ge=1, description="cut the result after this many rows (at most the "
-                                                          "server's cap); a cut is reported, never silent")
+    max_rows: int | None = Field(None, ge=1, le=INT64_MAX,
+                                 description="cut the result after this many rows (at most the server's cap); a cut "
+                                             "is reported, never silent")
 
 
 class TimeRangeOut(BaseModel):
@@ -79,4 +83,32 @@ class PlanStatus(BaseModel):
     plan_id: str
     status: Literal["submitted", "completed", "failed", "cancelled"]
     plan: PlanOut | None = None
-    error: dict | None = None
+    error: Problem | None = Field(None, description="why a failed plan failed, as the problem a synchronous "
+                                                   "EXPLAIN would have answered")
+
+
+class ResultColumn(BaseModel):
+    name: str
+    type: str = Field(description="the Arrow type of the column")
+
+
+class ResultSummary(BaseModel):
+    rows: int
+    truncated: bool = Field(description="whether the row cap cut the result")
+    row_cap: int
+    engine: Literal["local", "spark"]
+    files_scanned: int
+    row_groups_scanned: int
+    bytes_scanned: int
+    planning_ms: float
+    elapsed_ms: float
+
+
+class QueryResult(BaseModel):
+    """A result as one JSON document (`Accept: application/json`, the default). NDJSON and Arrow carry the same
+    rows without the envelope."""
+
+    query_id: str
+    columns: list[ResultColumn]
+    rows: list[dict[str, Any]]
+    summary: ResultSummary = Field(description="written after the last row")

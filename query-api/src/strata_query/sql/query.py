@@ -66,7 +66,7 @@ class ParsedQuery:
 
 def parse_query(sql: str, *, index_id: str, settings: IndexSettings) -> ParsedQuery:
     """Parses and validates one SELECT over `index_id`. Raises QuerySyntaxError or QueryValidationError."""
-    select = statement_of(_parse(sql))
+    select = statement_of(parse_sql(sql))
     types = settings.field_types()
     resolution = validate(select, index_id=index_id, types=types)
 
@@ -109,7 +109,10 @@ def _null_on_zero_divisor(select: exp.Select) -> None:
         node.set("expression", exp.Nullif(this=divisor.copy(), expression=exp.Literal.number(0)))
 
 
-def _parse(sql: str) -> list[exp.Expression | None]:
+def parse_sql(sql: str) -> list[exp.Expression | None]:
+    """The statements of `sql`. The one place SQL text is parsed: whatever sqlglot raises (a token it cannot
+    read, such as an unterminated string or quoted identifier, or a statement it cannot parse) becomes a
+    QuerySyntaxError, a 400 with the line and column of the offending token."""
     if not sql.strip():
         raise QuerySyntaxError("the query is empty", 1, 1)
     try:

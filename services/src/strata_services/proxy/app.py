@@ -7,10 +7,11 @@ from __future__ import annotations
 import math
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Annotated
 
 import anyio
 import httpx
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, Request, Security
 from fastapi.responses import StreamingResponse
 from prometheus_client import CollectorRegistry, Counter, Gauge
 from starlette.types import Receive, Scope, Send
@@ -23,13 +24,26 @@ from strata_shared.config import Settings
 from strata_shared.errors import TooManyRequests, Unavailable
 from strata_shared.observability.context import current_request_id
 from strata_shared.observability.http import REQUEST_ID, install_request_context
-from strata_shared.web.auth import ApiKeyRegistry, Principal, request_key
+from strata_shared.web.auth import ApiKeyRegistry, Principal, presented_key
 from strata_shared.web.metrics import install_metrics
+from strata_shared.web.openapi import install_openapi
 from strata_shared.web.problems import install_problem_handlers, problem_responses
 
 # Hop-by-hop headers (RFC 9110 section 7.6.1) are not forwarded.
 _HOP_BY_HOP = {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
                "transfer-encoding", "upgrade", "host", "content-length"}
+# What a forwarded request can answer: whatever the API serving its path answers (its successes in its media
+# types, its errors), plus the proxy's own 401, 429 and 502/503 when no upstream answers.
+_RESULT_MEDIA_TYPES = ("application/json", "application/x-ndjson", "application/vnd.apache.arrow.stream")
+_FORWARDED_RESPONSES = {
+    200: {"description": "the API's answer, streamed through",
+          "content": {media_type: {} for media_type in _RESULT_MEDIA_TYPES}},
+    201: {"description": "the API's answer (an index created)", "content": {"application/json": {}}},
+    202: {"description": "the API's answer (an asynchronous plan submitted, a query being cancelled)",
+          "content": {"application/json": {}}},
+    204: {"description": "the API's answer (an index deleted)"},
+    **problem_responses(400, 403, 404, 405, 406, 409, 413, 415, 429, 502, 503, 504),
+}
 
 
 class _UpstreamStream(StreamingResponse):
@@ -52,6 +66,15 @@ class _UpstreamStream(StreamingResponse):
             # would be cancelled before the upstream connection is closed.
             with anyio.CancelScope(shield=True):
                 await self._upstream.aclose()
+
+
+def _raw_target(request: Request) -> str:
+    """The path and query exactly as the client sent them, still percent-encoded: decoded, a `%3F` would turn
+    into a query and a control character would make an invalid URL."""
+    target = request.scope.get("raw_path") or request.url.path.encode()
+    if query := request.scope.get("query_string"):
+        target += b"?" + query
+    return target.decode("latin-1")
 
 
 def create_proxy_app(settings: Settings, upstream_urls: list[str]) -> FastAPI:
@@ -123,13 +146,12 @@ def create_proxy_app(settings: Settings, upstream_urls: list[str]) -> FastAPI:
             raise Unavailable("no healthy query-api upstream")
         return {"status": "ready", "upstreams": upstreams.healthy}
 
-    @app.api_route("/v1/{path:path}", methods=["GET", "POST", "PUT", "DELETE"], tags=["proxy"],
-                   responses=problem_responses(401, 429, 502, 503))
-    async def forward(path: str, request: Request) -> StreamingResponse:
+    async def forward(path: str, request: Request,
+                      key: Annotated[str | None, Security(presented_key)]) -> StreamingResponse:
         """Forward an authenticated /v1 request to the API that serves its path (a healthy query-api instance,
         planner-api or indexer-api), streaming both ways. A tenant over its request rate or its cap on requests in
         flight gets a 429 with `Retry-After`."""
-        principal = keys.authenticate(request_key(request))
+        principal = keys.authenticate(key)
         request_id = current_request_id()
         api = api_for_path(path)
         slot = await admit(principal, request_id)
@@ -141,9 +163,8 @@ def create_proxy_app(settings: Settings, upstream_urls: list[str]) -> FastAPI:
                 raise Unavailable("no healthy query-api upstream", headers={REQUEST_ID: request_id})
             headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP_BY_HOP}
             headers[REQUEST_ID] = request_id
-            upstream_request = client.build_request(
-                request.method, f"{target}/v1/{path}", params=request.query_params, headers=headers,
-                content=request.stream())
+            upstream_request = client.build_request(request.method, target + _raw_target(request), headers=headers,
+                                                    content=request.stream())
             try:
                 upstream = await client.send(upstream_request, stream=True)
             except httpx.HTTPError as exc:
@@ -161,4 +182,9 @@ def create_proxy_app(settings: Settings, upstream_urls: list[str]) -> FastAPI:
         # or its client has gone.
         return _UpstreamStream(upstream, slot, response_headers)
 
+    # One route per method, so each has its own operationId.
+    for method in ("GET", "POST", "PUT", "DELETE"):
+        app.add_api_route("/v1/{path:path}", forward, methods=[method], name=f"forward_{method.lower()}",
+                          tags=["proxy"], responses=_FORWARDED_RESPONSES)
+    install_openapi(app)
     return app

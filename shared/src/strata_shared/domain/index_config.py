@@ -8,15 +8,14 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from strata_shared.domain.fields import FieldType, doc_mapping_uid
 from strata_shared.domain.sort_schema import SortSchema
 from strata_shared.domain.windows import DEFAULT_WINDOW_DURATION_SECS, validate_window_duration
+from strata_shared.domain.wire_types import INT64_MAX, MAX_DURATION_SECS, DurationSecs, EpochSecs, IndexId
 
-INDEX_ID_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,62}$"
 _FIELD_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 
 
@@ -39,12 +38,12 @@ class FieldSpec(_Strict):
 class MergePolicyConfig(_Strict):
     """StableLogMergePolicy parameters (Quickwit's defaults), used by the compaction planner."""
 
-    min_level_num_docs: int = Field(100_000, ge=1)
-    merge_factor: int = Field(10, ge=2)
-    max_merge_factor: int = Field(12, ge=2)
-    maturation_period_secs: int = Field(48 * 3600, ge=0)
-    target_split_size_bytes: int = Field(256 * 1024 * 1024, ge=1024 * 1024)
-    target_split_num_rows: int = Field(10_000_000, ge=1000)
+    min_level_num_docs: int = Field(100_000, ge=1, le=INT64_MAX)
+    merge_factor: int = Field(10, ge=2, le=INT64_MAX)
+    max_merge_factor: int = Field(12, ge=2, le=INT64_MAX)
+    maturation_period_secs: DurationSecs = 48 * 3600
+    target_split_size_bytes: int = Field(256 * 1024 * 1024, ge=1024 * 1024, le=INT64_MAX)
+    target_split_num_rows: int = Field(10_000_000, ge=1000, le=INT64_MAX)
 
 
 class BloomColumnConfig(_Strict):
@@ -58,12 +57,12 @@ class ArtifactConfig(_Strict):
     zone_map_columns: list[str] = Field(default_factory=list)
     bloom_columns: list[BloomColumnConfig] = Field(default_factory=list)
     bitmap_columns: list[str] = Field(default_factory=list)
-    bitmap_max_distinct_values: int = Field(10_000, ge=1)
+    bitmap_max_distinct_values: int = Field(10_000, ge=1, le=INT64_MAX)
     full_text_columns: list[str] = Field(default_factory=list)
 
 
 class QueryConfig(_Strict):
-    default_lookback_secs: int = Field(3600, ge=1)
+    default_lookback_secs: int = Field(3600, ge=1, le=MAX_DURATION_SECS)
 
 
 class ParquetConfig(_Strict):
@@ -79,11 +78,12 @@ class IndexSettings(_Strict):
     fields: list[FieldSpec] = Field(min_length=1, max_length=1024)
     timestamp_field: str
     sort_schema: str
-    window_duration_secs: int = DEFAULT_WINDOW_DURATION_SECS
+    window_duration_secs: int = Field(DEFAULT_WINDOW_DURATION_SECS, ge=60, le=3600,
+                                      description="divides one hour (TW-2)")
     # Windows that start before this never compact (CS-3, docs/architecture.md, "Invariants"); required, so every
     # index states where compaction begins.
-    compaction_start_time: Annotated[int, Field(ge=0)] | datetime
-    late_data_acceptance_secs: int = Field(3600, ge=0)
+    compaction_start_time: EpochSecs | datetime
+    late_data_acceptance_secs: DurationSecs = 3600
     merge_policy: MergePolicyConfig = Field(default_factory=MergePolicyConfig)
     artifacts: ArtifactConfig = Field(default_factory=ArtifactConfig)
     query: QueryConfig = Field(default_factory=QueryConfig)
@@ -122,7 +122,7 @@ class IndexSettings(_Strict):
 
 
 class IndexConfig(IndexSettings):
-    index_id: str = Field(pattern=INDEX_ID_PATTERN)
+    index_id: IndexId
 
 
 def config_problems(settings: IndexSettings) -> list[tuple[str, str]]:

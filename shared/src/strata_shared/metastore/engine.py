@@ -2,11 +2,35 @@
 
 from __future__ import annotations
 
+from sqlalchemy import event
+from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
+
+from strata_shared.errors import Unavailable
+
+
+class DatabaseUnavailable(Unavailable):
+    """503: PostgreSQL could not be reached (refused, unknown host, starting up, out of connections, bad
+    credentials): the request was fine, the dependency was not."""
+
+    slug, title = "database-unavailable", "PostgreSQL unavailable"
 
 
 def create_engine(database_url: str, pool_size: int = 10) -> AsyncEngine:
-    return create_async_engine(database_url, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True)
+    engine = create_async_engine(database_url, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True)
+    where = make_url(database_url).render_as_string(hide_password=True)
+
+    # Connecting is where an unreachable server shows, as whatever the driver raises (a bare OSError for a
+    # refused connection); name it once here, so every caller sees one typed error instead of a 500.
+    @event.listens_for(engine.sync_engine, "do_connect")
+    def _connect(dialect, _record, cargs, cparams):
+        try:
+            return dialect.connect(*cargs, **cparams)
+        except Exception as exc:  # noqa: BLE001 - any failure to connect is the database being unavailable
+            raise DatabaseUnavailable(f"PostgreSQL at {where} is unavailable: "
+                                      f"{type(exc).__name__}: {str(exc).strip()[:300]}") from exc
+
+    return engine
 
 
 def session_factory(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:

@@ -7,14 +7,16 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from strata_shared.domain.wire_types import Int64, Ulid
+
 
 class JobUpdate(BaseModel):
     """One fenced status write of a worker: progress, a failure, or a success carrying the queue's result."""
 
     model_config = ConfigDict(extra="forbid")
 
-    job_id: str
-    fencing_token: int
+    job_id: Ulid
+    fencing_token: Int64
     status: Literal["in_progress", "success", "failure"]
     stage: str | None = Field(None, max_length=32)
     progress: float | None = Field(None, ge=0, le=1)

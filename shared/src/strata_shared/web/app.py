@@ -19,8 +19,10 @@ from strata_shared.storage import ObjectStore
 from strata_shared.web.auth import ApiKeyRegistry
 from strata_shared.web.health import router as health_router
 from strata_shared.web.metrics import install_metrics
+from strata_shared.web.openapi import install_openapi
 from strata_shared.web.problems import install_problem_handlers
 from strata_shared.web.state import AppState
+from strata_shared.web.storable_text import refuse_unstorable_text
 
 # Hooks receive the app (its state is app.state.strata): some start in-process clients of the app itself.
 StartupHook = Callable[[FastAPI], Awaitable[None]]
@@ -76,6 +78,7 @@ def build_app(
         version="0.1.0",
         lifespan=lifespan,
         generate_unique_id_function=_operation_id,
+        dependencies=[Depends(refuse_unstorable_text)],
     )
     registry = CollectorRegistry()
     install_problem_handlers(app)
@@ -84,4 +87,5 @@ def build_app(
     app.include_router(health_router)
     for router in routers:
         app.include_router(router, dependencies=[Depends(path_fields)])
+    install_openapi(app)
     return app

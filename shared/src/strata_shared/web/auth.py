@@ -12,8 +12,10 @@ import hmac
 import json
 import secrets
 from dataclasses import dataclass
+from typing import Annotated
 
-from fastapi import Request
+from fastapi import Request, Security
+from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
 from strata_shared.errors import Forbidden, Unauthorized
 
@@ -94,31 +96,40 @@ def generate_keys(tenant: str = "default") -> dict[str, dict[str, object]]:
     }
 
 
-def request_key(request: Request) -> str | None:
-    header = request.headers.get("authorization")
-    if header and header.lower().startswith("bearer "):
-        return header[7:].strip()
-    return request.headers.get("x-api-key")
+# The two ways to present a key, as OpenAPI security schemes: every authenticated operation lists both (either
+# one will do), so /docs has an Authorize button and generated clients know where the key goes.
+_KEY_SCOPES = "Scopes: `admin` (everything), `writer`, `worker`, `query`; each operation names the one it needs."
+bearer_scheme = HTTPBearer(scheme_name="bearer", auto_error=False,
+                           description=f"`Authorization: Bearer <API key>`. {_KEY_SCOPES}")
+api_key_scheme = APIKeyHeader(name="X-API-Key", scheme_name="apiKey", auto_error=False,
+                              description=f"`X-API-Key: <API key>`. {_KEY_SCOPES}")
+
+
+async def presented_key(
+    bearer: Annotated[HTTPAuthorizationCredentials | None, Security(bearer_scheme)],
+    api_key: Annotated[str | None, Security(api_key_scheme)],
+) -> str | None:
+    """The key the caller sent, by either scheme (a bearer token first)."""
+    return bearer.credentials if bearer is not None else api_key
+
+
+def require_any(*scopes: Scope):
+    """FastAPI dependency: the caller's principal, which must hold one of `scopes` (admin holds them all). The
+    scopes ride on the dependency so the OpenAPI document can name them on each operation."""
+
+    async def dependency(request: Request, key: Annotated[str | None, Security(presented_key)]) -> Principal:
+        principal = request.app.state.strata.api_keys.authenticate(key)
+        if not any(principal.allows(s) for s in scopes):
+            if len(scopes) == 1:
+                raise Forbidden(f"this operation needs the {scopes[0]} scope")
+            raise Forbidden("this operation needs one of the scopes: " + ", ".join(scopes))
+        return principal
+
+    dependency.__name__ = "require_" + "_or_".join(scopes)
+    dependency.required_scopes = scopes
+    return dependency
 
 
 def require(scope: Scope):
     """FastAPI dependency: the caller's principal, which must hold `scope` (or admin)."""
-
-    async def dependency(request: Request) -> Principal:
-        principal = request.app.state.strata.api_keys.authenticate(request_key(request))
-        if not principal.allows(scope):
-            raise Forbidden(f"this operation needs the {scope} scope")
-        return principal
-
-    dependency.__name__ = f"require_{scope}"
-    return dependency
-
-
-def require_any(*scopes: Scope):
-    async def dependency(request: Request) -> Principal:
-        principal = request.app.state.strata.api_keys.authenticate(request_key(request))
-        if not any(principal.allows(s) for s in scopes):
-            raise Forbidden("this operation needs one of the scopes: " + ", ".join(scopes))
-        return principal
-
-    return dependency
+    return require_any(scope)

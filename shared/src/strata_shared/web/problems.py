@@ -2,25 +2,34 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from strata_shared.errors import PROBLEM_BASE, StrataError
+from strata_shared.errors import PROBLEM_BASE, BadRequest, StrataError
+from strata_shared.metastore.engine import DatabaseUnavailable
 
 PROBLEM_MEDIA_TYPE = "application/problem+json"
+log = logging.getLogger("strata")
 
 
 class FieldProblem(BaseModel):
-    field: str
+    field: str = Field(description="the field, parameter or clause at fault, as a dotted path into the request")
     message: str
+    line: int | None = Field(None, description="SQL syntax errors: the 1-based line of the offending token")
+    column: int | None = Field(None, description="SQL syntax errors: the 1-based column of the offending token")
 
 
 class Problem(BaseModel):
+    """An RFC 9457 problem: `type` is a stable URI clients may switch on, `errors` names each bad field."""
+
     type: str
     title: str
     status: int
@@ -36,13 +45,19 @@ _STANDARD_TITLES = {400: "Malformed request", 401: "Missing or unknown API key",
                     504: "Timed out"}
 
 
+PROBLEM_SCHEMA_REF = {"$ref": "#/components/schemas/Problem"}
+
+
+def problem_response_doc(status: int) -> dict[str, Any]:
+    """The OpenAPI response object of an error: problem+json with the Problem schema, and nothing else."""
+    return {"description": _STANDARD_TITLES.get(status, "Error"),
+            "content": {PROBLEM_MEDIA_TYPE: {"schema": PROBLEM_SCHEMA_REF}}}
+
+
 def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    """OpenAPI `responses=` entries for these statuses, all problem+json."""
-    return {
-        status: {"model": Problem, "description": _STANDARD_TITLES.get(status, "Error"),
-                 "content": {PROBLEM_MEDIA_TYPE: {}}}
-        for status in statuses
-    }
+    """OpenAPI `responses=` entries for the statuses a route answers beyond those every route of its kind does
+    (strata_shared.web.openapi derives those: 400, 401, 403, 422, 503)."""
+    return {status: problem_response_doc(status) for status in statuses}
 
 
 def problem_response(status: int, slug: str, title: str, detail: str, instance: str | None,
@@ -60,6 +75,12 @@ def _location(loc: tuple[Any, ...]) -> str:
     return ".".join(parts)
 
 
+async def _internal_error(request: Request, exc: Exception) -> JSONResponse:
+    # Never leak internals; the log carries the traceback.
+    log.error("unhandled error on %s", request.url.path, exc_info=exc)
+    return problem_response(500, "internal", "Internal error", "unexpected server error", request.url.path)
+
+
 def install_problem_handlers(app: FastAPI) -> None:
     @app.exception_handler(StrataError)
     async def _domain(request: Request, exc: StrataError) -> JSONResponse:
@@ -68,21 +89,38 @@ def install_problem_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
+        # A body that does not parse is malformed (400); one that parses but does not fit is invalid (422).
+        unparsable = [e for e in exc.errors() if e.get("type") == "json_invalid"]
+        if unparsable:
+            error = unparsable[0]
+            position = error.get("loc", ("body", 0))[-1]
+            reason = (error.get("ctx") or {}).get("error", "not JSON")
+            return problem_response(400, BadRequest.slug, BadRequest.title,
+                                    f"the body is not valid JSON: {reason} (at character {position})",
+                                    request.url.path, [{"field": "body", "message": reason}])
         errors = [{"field": _location(tuple(e.get("loc", ()))), "message": e.get("msg", "invalid")}
                   for e in exc.errors()]
         detail = "; ".join(f"{e['field']}: {e['message']}" for e in errors) or "invalid request"
         return problem_response(422, "invalid-input", "Invalid input", detail, request.url.path, errors)
 
+    @app.exception_handler(DBAPIError)
+    async def _database(request: Request, exc: DBAPIError) -> JSONResponse:
+        if not exc.connection_invalidated:
+            return await _internal_error(request, exc)
+        return problem_response(503, DatabaseUnavailable.slug, DatabaseUnavailable.title,
+                                f"the connection to PostgreSQL was lost: {str(exc.orig).strip()[:300]}",
+                                request.url.path)
+
+    @app.exception_handler(PoolTimeout)
+    async def _pool_exhausted(request: Request, exc: PoolTimeout) -> JSONResponse:
+        return problem_response(503, DatabaseUnavailable.slug, DatabaseUnavailable.title,
+                                "no PostgreSQL connection became free in time: the API is overloaded",
+                                request.url.path, headers={"Retry-After": "1"})
+
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        slug = {404: "not-found", 405: "method-not-allowed"}.get(exc.status_code, "http-error")
+        slug = {400: BadRequest.slug, 404: "not-found", 405: "method-not-allowed"}.get(exc.status_code, "http-error")
         return problem_response(exc.status_code, slug, _STANDARD_TITLES.get(exc.status_code, "Error"),
                                 str(exc.detail), request.url.path, headers=getattr(exc, "headers", None))
 
-    @app.exception_handler(Exception)
-    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
-        # Never leak internals; the structured log carries the traceback.
-        import logging
-
-        logging.getLogger("strata").exception("unhandled error on %s", request.url.path)
-        return problem_response(500, "internal", "Internal error", "unexpected server error", request.url.path)
+    app.add_exception_handler(Exception, _internal_error)

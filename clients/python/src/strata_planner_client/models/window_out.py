@@ -1,0 +1,157 @@
+from __future__ import annotations
+
+import datetime
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
+
+from attrs import define as _attrs_define
+from attrs import field as _attrs_field
+
+if TYPE_CHECKING:
+    from ..models.window_out_levels import WindowOutLevels
+
+
+T = TypeVar("T", bound="WindowOut")
+
+
+@_attrs_define
+class WindowOut:
+    """
+    Attributes:
+        window_start (int):
+        window_duration_secs (int):
+        splits (int):
+        rows (int):
+        bytes_ (int):
+        levels (WindowOutLevels):
+        live_jobs (int):
+        marked_for_deletion (int):
+        closed (bool):
+        last_compacted_at (datetime.datetime | None):
+    """
+
+    window_start: int
+    window_duration_secs: int
+    splits: int
+    rows: int
+    bytes_: int
+    levels: WindowOutLevels
+    live_jobs: int
+    marked_for_deletion: int
+    closed: bool
+    last_compacted_at: datetime.datetime | None
+    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        window_start = self.window_start
+
+        window_duration_secs = self.window_duration_secs
+
+        splits = self.splits
+
+        rows = self.rows
+
+        bytes_ = self.bytes_
+
+        levels = self.levels.to_dict()
+
+        live_jobs = self.live_jobs
+
+        marked_for_deletion = self.marked_for_deletion
+
+        closed = self.closed
+
+        last_compacted_at: None | str
+        if isinstance(self.last_compacted_at, datetime.datetime):
+            last_compacted_at = self.last_compacted_at.isoformat()
+        else:
+            last_compacted_at = self.last_compacted_at
+
+        field_dict: dict[str, Any] = {}
+        field_dict.update(self.additional_properties)
+        field_dict.update(
+            {
+                "window_start": window_start,
+                "window_duration_secs": window_duration_secs,
+                "splits": splits,
+                "rows": rows,
+                "bytes": bytes_,
+                "levels": levels,
+                "live_jobs": live_jobs,
+                "marked_for_deletion": marked_for_deletion,
+                "closed": closed,
+                "last_compacted_at": last_compacted_at,
+            }
+        )
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.window_out_levels import WindowOutLevels
+
+        d = dict(src_dict)
+        window_start = d.pop("window_start")
+
+        window_duration_secs = d.pop("window_duration_secs")
+
+        splits = d.pop("splits")
+
+        rows = d.pop("rows")
+
+        bytes_ = d.pop("bytes")
+
+        levels = WindowOutLevels.from_dict(d.pop("levels"))
+
+        live_jobs = d.pop("live_jobs")
+
+        marked_for_deletion = d.pop("marked_for_deletion")
+
+        closed = d.pop("closed")
+
+        def _parse_last_compacted_at(data: object) -> datetime.datetime | None:
+            if data is None:
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                last_compacted_at_type_0 = datetime.datetime.fromisoformat(data)
+
+                return last_compacted_at_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(datetime.datetime | None, data)
+
+        last_compacted_at = _parse_last_compacted_at(d.pop("last_compacted_at"))
+
+        window_out = cls(
+            window_start=window_start,
+            window_duration_secs=window_duration_secs,
+            splits=splits,
+            rows=rows,
+            bytes_=bytes_,
+            levels=levels,
+            live_jobs=live_jobs,
+            marked_for_deletion=marked_for_deletion,
+            closed=closed,
+            last_compacted_at=last_compacted_at,
+        )
+
+        window_out.additional_properties = d
+        return window_out
+
+    @property
+    def additional_keys(self) -> list[str]:
+        return list(self.additional_properties.keys())
+
+    def __getitem__(self, key: str) -> Any:
+        return self.additional_properties[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.additional_properties[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.additional_properties[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.additional_properties

@@ -1,0 +1,9 @@
+from enum import StrEnum
+
+
+class EngineOutEngineType0(StrEnum):
+    LOCAL = "local"
+    SPARK = "spark"
+
+    def __str__(self) -> str:
+        return str(self.value)
