@@ -64,10 +64,9 @@ async def apply_update(state: AppState, update: IndexingUpdate, now: datetime) -
 
 
 async def poll(state: AppState, request: IndexingPollRequest, now: datetime) -> IndexingPollResponse:
-    assignments, results = await queue_service.poll(state.sessions, indexing_queue(state), request,
-                                                    request.updates, now)
-    return IndexingPollResponse(assignments=assignments, updates=results,
-                                lease_secs=state.settings.indexing_lease_secs)
+    queue = indexing_queue(state)
+    assignments, results = await queue_service.poll(state.sessions, queue, request, request.updates, now)
+    return IndexingPollResponse(assignments=assignments, updates=results, lease_secs=queue.lease_secs)
 
 
 async def _publish_build(state: AppState, session, repo: IndexingRepository, job: IndexingJobRow,

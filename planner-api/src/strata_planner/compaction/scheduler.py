@@ -70,9 +70,9 @@ async def apply_update(state: AppState, update: StatusUpdate, now: datetime) -> 
 
 
 async def poll(state: AppState, request: PollRequest, now: datetime) -> PollResponse:
-    assignments, results = await queue_service.poll(state.sessions, compaction_queue(state), request,
-                                                    request.updates, now)
-    return PollResponse(assignments=assignments, updates=results, lease_secs=state.settings.compaction_lease_secs)
+    queue = compaction_queue(state)
+    assignments, results = await queue_service.poll(state.sessions, queue, request, request.updates, now)
+    return PollResponse(assignments=assignments, updates=results, lease_secs=queue.lease_secs)
 
 
 async def _outputs_as_splits(session: AsyncSession, storage: ObjectStore, job: CompactionJobRow,
