@@ -11,16 +11,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import ARRAY, Row, String, and_, any_, cast, func, select, text, update
+from sqlalchemy import ARRAY, Row, String, and_, any_, cast, delete, func, select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 from ulid import ULID
 
 from strata_shared.domain.artifact_refs import ArtifactRef
-from strata_shared.domain.jobs import LIVE_STATUSES, JobStatus
+from strata_shared.domain.jobs import JobStatus
+from strata_shared.domain.scheduler_rules import INDEXING_ASSIGNMENT_ORDER
 from strata_shared.domain.split import SplitState
 from strata_shared.metastore.indexing_models import ArtifactRow, ArtifactSnapshotRow, IndexingJobRow
-from strata_shared.metastore.leases import LeaseQueue, new_job_values
+from strata_shared.metastore.leases import JobFilter, LeaseQueue, new_job_values
 from strata_shared.metastore.models import SplitRow
 
 LIVE_JOB = text("status IN ('unassigned', 'in_progress')")
@@ -31,9 +32,7 @@ class ArtifactConflict(Exception):
 
 
 @dataclass(frozen=True, slots=True)
-class IndexingJobFilter:
-    index_uid: str | None = None
-    statuses: tuple[JobStatus, ...] = ()
+class IndexingJobFilter(JobFilter):
     split_id: str | None = None
 
 
@@ -84,9 +83,8 @@ class IndexingRepository:
         budget = min(capacity, max_in_progress - sum(running.values()))
         if budget <= 0:
             return []
-        m = IndexingJobRow
         # Look past the head of the queue, so one busy tenant's backlog does not starve the others.
-        candidates = await self.queue.waiting([m.failures, m.created_at, m.job_id], limit=budget * 8 + 32)
+        candidates = await self.queue.waiting(INDEXING_ASSIGNMENT_ORDER, limit=budget * 8 + 32)
         chosen = []
         for job in candidates:
             if len(chosen) == budget:
@@ -98,25 +96,12 @@ class IndexingRepository:
         return await self.queue.lease(chosen, worker_id, now, lease)
 
     async def get(self, job_id: str) -> IndexingJobRow | None:
-        return await self.session.get(IndexingJobRow, job_id)
+        return await self.queue.get(job_id)
 
     async def list_page(self, flt: IndexingJobFilter, *, limit: int,
                         after_job_id: str | None) -> Sequence[IndexingJobRow]:
-        stmt = select(IndexingJobRow)
-        if flt.index_uid is not None:
-            stmt = stmt.where(IndexingJobRow.index_uid == flt.index_uid)
-        if flt.statuses:
-            stmt = stmt.where(IndexingJobRow.status.in_(flt.statuses))
-        if flt.split_id is not None:
-            stmt = stmt.where(IndexingJobRow.split_id == flt.split_id)
-        if after_job_id is not None:
-            stmt = stmt.where(IndexingJobRow.job_id > after_job_id)
-        return (await self.session.execute(stmt.order_by(IndexingJobRow.job_id).limit(limit))).scalars().all()
-
-    async def has_live_job(self, split_id: str) -> bool:
-        return await self.session.scalar(
-            select(func.count()).select_from(IndexingJobRow)
-            .where(IndexingJobRow.split_id == split_id, IndexingJobRow.status.in_(LIVE_STATUSES))) > 0
+        where = [] if flt.split_id is None else [IndexingJobRow.split_id == flt.split_id]
+        return await self.queue.page(flt, where, limit=limit, after_job_id=after_job_id)
 
     # --- artifacts and snapshots ----------------------------------------------------------------------------
 
@@ -125,6 +110,13 @@ class IndexingRepository:
             select(ArtifactRow).where(ArtifactRow.split_id == split_id)
             .order_by(ArtifactRow.artifact_type, ArtifactRow.column_name, ArtifactRow.format_version)
         )).scalars().all())
+
+    async def artifacts_of_index(self, index_uid: str) -> list[ArtifactRow]:
+        return list((await self.session.execute(
+            select(ArtifactRow).where(ArtifactRow.index_uid == index_uid))).scalars().all())
+
+    async def unregister(self, artifact_id: str) -> None:
+        await self.session.execute(delete(ArtifactRow).where(ArtifactRow.artifact_id == artifact_id))
 
     async def register(self, split: SplitRow, refs: Sequence[ArtifactRef], registered_by: str, *,
                        replace: bool) -> list[tuple[ArtifactRow, bool]]:
