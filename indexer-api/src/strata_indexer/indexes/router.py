@@ -5,18 +5,16 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Response
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from strata_indexer.indexes import service
 from strata_indexer.indexes.schemas import IndexOut, IndexPage
 from strata_shared.domain.index_config import IndexConfig, IndexSettings
 from strata_shared.metastore.repositories import IndexRepository, load_live_index
 from strata_shared.web.auth import Principal, Scope, require, require_any
-from strata_shared.web.deps import db_session
+from strata_shared.web.deps import Session
 from strata_shared.web.problems import problem_responses
 
 router = APIRouter(prefix="/v1/indexes", tags=["indexes"])
-Session = Annotated[AsyncSession, Depends(db_session)]
 any_key = require_any(Scope.ADMIN, Scope.WRITER, Scope.WORKER, Scope.QUERY)
 
 

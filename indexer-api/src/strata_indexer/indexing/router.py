@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from strata_indexer.indexing.artifacts import register_artifacts, split_artifacts, split_of
 from strata_indexer.indexing.janitor import run_janitor
@@ -26,13 +25,10 @@ from strata_indexer.indexing.schemas import (
 from strata_shared.metastore.indexing_repository import IndexingJobFilter, IndexingRepository
 from strata_shared.scheduling.router import JobQueueApi, job_queue_router
 from strata_shared.web.auth import Principal, Scope, require, require_any
-from strata_shared.web.deps import app_state, db_session
+from strata_shared.web.deps import Session, State
 from strata_shared.web.problems import problem_responses
-from strata_shared.web.state import AppState
 
 router = APIRouter(tags=["indexing"])
-Session = Annotated[AsyncSession, Depends(db_session)]
-State = Annotated[AppState, Depends(app_state)]
 
 
 def _job_filters(split_id: Annotated[str | None, Query(max_length=26)] = None) -> IndexingJobFilter:

@@ -27,13 +27,11 @@ from strata_shared.metastore.compaction_repository import CompactionJobFilter, C
 from strata_shared.metastore.repositories import load_live_index
 from strata_shared.scheduling.router import JobAction, JobQueueApi, job_queue_router
 from strata_shared.web.auth import Principal, Scope, require, require_any
-from strata_shared.web.deps import app_state, db_session
+from strata_shared.web.deps import Session, State
 from strata_shared.web.problems import problem_responses
 from strata_shared.web.state import AppState
 
 router = APIRouter(tags=["compaction"])
-Session = Annotated[AsyncSession, Depends(db_session)]
-State = Annotated[AppState, Depends(app_state)]
 
 
 def _epoch(value: int | datetime | None, field: str) -> int | None:

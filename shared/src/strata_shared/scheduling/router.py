@@ -31,12 +31,10 @@ from strata_shared.scheduling import queue_service
 from strata_shared.scheduling.queue_service import JobRepository, QueueSpec
 from strata_shared.scheduling.schemas import JobUpdate, LeasedJobOut, PollFields, UpdateResult
 from strata_shared.web.auth import Principal, Scope, require, require_any
-from strata_shared.web.deps import app_state, db_session
+from strata_shared.web.deps import Session, State
 from strata_shared.web.problems import problem_responses
 from strata_shared.web.state import AppState
 
-Session = Annotated[AsyncSession, Depends(db_session)]
-State = Annotated[AppState, Depends(app_state)]
 Worker = Annotated[Principal, Depends(require(Scope.WORKER))]
 Reader = Annotated[Principal, Depends(require_any(Scope.WORKER, Scope.WRITER))]
 Admin = Annotated[Principal, Depends(require(Scope.ADMIN))]
