@@ -52,6 +52,7 @@ async def update_index(index_id: str, settings: IndexSettings, session: Session,
                responses=problem_responses(401, 403, 404))
 async def delete_index(index_id: str, session: Session,
                        _: Annotated[Principal, Depends(require(Scope.ADMIN))]) -> Response:
-    """Delete an index: its splits are marked for deletion and its name becomes free for a new incarnation."""
+    """Delete an index: its splits are marked for deletion, its live compaction and indexing jobs are cancelled,
+    and its name becomes free for a new incarnation."""
     await service.delete_index(session, index_id)
     return Response(status_code=204)

@@ -157,6 +157,13 @@ class CompactionRepository:
         await self.session.flush()
         return job
 
+    async def cancel_index_jobs(self, index_uid: str, now: datetime) -> int:
+        """The index was deleted: its live jobs are cancelled and their claims released."""
+        jobs = await self.queue.cancel_live_of_index(index_uid, now, stage="index_deleted")
+        for job in jobs:
+            await self._release(job.job_id)
+        return len(jobs)
+
     # --- reads ----------------------------------------------------------------------------------------------
 
     async def get(self, job_id: str) -> CompactionJobRow | None:

@@ -73,6 +73,10 @@ class IndexingRepository:
         await self.session.flush()
         return len(jobs)
 
+    async def cancel_index_jobs(self, index_uid: str, now: datetime) -> int:
+        """The index was deleted: its files will not be read, so their builds are cancelled."""
+        return len(await self.queue.cancel_live_of_index(index_uid, now, stage="index_deleted"))
+
     async def assign(self, worker_id: str, capacity: int, now: datetime, lease: timedelta, *,
                      max_in_progress: int, max_in_progress_per_tenant: int) -> list[IndexingJobRow]:
         """Oldest waiting jobs first, within the global and per-tenant limits on jobs in progress."""

@@ -20,7 +20,7 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Mapped, mapped_column
 
-from strata_shared.domain.jobs import JobStatus, check_transition, status_after_failure
+from strata_shared.domain.jobs import LIVE_STATUSES, JobStatus, check_transition, status_after_failure
 from strata_shared.domain.scheduler_rules import SortKey
 from strata_shared.metastore.models import Base
 
@@ -176,6 +176,17 @@ class LeaseQueue(Generic[J]):
         job.progress = 1.0
         job.finished_at = now
         job.updated_at = now
+
+    async def cancel_live_of_index(self, index_uid: str, now: datetime, stage: str) -> list[J]:
+        """Cancel every live job of one index incarnation (its index was deleted: the files are going, and so
+        is the work on them); a worker's next write to one of them is refused."""
+        jobs = (await self.session.execute(
+            select(self.model).where(self.model.index_uid == index_uid, self.model.status.in_(LIVE_STATUSES))
+            .with_for_update())).scalars().all()
+        for job in jobs:
+            self.cancel(job, now, stage)
+        await self.session.flush()
+        return list(jobs)
 
     def cancel(self, job: J, now: datetime, stage: str = "cancelled") -> None:
         check_transition(job.status, JobStatus.CANCELLED)
