@@ -6,7 +6,7 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from strata_indexer.indexes.router import router as indexes_router
-from strata_indexer.indexing.background import install_metrics, start_background, stop_background
+from strata_indexer.indexing.background import install_metrics, start_background
 from strata_indexer.indexing.router import router as indexing_router
 from strata_indexer.ingest.router import router as ingest_router
 from strata_indexer.splits.router import router as splits_router
@@ -32,5 +32,4 @@ def create_app(settings: Settings, *, background: bool = True, clock: Clock | No
                     "index artifacts (zone maps, blooms, bitmaps, full-text) with all-or-nothing snapshots.",
         routers=[indexes_router, ingest_router, splits_router, indexing_router],
         on_startup=startup,
-        on_shutdown=[stop_background] if background else [],
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
-from strata_planner.compaction.background import start_background, stop_background
+from strata_planner.compaction.background import start_background
 from strata_planner.compaction.router import router as compaction_router
 from strata_shared.clock import Clock
 from strata_shared.config import Settings
@@ -29,5 +29,4 @@ def create_app(settings: Settings, *, background: bool = True, clock: Clock | No
                     "protocol, status and the window timeline.",
         routers=[compaction_router],
         on_startup=startup,
-        on_shutdown=[stop_background] if background else [],
     )
