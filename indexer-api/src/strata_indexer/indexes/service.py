@@ -84,9 +84,10 @@ async def delete_index(session: AsyncSession, index_id: str) -> int:
     splits were marked."""
     row = await load_live_index(session, index_id, for_update=True)
     await IndexRepository(session).soft_delete(row)
-    marked = await SplitRepository(session).mark_index_for_deletion(row.index_uid)
     now = utcnow()
+    # Jobs before splits: a publishing worker locks its job, then the job's splits, in that order.
     await CompactionRepository(session).cancel_index_jobs(row.index_uid, now)
     await IndexingRepository(session).cancel_index_jobs(row.index_uid, now)
+    marked = await SplitRepository(session).mark_index_for_deletion(row.index_uid)
     await session.commit()
     return marked
