@@ -31,8 +31,7 @@ async def split_of(session: AsyncSession, split_id: str, principal: Principal, *
 
 
 async def split_artifacts(session: AsyncSession, split_id: str) -> SplitArtifacts:
-    repo = IndexingRepository(session)
-    rows, snapshot = await repo.artifacts_of(split_id), await repo.snapshot(split_id)
+    rows, snapshot = await IndexingRepository(session).artifacts_and_snapshot(split_id)
     visible = set(snapshot.artifact_ids) if snapshot is not None and snapshot.published else set()
     return SplitArtifacts(
         split_id=split_id,

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import ARRAY, Row, String, and_, any_, cast, delete, func, select, text, update
+from sqlalchemy import ARRAY, Row, String, and_, any_, cast, delete, func, literal, select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 from ulid import ULID
@@ -115,6 +115,18 @@ class IndexingRepository:
             .order_by(ArtifactRow.artifact_type, ArtifactRow.column_name, ArtifactRow.format_version)
         )).scalars().all())
 
+    async def artifacts_and_snapshot(self, split_id: str) -> tuple[list[ArtifactRow], ArtifactSnapshotRow | None]:
+        """A file's registered artifacts and its snapshot, read in one statement: read in two, a publication
+        committing in between showed a published snapshot beside no artifacts (or the reverse)."""
+        key = select(literal(split_id, String).label("split_id")).subquery()
+        rows = (await self.session.execute(
+            select(ArtifactSnapshotRow, ArtifactRow).select_from(key)
+            .outerjoin(ArtifactSnapshotRow, ArtifactSnapshotRow.split_id == key.c.split_id)
+            .outerjoin(ArtifactRow, ArtifactRow.split_id == key.c.split_id)
+            .order_by(ArtifactRow.artifact_type, ArtifactRow.column_name, ArtifactRow.format_version)
+            .execution_options(populate_existing=True))).all()
+        return [artifact for _, artifact in rows if artifact is not None], rows[0][0]
+
     async def artifacts_of_index(self, index_uid: str) -> list[ArtifactRow]:
         return list((await self.session.execute(
             select(ArtifactRow).where(ArtifactRow.index_uid == index_uid))).scalars().all())
@@ -155,9 +167,6 @@ class IndexingRepository:
             out.append((row, True))
         await self.session.flush()
         return out
-
-    async def snapshot(self, split_id: str) -> ArtifactSnapshotRow | None:
-        return await self.session.get(ArtifactSnapshotRow, split_id)
 
     async def publish_snapshot(self, split: SplitRow, artifacts: Sequence[ArtifactRow], manifest_uri: str,
                                published_by: str, now: datetime) -> ArtifactSnapshotRow:
