@@ -44,9 +44,10 @@ browser:
 	  fi; \
 	fi
 
-# Pure-logic tests only: no PostgreSQL, no Spark.
+# Tests that need neither PostgreSQL nor Spark (pure logic, file formats, the merge kernel, the proxy against a
+# fake upstream): nothing is started, and a test that would start either fails naming it.
 test-fast: install
-	$(UV) run pytest -p no:cacheprovider -m "not spark" tests/shared tests/compose
+	STRATA_TEST_WITHOUT_SERVICES=1 $(UV) run pytest -p no:cacheprovider -m "not postgres and not spark" tests
 
 bench: install
 	$(UV) sync --frozen --group bench

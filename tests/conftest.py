@@ -2,5 +2,18 @@
 # assertion-rewrites, i.e. ast-parses) it at the end of the run, which CPython 3.11.7 can fail with "AST
 # constructor recursion depth mismatch" when other threads rendered tracebacks meanwhile (cpython gh-106905).
 import hypothesis  # noqa: F401
+import pytest
 
 pytest_plugins = ["tests.fixtures.spark", "tests.fixtures.postgres", "tests.fixtures.apps"]
+
+# A test needs a service when its fixtures reach the one that starts it (directly or through an app).
+SERVICE_FIXTURES = {"pg_databases": "postgres", "spark_remote": "spark"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test by the services its fixtures start, so `-m "not postgres and not spark"` (make
+    test-fast) selects exactly the tests that need neither, whatever their file declares."""
+    for item in items:
+        for fixture, marker in SERVICE_FIXTURES.items():
+            if fixture in getattr(item, "fixturenames", ()):
+                item.add_marker(marker)

@@ -1,4 +1,5 @@
-"""Builders shared by the integration tests: index configs, request bodies, and before/after snapshots."""
+"""Builders shared by the integration tests: request bodies, problems, and before/after snapshots. Index configs
+and rows come from the product's `strata_services.sample_data`."""
 
 from __future__ import annotations
 
@@ -23,24 +24,11 @@ def unique_index_id(prefix: str = "idx") -> str:
     return f"{prefix}-{uuid.uuid4().hex[:10]}"
 
 
-def metrics_index(index_id: str, **overrides: Any) -> dict[str, Any]:
-    config: dict[str, Any] = {
-        "index_id": index_id,
-        "fields": [
-            {"name": "metric_name", "type": "string"},
-            {"name": "service", "type": "string"},
-            {"name": "host", "type": "string"},
-            {"name": "timestamp_secs", "type": "i64"},
-            {"name": "value", "type": "f64"},
-        ],
-        "timestamp_field": "timestamp_secs",
-        "sort_schema": "metric_name,service,host,timestamp_secs@v1",
-        "window_duration_secs": 900,
-        "compaction_start_time": 0,
-        "late_data_acceptance_secs": 3600,
-    }
-    config.update(overrides)
-    return config
+async def delete_index(indexer, keys, index_id: str) -> None:
+    """What a module's shared dataset does when the module ends (a test's own indexes are deleted for it:
+    tests/fixtures/apps.py)."""
+    response = await indexer.delete(f"/v1/indexes/{index_id}", headers=keys.header(keys.admin))
+    assert response.status_code == 204, response.text
 
 
 def assert_problem(response, status: int, slug: str) -> dict[str, Any]:

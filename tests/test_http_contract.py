@@ -8,7 +8,8 @@ import pytest
 
 from strata_shared.config import Settings
 
-pytestmark = pytest.mark.spark
+# The API fixtures are looked up by name at run time, so the markers cannot be inferred from them.
+pytestmark = [pytest.mark.spark, pytest.mark.postgres]
 
 APIS = ["indexer", "planner", "query"]
 

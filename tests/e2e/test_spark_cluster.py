@@ -36,7 +36,7 @@ from tests.indexer.indexing_helpers import (
 )
 from tests.planner.compaction_helpers import SMALL_POLICY, open_window
 
-pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("isolated_compaction", "isolated_indexing")]
+pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("clock_at_present")]
 TERMINAL = {"success", "excluded", "cancelled"}
 MISSING_MODULE = "ModuleNotFoundError: No module named 'strata_jobs'"
 
@@ -135,8 +135,9 @@ async def test_merge_build_and_query_run_on_executors_with_only_a_bare_python(
         indexer, planner, query, cluster_query, keys, storage, cluster_factory):
     index_id = await create_indexed_index(indexer, keys, merge_policy=SMALL_POLICY)
     window = open_window()
-    for seed in range(3):
-        await ingest(indexer, keys, index_id, rows_for(window, 400, seed=seed))
+    batches = [rows_for(window, 400, seed=seed) for seed in range(3)]
+    for batch in batches:
+        await ingest(indexer, keys, index_id, batch)
     inputs = await _splits(indexer, keys, index_id, "published")
     rows_before = _rows(storage, [s["uri"] for s in inputs])
 
@@ -155,11 +156,12 @@ async def test_merge_build_and_query_run_on_executors_with_only_a_bare_python(
     assert built["artifact_count"] == len(EXPECTED)
 
     table_name = f'"{index_id}"'
+    host, service = batches[0][0]["host"], batches[0][0]["service"]
     for sql in (f"SELECT count(*) AS n FROM {table_name}",
-                f"SELECT host, count(*) AS n FROM {table_name} WHERE host = 'host-7' GROUP BY host",
-                f"SELECT service, max(value) AS m FROM {table_name} WHERE text_match(message, 'disk') "
+                f"SELECT host, count(*) AS n FROM {table_name} WHERE host = '{host}' GROUP BY host",
+                f"SELECT service, max(value) AS m FROM {table_name} WHERE text_match(message, 'cache') "
                 f"GROUP BY service",
-                f"SELECT metric_name, host, value FROM {table_name} WHERE service = 's1' AND value > 300"):
+                f"SELECT metric_name, host, value FROM {table_name} WHERE service = '{service}' AND value > 60"):
         on_cluster, on_local = await _answer(cluster_query, keys, sql), await _answer(query, keys, sql)
         assert on_cluster == on_local, sql
         assert on_cluster[1], sql  # every query matches rows: equal answers are not two empty ones

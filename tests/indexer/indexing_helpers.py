@@ -1,11 +1,13 @@
-"""Steps shared by the indexing tests: an index with every artifact type configured, a runner driven by hand."""
+"""Steps shared by the indexing tests: an index of the sample metrics with log messages and every artifact type
+configured, a runner driven by hand."""
 
 from __future__ import annotations
 
 import asyncio
 
 from strata_indexer.indexing.runner import SparkIndexExecutor, indexing_runner
-from tests.helpers import metrics_index, ndjson, unique_index_id
+from strata_services.sample_data import metrics_index_config, metrics_rows
+from tests.helpers import ndjson, unique_index_id
 
 ARTIFACTS = {
     "zone_map_columns": [],
@@ -14,14 +16,7 @@ ARTIFACTS = {
     "bitmap_max_distinct_values": 100,
     "full_text_columns": ["message"],
 }
-FIELDS = [
-    {"name": "metric_name", "type": "string"},
-    {"name": "service", "type": "string"},
-    {"name": "host", "type": "string"},
-    {"name": "message", "type": "string"},
-    {"name": "timestamp_secs", "type": "i64"},
-    {"name": "value", "type": "f64"},
-]
+FIELDS = metrics_index_config("fields", messages=True)["fields"]
 # Every file gets zone maps (all columns), two blooms, two bitmaps and one full-text index.
 EXPECTED = {("zone_map", ""), ("bloom", "host"), ("bloom", "metric_name"), ("bitmap", "service"),
             ("bitmap", "metric_name"), ("full_text", "")}
@@ -30,17 +25,15 @@ TERMINAL = {"success", "excluded", "cancelled"}
 
 async def create_indexed_index(indexer, keys, **overrides) -> str:
     index_id = unique_index_id("art")
-    config = metrics_index(index_id, fields=FIELDS, artifacts=ARTIFACTS, **overrides)
+    config = metrics_index_config(index_id, messages=True, artifacts=ARTIFACTS, **overrides)
     response = await indexer.post("/v1/indexes", json=config, headers=keys.header(keys.admin))
     assert response.status_code == 201, response.text
     return index_id
 
 
 def rows_for(window: int, count: int, seed: int = 0) -> list[dict]:
-    words = ["timeout", "connection", "reset", "ok", "retry", "disk", "full"]
-    return [{"metric_name": f"m{(i * 7 + seed) % 5}", "service": f"s{(i + seed) % 3}",
-             "host": f"host-{(i * 13 + seed) % 40}", "message": f"{words[i % 7]} at step {i}",
-             "timestamp_secs": window + (i * 31 + seed) % 900, "value": float(i + seed)} for i in range(count)]
+    """Sample rows with messages in the window starting at `window`."""
+    return metrics_rows(count, start=window, span_secs=900, seed=seed, messages=True).to_pylist()
 
 
 async def ingest(indexer, keys, index_id: str, rows: list[dict], partition: str = "default") -> str:

@@ -12,7 +12,7 @@ from tests.indexer.artifact_fixtures import as_request, build_and_store, prefix_
 from tests.indexer.indexing_helpers import EXPECTED, artifacts_of, create_indexed_index, ingest, rows_for
 from tests.planner.compaction_helpers import open_window
 
-pytestmark = pytest.mark.usefixtures("isolated_indexing")
+pytestmark = pytest.mark.usefixtures("clock_at_present")
 
 
 async def _artifact_rows(database_url: str, split_id: str) -> list[tuple]:

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers import db_snapshot, metrics_index, unique_index_id
+from strata_services.sample_data import metrics_index_config
+from tests.helpers import db_snapshot, unique_index_id
 
 pytestmark = pytest.mark.spark
 
 
 async def test_create_get_update_delete_round_trip(indexer, keys):
     index_id = unique_index_id("cat")
-    created = await indexer.post("/v1/indexes", json=metrics_index(index_id), headers=keys.header(keys.admin))
+    created = await indexer.post("/v1/indexes", json=metrics_index_config(index_id), headers=keys.header(keys.admin))
     assert created.status_code == 201, created.text
     body = created.json()
     assert body["index_uid"].startswith(f"{index_id}:")
@@ -21,7 +22,7 @@ async def test_create_get_update_delete_round_trip(indexer, keys):
     fetched = await indexer.get(f"/v1/indexes/{index_id}", headers=keys.header(keys.query_acme))
     assert fetched.json()["index_uid"] == body["index_uid"]
 
-    settings = metrics_index(index_id, window_duration_secs=300)
+    settings = metrics_index_config(index_id, window_duration_secs=300)
     del settings["index_id"]
     updated = await indexer.put(f"/v1/indexes/{index_id}", json=settings, headers=keys.header(keys.admin))
     assert updated.status_code == 200, updated.text
@@ -30,15 +31,16 @@ async def test_create_get_update_delete_round_trip(indexer, keys):
     assert (await indexer.delete(f"/v1/indexes/{index_id}", headers=keys.header(keys.admin))).status_code == 204
     assert (await indexer.get(f"/v1/indexes/{index_id}", headers=keys.header(keys.admin))).status_code == 404
 
-    recreated = await indexer.post("/v1/indexes", json=metrics_index(index_id), headers=keys.header(keys.admin))
+    recreated = await indexer.post("/v1/indexes", json=metrics_index_config(index_id), headers=keys.header(keys.admin))
     assert recreated.status_code == 201
     assert recreated.json()["index_uid"] != body["index_uid"], "a new incarnation gets a new index_uid"
 
 
 async def test_schema_change_changes_doc_mapping_uid(indexer, keys):
     index_id = unique_index_id("cat")
-    first = (await indexer.post("/v1/indexes", json=metrics_index(index_id), headers=keys.header(keys.admin))).json()
-    settings = metrics_index(index_id)
+    first = (await indexer.post("/v1/indexes", json=metrics_index_config(index_id),
+                                headers=keys.header(keys.admin))).json()
+    settings = metrics_index_config(index_id)
     del settings["index_id"]
     settings["fields"].append({"name": "env", "type": "string"})
     second = (await indexer.put(f"/v1/indexes/{index_id}", json=settings, headers=keys.header(keys.admin))).json()
@@ -47,16 +49,16 @@ async def test_schema_change_changes_doc_mapping_uid(indexer, keys):
 
 async def test_duplicate_create_is_409(indexer, keys):
     index_id = unique_index_id("cat")
-    assert (await indexer.post("/v1/indexes", json=metrics_index(index_id), headers=keys.header(keys.admin))
+    assert (await indexer.post("/v1/indexes", json=metrics_index_config(index_id), headers=keys.header(keys.admin))
             ).status_code == 201
-    again = await indexer.post("/v1/indexes", json=metrics_index(index_id), headers=keys.header(keys.admin))
+    again = await indexer.post("/v1/indexes", json=metrics_index_config(index_id), headers=keys.header(keys.admin))
     assert again.status_code == 409
 
 
 async def test_listing_pages_through_indexes(indexer, keys):
     prefix = unique_index_id("pg")
     for i in range(5):
-        await indexer.post("/v1/indexes", json=metrics_index(f"{prefix}-{i}"), headers=keys.header(keys.admin))
+        await indexer.post("/v1/indexes", json=metrics_index_config(f"{prefix}-{i}"), headers=keys.header(keys.admin))
     names: list[str] = []
     cursor = None
     while True:
@@ -86,7 +88,7 @@ async def test_listing_pages_through_indexes(indexer, keys):
     ],
 )
 async def test_bad_config_is_422_naming_the_field(indexer, keys, database_url, overrides, field, fragment):
-    config = metrics_index(unique_index_id("bad"))
+    config = metrics_index_config(unique_index_id("bad"))
     config.update(overrides)
     if overrides.get("compaction_start_time", 0) is None:
         del config["compaction_start_time"]
@@ -101,7 +103,7 @@ async def test_bad_config_is_422_naming_the_field(indexer, keys, database_url, o
 
 
 async def test_catalog_writes_need_admin(indexer, keys):
-    config = metrics_index(unique_index_id("auth"))
+    config = metrics_index_config(unique_index_id("auth"))
     assert (await indexer.post("/v1/indexes", json=config)).status_code == 401
     forbidden = await indexer.post("/v1/indexes", json=config, headers=keys.header(keys.writer))
     assert forbidden.status_code == 403

@@ -10,6 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from strata_services.sample_data import metrics_index_config
 from strata_shared.domain.sort_schema import SortSchema, is_sorted
 from strata_shared.domain.split import read_kv_metadata
 from tests.helpers import (
@@ -17,7 +18,6 @@ from tests.helpers import (
     NDJSON,
     arrow_stream,
     db_snapshot,
-    metrics_index,
     ndjson,
     storage_snapshot,
     unique_index_id,
@@ -28,7 +28,7 @@ pytestmark = pytest.mark.spark
 
 async def _create(indexer, keys, **overrides) -> str:
     index_id = unique_index_id()
-    response = await indexer.post("/v1/indexes", json=metrics_index(index_id, **overrides),
+    response = await indexer.post("/v1/indexes", json=metrics_index_config(index_id, **overrides),
                                   headers=keys.header(keys.admin))
     assert response.status_code == 201, response.text
     return index_id

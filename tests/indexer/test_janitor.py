@@ -16,7 +16,7 @@ from tests.indexer.artifact_fixtures import as_request, build_and_store, split_r
 from tests.indexer.indexing_helpers import artifacts_of, create_indexed_index, ingest, job_of, rows_for
 from tests.planner.compaction_helpers import open_window
 
-pytestmark = pytest.mark.usefixtures("isolated_indexing")
+pytestmark = pytest.mark.usefixtures("clock_at_present")
 
 
 async def _janitor(indexer, keys) -> dict:

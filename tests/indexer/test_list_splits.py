@@ -6,14 +6,15 @@ import time
 
 import pytest
 
-from tests.helpers import metrics_index, ndjson, unique_index_id
+from strata_services.sample_data import metrics_index_config
+from tests.helpers import ndjson, unique_index_id
 
 pytestmark = pytest.mark.spark
 
 
 async def test_filters_and_cursor_paging(indexer, keys):
     index_id = unique_index_id("list")
-    assert (await indexer.post("/v1/indexes", json=metrics_index(index_id, window_duration_secs=60),
+    assert (await indexer.post("/v1/indexes", json=metrics_index_config(index_id, window_duration_secs=60),
                                headers=keys.header(keys.admin))).status_code == 201
     now = int(time.time())
     base = now - now % 60 - 20 * 60
@@ -52,7 +53,7 @@ async def test_filters_and_cursor_paging(indexer, keys):
 
 async def test_a_bad_cursor_is_400_and_a_bad_state_is_422(indexer, keys):
     index_id = unique_index_id("list")
-    await indexer.post("/v1/indexes", json=metrics_index(index_id), headers=keys.header(keys.admin))
+    await indexer.post("/v1/indexes", json=metrics_index_config(index_id), headers=keys.header(keys.admin))
     bad_cursor = await indexer.get(f"/v1/indexes/{index_id}/splits", params={"cursor": "garbage!"},
                                    headers=keys.header(keys.writer))
     assert bad_cursor.status_code == 400
@@ -64,7 +65,7 @@ async def test_a_bad_cursor_is_400_and_a_bad_state_is_422(indexer, keys):
 
 async def test_query_key_sees_only_its_tenant(indexer, keys):
     index_id = unique_index_id("list")
-    await indexer.post("/v1/indexes", json=metrics_index(index_id), headers=keys.header(keys.admin))
+    await indexer.post("/v1/indexes", json=metrics_index_config(index_id), headers=keys.header(keys.admin))
     forbidden = await indexer.get(f"/v1/indexes/{index_id}/splits", params={"partition_id": "globex"},
                                   headers=keys.header(keys.query_acme))
     assert forbidden.status_code == 403

@@ -11,7 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 from ulid import ULID
 
-from tests.helpers import db_snapshot, metrics_index, storage_snapshot, unique_index_id
+from strata_services.sample_data import metrics_index_config
+from tests.helpers import db_snapshot, storage_snapshot, unique_index_id
 
 pytestmark = pytest.mark.spark
 
@@ -39,7 +40,7 @@ def _write_split(storage_root: Path, name: str, timestamps: list[int | None], **
 
 async def _index(indexer, keys) -> str:
     index_id = unique_index_id("reg")
-    response = await indexer.post("/v1/indexes", json=metrics_index(index_id), headers=keys.header(keys.admin))
+    response = await indexer.post("/v1/indexes", json=metrics_index_config(index_id), headers=keys.header(keys.admin))
     assert response.status_code == 201, response.text
     return index_id
 

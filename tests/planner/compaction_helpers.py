@@ -1,10 +1,13 @@
-"""Shared steps of the compaction tests: an index with a small merge policy, and splits ingested into windows."""
+"""Shared steps of the compaction tests: an index of the sample metrics with a small merge policy, and splits
+ingested into windows."""
 
 from __future__ import annotations
 
 import time
 
-from tests.helpers import metrics_index, ndjson, unique_index_id
+from strata_services.client import arrow_ipc
+from strata_services.sample_data import metrics_index_config, metrics_rows
+from tests.helpers import ARROW, unique_index_id
 
 SMALL_POLICY = {"min_level_num_docs": 1000, "merge_factor": 3, "max_merge_factor": 4,
                 "target_split_num_rows": 100_000, "target_split_size_bytes": 64 * 1024 * 1024}
@@ -18,20 +21,19 @@ def open_window() -> int:
 
 async def create_index(indexer, keys, **overrides) -> str:
     index_id = unique_index_id("cmp")
-    config = metrics_index(index_id, merge_policy=SMALL_POLICY, **overrides)
+    config = metrics_index_config(index_id, merge_policy=SMALL_POLICY, **overrides)
     response = await indexer.post("/v1/indexes", json=config, headers=keys.header(keys.admin))
     assert response.status_code == 201, response.text
     return index_id
 
 
 async def ingest_split(indexer, keys, index_id: str, window: int, rows: int, seed: int = 0,
-                       partition: str = "default", host_prefix: str = "h") -> str:
-    batch = [{"metric_name": f"m{(i * 7 + seed) % 5}", "service": f"s{(i + seed) % 3}",
-              "host": f"{host_prefix}{(i * 13 + seed) % 11}", "timestamp_secs": window + (i * 31 + seed) % 900,
-              "value": float(i + seed)} for i in range(rows)]
-    response = await indexer.post(f"/v1/indexes/{index_id}/ingest", content=ndjson(batch),
+                       partition: str = "default") -> str:
+    """One split of `rows` sample rows in the window starting at `window`."""
+    table = metrics_rows(rows, start=window, span_secs=900, seed=seed)
+    response = await indexer.post(f"/v1/indexes/{index_id}/ingest", content=arrow_ipc(table),
                                   params={"partition_id": partition},
-                                  headers={**keys.header(keys.writer), "Content-Type": "application/x-ndjson"})
+                                  headers={**keys.header(keys.writer), "Content-Type": ARROW})
     assert response.status_code == 200, response.text
     [split] = response.json()["splits"]
     return split["split_id"]

@@ -1,26 +1,25 @@
-"""The compaction queue's priority, tested on the code that runs: jobs with random levels, failures and lease
-history go into PostgreSQL, `CompactionRepository.assign` picks some, and the pick must equal the pure rule
-(`scheduler_rules.choose_assignments`) over the same jobs. Each example runs in a transaction rolled back at
-the end, in a database of its own (no other test's jobs in the queue)."""
+"""The order queues hand jobs out in, tested on the code that runs: jobs with random levels, failures and lease
+history go into PostgreSQL, `CompactionRepository.assign` picks some, and the pick must equal the declared order
+(`scheduler_rules.COMPACTION_ASSIGNMENT_ORDER`) read in Python over the same jobs: the ORDER BY generated from it
+(NULLS FIRST included) means what the declaration says. Each example runs in a transaction rolled back at its
+end, in a database no API writes to (no other test's jobs in the queue)."""
 
 from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime, timedelta
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import insert
-from sqlalchemy.ext.asyncio import async_sessionmaker, create_async_engine
 
 from strata_shared.domain.jobs import JobStatus
-from strata_shared.domain.scheduler_rules import JobView, choose_assignments
-from strata_shared.metastore import migrate
+from strata_shared.domain.scheduler_rules import COMPACTION_ASSIGNMENT_ORDER, SortKey
 from strata_shared.metastore.compaction_models import CompactionJobRow
 from strata_shared.metastore.compaction_repository import CompactionRepository
 from strata_shared.metastore.leases import new_job_values
 from strata_shared.metastore.models import IndexRow
+from tests.fixtures.postgres import rolled_back
 
 NOW = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
 INDEX_UID = "prio:01JBZZZZZZZZZZZZZZZZZZZZZZ"
@@ -33,45 +32,52 @@ jobs_strategy = st.lists(st.tuples(
 ), min_size=0, max_size=12)
 
 
-@pytest.fixture(scope="module")
-def queue_database(pg_databases) -> str:
-    url = pg_databases.create("strata_priority")
-    migrate.upgrade(url)
-    return url
+def declared_order(order: tuple[SortKey, ...], job: dict) -> tuple:
+    """The declaration read in Python: ascending keys, a null first where the key says so, last otherwise (as
+    PostgreSQL sorts nulls by default)."""
+    return tuple((0 if key.nulls_first else 1, 0) if job[key.column] is None
+                 else (1 if key.nulls_first else 0, job[key.column]) for key in order)
 
 
-async def _assigned(url: str, jobs: list[tuple], capacity: int) -> tuple[list[str], list[str]]:
-    engine = create_async_engine(url)
-    try:
-        async with async_sessionmaker(engine)() as session:
-            await session.execute(insert(IndexRow.__table__), [{
-                "index_uid": INDEX_UID, "index_id": "prio", "incarnation": INDEX_UID.split(":")[1], "config": {},
-                "doc_mapping_uid": "d", "version": 1, "created_at": NOW, "updated_at": NOW, "deleted_at": None}])
-            rows, views = [], []
-            for i, (level, failures, expiry, status) in enumerate(jobs):
-                job_id = f"01JB{i:022d}"
-                lease_expires_at = None if expiry is None else NOW + timedelta(seconds=expiry)
-                rows.append({**new_job_values(NOW), "job_id": job_id, "index_uid": INDEX_UID, "source_id": "s",
-                             "partition_id": "p", "doc_mapping_uid": "d", "sort_schema": "a@v1",
-                             "window_duration_secs": 900, "window_start": 900 * i, "kind": "level", "level": level,
-                             "input_split_ids": [], "input_rows": 1, "input_bytes": 1, "output_split_ids": [],
-                             "output_bytes": None, "status": status, "failures": failures,
-                             "lease_expires_at": lease_expires_at,
-                             "fencing_token": None if status is JobStatus.UNASSIGNED else i + 1})
-                views.append(JobView(job_id, status, level, failures,
-                                     None if lease_expires_at is None else lease_expires_at.timestamp()))
-            if rows:
-                await session.execute(insert(CompactionJobRow.__table__), rows)
-            chosen = [j.job_id for j in
-                      await CompactionRepository(session).assign("w", capacity, NOW, timedelta(seconds=15))]
-            await session.rollback()
-        return chosen, [v.job_id for v in choose_assignments(views, capacity)]
-    finally:
-        await engine.dispose()
+def _job_row(i: int, level: int, failures: int, expiry: int | None, status: JobStatus) -> dict:
+    return {**new_job_values(NOW), "job_id": f"01JB{i:022d}", "index_uid": INDEX_UID, "source_id": "s",
+            "partition_id": "p", "doc_mapping_uid": "d", "sort_schema": "a@v1", "window_duration_secs": 900,
+            "window_start": 900 * i, "kind": "level", "level": level, "input_split_ids": [], "input_rows": 1,
+            "input_bytes": 1, "output_split_ids": [], "output_bytes": None, "status": status, "failures": failures,
+            "lease_expires_at": None if expiry is None else NOW + timedelta(seconds=expiry),
+            "fencing_token": None if status is JobStatus.UNASSIGNED else i + 1}
+
+
+async def _assigned(url: str, rows: list[dict], capacity: int) -> list[str]:
+    async with rolled_back(url) as session:
+        await session.execute(insert(IndexRow.__table__), [{
+            "index_uid": INDEX_UID, "index_id": "prio", "incarnation": INDEX_UID.split(":")[1], "config": {},
+            "doc_mapping_uid": "d", "version": 1, "created_at": NOW, "updated_at": NOW, "deleted_at": None}])
+        if rows:
+            await session.execute(insert(CompactionJobRow.__table__), rows)
+        jobs = await CompactionRepository(session).assign("w", capacity, NOW, timedelta(seconds=15))
+        return [j.job_id for j in jobs]
+
+
+def _expected(rows: list[dict], capacity: int) -> list[str]:
+    waiting = [r for r in rows if r["status"] is JobStatus.UNASSIGNED]
+    return [r["job_id"] for r in sorted(waiting, key=lambda r: declared_order(COMPACTION_ASSIGNMENT_ORDER, r))
+            ][:max(0, capacity)]
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(jobs=jobs_strategy, capacity=st.integers(0, 6))
-def test_the_repository_assigns_in_the_order_of_the_priority_rule(queue_database, jobs, capacity) -> None:
-    chosen, expected = asyncio.run(_assigned(queue_database, jobs, capacity))
-    assert chosen == expected
+def test_the_repository_assigns_in_the_declared_order(repository_database, jobs, capacity) -> None:
+    rows = [_job_row(i, *job) for i, job in enumerate(jobs)]
+    assert asyncio.run(_assigned(repository_database, rows, capacity)) == _expected(rows, capacity)
+
+
+def test_small_jobs_first_then_fewer_failures_then_the_earliest_expired_lease(repository_database) -> None:
+    # (level, failures, lease expiry of an earlier attempt, status)
+    jobs = {"l1": (1, 0, None), "l0-f1": (0, 1, -50), "l0-f0-late": (0, 0, 90), "l0-f0-never": (0, 0, None),
+            "l0-f0-early": (0, 0, 10)}
+    rows = [_job_row(i, *job, JobStatus.UNASSIGNED) for i, job in enumerate(jobs.values())]
+    rows.append(_job_row(len(rows), 0, 0, 1, JobStatus.IN_PROGRESS))  # running: never handed out again
+    names = {row["job_id"]: name for row, name in zip(rows, jobs, strict=False)}
+    chosen = asyncio.run(_assigned(repository_database, rows, capacity=4))
+    assert [names[j] for j in chosen] == ["l0-f0-never", "l0-f0-early", "l0-f0-late", "l0-f1"]

@@ -18,7 +18,7 @@ from strata_planner.compaction.runner import CompactionRunner
 from strata_shared.domain.sort_schema import SortSchema, is_sorted, sort_indices
 from tests.planner.compaction_helpers import create_index, ingest_split, open_window
 
-pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("isolated_compaction")]
+pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("clock_at_present")]
 SORT = "metric_name,-host,timestamp_secs@v1"
 TERMINAL = {"success", "excluded", "cancelled"}
 

@@ -17,7 +17,7 @@ from strata_planner.compaction.runner import output_splits
 from strata_planner.compaction.schemas import Assignment
 from tests.planner.compaction_helpers import create_index, ingest_split, open_window, poll
 
-pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("isolated_compaction")]
+pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("clock_at_present")]
 
 
 async def test_gc_waits_for_the_grace_period_then_deletes_inputs_and_orphans(indexer, planner, keys, storage,

@@ -22,7 +22,7 @@ from strata_planner.compaction.runner import CompactionRunner
 from tests.fixtures.http_server import serve_in_thread
 from tests.planner.compaction_helpers import create_index, ingest_split, open_window
 
-pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("isolated_compaction")]
+pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("clock_at_present")]
 
 
 def _rows(storage, uris) -> Counter:

@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from tests.helpers import db_snapshot
 from tests.planner.compaction_helpers import create_index, ingest_split, open_window, poll
 
-pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("isolated_compaction")]
+pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("clock_at_present")]
 
 
 async def _index_with_splits(indexer, keys, n: int, rows: int = 20) -> tuple[str, int, list[str]]:
@@ -146,6 +146,28 @@ async def test_cancel_refuses_the_worker_and_releases_inputs(indexer, planner, k
     replanned = (await planner.post(f"/v1/indexes/{index_id}/compaction/plan", json={},
                                     headers=keys.header(keys.admin))).json()
     assert sorted(replanned["operations"][0]["split_ids"]) == sorted(split_ids)
+
+
+async def test_deleting_an_index_cancels_its_live_jobs(indexer, planner, keys):
+    index_id, _, split_ids = await _index_with_splits(indexer, keys, 8)
+    created = (await planner.post(f"/v1/indexes/{index_id}/compaction/trigger", json={},
+                                  headers=keys.header(keys.admin))).json()["created_job_ids"]
+    [running] = (await poll(planner, keys, "w", capacity=1))["assignments"]
+    indexing = (await indexer.get("/v1/indexing/jobs", params={"index_id": index_id},
+                                  headers=keys.header(keys.writer))).json()["jobs"]
+    assert len(created) == 2 and sorted(j["split_id"] for j in indexing) == sorted(split_ids)
+
+    deleted = await indexer.delete(f"/v1/indexes/{index_id}", headers=keys.header(keys.admin))
+    assert deleted.status_code == 204
+    for job_id in created:
+        job = (await planner.get(f"/v1/compaction/jobs/{job_id}", headers=keys.header(keys.worker))).json()
+        assert (job["status"], job["stage"]) == ("cancelled", "index_deleted")
+    for job in indexing:
+        job = (await indexer.get(f"/v1/indexing/jobs/{job['job_id']}", headers=keys.header(keys.worker))).json()
+        assert (job["status"], job["stage"]) == ("cancelled", "index_deleted")
+    refused = await poll(planner, keys, "w", capacity=0, updates=[
+        {"job_id": running["job_id"], "fencing_token": running["fencing_token"], "status": "success", "outputs": []}])
+    assert refused["updates"][0]["accepted"] is False and "cancelled" in refused["updates"][0]["reason"]
 
 
 async def test_polling_plans_new_jobs_in_proportion_to_capacity(indexer, planner, keys):

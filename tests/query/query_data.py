@@ -3,15 +3,15 @@ indexed (published snapshots), one left without artifacts so planning falls back
 
 from __future__ import annotations
 
-import random
 from dataclasses import dataclass
 
+from strata_services.sample_data import metrics_rows
 from tests.helpers import ndjson
 from tests.indexer.indexing_helpers import create_indexed_index, make_runner, run_until_indexed
 
 HOSTS = [f"host-{i:02d}" for i in range(40)]
 SERVICES = ["api", "db", "cache", "queue"]
-WORDS = ["timeout", "connection", "reset", "ok", "retry", "disk", "full", "slow"]
+METRICS = ["cpu.user", "cpu.system", "cpu.idle"]
 
 
 @dataclass(frozen=True)
@@ -30,16 +30,11 @@ class Dataset:
 
 
 def generate_rows(window: int, count: int, seed: int, host_offset: int) -> list[dict]:
-    rng = random.Random(seed)
-    rows = []
-    for i in range(count):
-        host = HOSTS[(host_offset + rng.randrange(8)) % len(HOSTS)]
-        rows.append({"metric_name": f"cpu.{rng.choice(['user', 'system', 'idle'])}",
-                     "service": rng.choice(SERVICES), "host": host,
-                     "message": f"{rng.choice(WORDS)} {rng.choice(WORDS)} on {host}",
-                     "timestamp_secs": window + rng.randrange(900),
-                     "value": None if i % 97 == 0 else round(rng.uniform(0, 100), 3)})
-    return rows
+    """Sample rows of one window; a file's rows live on eight hosts of its own (from `host_offset`), so host
+    predicates prune whole files, and every 97th value is null."""
+    hosts = [HOSTS[(host_offset + k) % len(HOSTS)] for k in range(8)]
+    return metrics_rows(count, start=window, span_secs=900, seed=seed, metrics=METRICS, services=SERVICES,
+                        hosts=hosts, messages=True, null_value_every=97).to_pylist()
 
 
 async def ingest(indexer, keys, index_id: str, rows: list[dict], partition: str) -> list[str]:

@@ -13,6 +13,7 @@ import duckdb
 import pyarrow.ipc as ipc
 import pytest
 
+from tests.helpers import delete_index
 from tests.planner.compaction_helpers import open_window
 from tests.query.query_data import build_dataset
 
@@ -20,15 +21,10 @@ pytestmark = [pytest.mark.spark]
 
 
 @pytest.fixture(scope="module")
-async def dataset(indexer, keys, spark_factory, database_url):
-    from sqlalchemy import text
-    from sqlalchemy.ext.asyncio import create_async_engine
-
-    engine = create_async_engine(database_url)
-    async with engine.begin() as connection:
-        await connection.execute(text("DELETE FROM indexing_jobs WHERE status IN ('unassigned', 'in_progress')"))
-    await engine.dispose()
-    return await build_dataset(indexer, keys, spark_factory, open_window() - 1800)
+async def dataset(indexer, keys, spark_factory):
+    data = await build_dataset(indexer, keys, spark_factory, open_window() - 1800)
+    yield data
+    await delete_index(indexer, keys, data.index_id)
 
 
 def _duck(dataset, sql: str) -> list[tuple]:

@@ -17,7 +17,7 @@ from strata_query.execution.spark_query import open_spark_query
 from strata_query.router import _plan
 from tests.planner.compaction_helpers import create_index, ingest_split, open_window
 
-pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("isolated_compaction")]
+pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("clock_at_present")]
 TERMINAL = {"success", "excluded", "cancelled"}
 
 

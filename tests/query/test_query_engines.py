@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.helpers import ARROW, arrow_stream, unique_index_id
+from tests.helpers import ARROW, arrow_stream, delete_index, unique_index_id
 from tests.planner.compaction_helpers import open_window
 
 pytestmark = [pytest.mark.spark]
@@ -64,7 +64,8 @@ async def edge(indexer, keys):
         assert response.status_code == 200, response.text
     listing = await indexer.get(f"/v1/indexes/{index_id}/splits", params={"state": "published"},
                                 headers=keys.header(keys.writer))
-    return index_id, [urlparse(s["uri"]).path for s in listing.json()["splits"]]
+    yield index_id, [urlparse(s["uri"]).path for s in listing.json()["splits"]]
+    await delete_index(indexer, keys, index_id)
 
 
 async def _run(query, keys, sql: str, engine: str) -> list[dict]:

@@ -8,15 +8,16 @@ import httpx
 from asgi_lifespan import LifespanManager
 
 from strata_services.local.processes import free_port
+from strata_services.sample_data import metrics_index_config
 from strata_shared.config import Settings
-from tests.helpers import assert_problem, metrics_index, unique_index_id
+from tests.helpers import assert_problem, unique_index_id
 
 
 async def test_a_query_with_spark_unreachable_is_a_503_naming_the_server(settings: Settings, indexer, keys):
     from strata_query.app import create_app
 
     index_id = unique_index_id("dead")
-    response = await indexer.post("/v1/indexes", json=metrics_index(index_id), headers=keys.header(keys.admin))
+    response = await indexer.post("/v1/indexes", json=metrics_index_config(index_id), headers=keys.header(keys.admin))
     assert response.status_code == 201, response.text
     dead = f"sc://127.0.0.1:{free_port()}"
     app = create_app(settings.model_copy(update={"spark_remote": dead}))

@@ -9,9 +9,8 @@ from sqlalchemy import text
 
 from strata_shared.domain.column_stats import ColumnStats
 from strata_shared.domain.split import RowGroupSpan, SplitMetadata, SplitState
-from strata_shared.metastore import migrate
-from strata_shared.metastore.engine import create_engine, session_factory
 from strata_shared.metastore.repositories import SplitRepository
+from tests.fixtures.postgres import rolled_back
 
 WINDOW = 900
 
@@ -34,49 +33,41 @@ def _split(n: int, *, partition: str, window: int, state: SplitState, spans: int
 
 
 async def _check(url: str) -> None:
-    engine = create_engine(url)
-    sessions = session_factory(engine)
-    try:
-        async with sessions() as session, session.begin():
-            await session.execute(text(
-                "INSERT INTO indexes (index_uid, index_id, incarnation, config, doc_mapping_uid, version) "
-                "VALUES ('i:1', 'i', 'x', '{}', 'd', 1)"))
-            await SplitRepository(session).insert([
-                _split(1, partition="a", window=WINDOW, state=SplitState.PUBLISHED, spans=3),
-                _split(2, partition="b", window=WINDOW, state=SplitState.PUBLISHED, spans=1),
-                # A file without spans counts as one unit of its whole size.
-                _split(3, partition="a", window=2 * WINDOW, state=SplitState.PUBLISHED, spans=0),
-                _split(4, partition="a", window=2 * WINDOW, state=SplitState.STAGED, spans=2),
-                _split(5, partition="a", window=3 * WINDOW, state=SplitState.PUBLISHED, spans=2),
-                _split(6, partition="a", window=0, state=SplitState.PUBLISHED, spans=1, null_times=True),
-            ])
-        async with sessions() as session:
-            repo = SplitRepository(session)
-            found = await repo.published_summaries("i:1", None, WINDOW, 2 * WINDOW, include_window_zero=False,
-                                                   limit=100, stats_columns={"host", "count"})
-            full = await repo.get_many([s.split_id for s in found])
-            assert [s.split_id for s in found] == ["s001", "s002", "s003"]  # published, in range, in order
-            for summary in found:
-                expected = full[summary.split_id].summary()
-                assert summary.column_stats == {k: v for k, v in expected.column_stats.items()
-                                                if k in {"host", "count"}}
-                assert summary == type(summary)(**{**{f: getattr(expected, f) for f in expected.__slots__},
-                                                  "column_stats": summary.column_stats})
-            assert found[2].num_row_groups == 0 and found[2].row_group_bytes == found[2].size_bytes
+    async with rolled_back(url) as session:
+        await session.execute(text(
+            "INSERT INTO indexes (index_uid, index_id, incarnation, config, doc_mapping_uid, version) "
+            "VALUES ('i:1', 'i', 'x', '{}', 'd', 1)"))
+        await SplitRepository(session).insert([
+            _split(1, partition="a", window=WINDOW, state=SplitState.PUBLISHED, spans=3),
+            _split(2, partition="b", window=WINDOW, state=SplitState.PUBLISHED, spans=1),
+            # A file without spans counts as one unit of its whole size.
+            _split(3, partition="a", window=2 * WINDOW, state=SplitState.PUBLISHED, spans=0),
+            _split(4, partition="a", window=2 * WINDOW, state=SplitState.STAGED, spans=2),
+            _split(5, partition="a", window=3 * WINDOW, state=SplitState.PUBLISHED, spans=2),
+            _split(6, partition="a", window=0, state=SplitState.PUBLISHED, spans=1, null_times=True),
+        ])
+        repo = SplitRepository(session)
+        found = await repo.published_summaries("i:1", None, WINDOW, 2 * WINDOW, include_window_zero=False,
+                                               limit=100, stats_columns={"host", "count"})
+        full = await repo.get_many([s.split_id for s in found])
+        assert [s.split_id for s in found] == ["s001", "s002", "s003"]  # published, in range, in order
+        for summary in found:
+            expected = full[summary.split_id].summary()
+            assert summary.column_stats == {k: v for k, v in expected.column_stats.items()
+                                            if k in {"host", "count"}}
+            assert summary == type(summary)(**{**{f: getattr(expected, f) for f in expected.__slots__},
+                                              "column_stats": summary.column_stats})
+        assert found[2].num_row_groups == 0 and found[2].row_group_bytes == found[2].size_bytes
 
-            tenant = await repo.published_summaries("i:1", "a", None, None, include_window_zero=True, limit=100,
-                                                    stats_columns=set())
-            assert [s.split_id for s in tenant] == ["s006", "s001", "s003", "s005"]
-            assert all(s.column_stats == {} for s in tenant)
-            assert tenant[0].time_range_start is None
-            assert [s.split_id for s in await repo.published_summaries(
-                "i:1", None, None, None, include_window_zero=False, limit=2, stats_columns={"host"})] == [
-                "s006", "s001"]
-    finally:
-        await engine.dispose()
+        tenant = await repo.published_summaries("i:1", "a", None, None, include_window_zero=True, limit=100,
+                                                stats_columns=set())
+        assert [s.split_id for s in tenant] == ["s006", "s001", "s003", "s005"]
+        assert all(s.column_stats == {} for s in tenant)
+        assert tenant[0].time_range_start is None
+        assert [s.split_id for s in await repo.published_summaries(
+            "i:1", None, None, None, include_window_zero=False, limit=2, stats_columns={"host"})] == [
+            "s006", "s001"]
 
 
-def test_summaries_agree_with_the_full_metadata(pg_databases):
-    url = pg_databases.create("strata_split_summaries")
-    migrate.upgrade(url)
-    asyncio.run(_check(url))
+def test_summaries_agree_with_the_full_metadata(repository_database):
+    asyncio.run(_check(repository_database))

@@ -6,14 +6,12 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from strata_indexer.indexes.router import router as indexes_router
-from strata_indexer.indexing.background import install_metrics, start_background, stop_background
+from strata_indexer.indexing.background import install_metrics, start_background
 from strata_indexer.indexing.router import router as indexing_router
 from strata_indexer.ingest.router import router as ingest_router
 from strata_indexer.splits.router import router as splits_router
 from strata_shared.clock import Clock
 from strata_shared.config import Settings
-from strata_shared.metastore.indexing_models import IndexingJobRow
-from strata_shared.scheduling.summary import queue_summary_router
 from strata_shared.web.app import build_app
 
 
@@ -32,8 +30,6 @@ def create_app(settings: Settings, *, background: bool = True, clock: Clock | No
         title="Strata indexer-api",
         description="Index catalog, ingestion into windowed sorted splits, registration of split files, per-file "
                     "index artifacts (zone maps, blooms, bitmaps, full-text) with all-or-nothing snapshots.",
-        routers=[indexes_router, ingest_router, splits_router, indexing_router,
-                 queue_summary_router("indexing", IndexingJobRow)],
+        routers=[indexes_router, ingest_router, splits_router, indexing_router],
         on_startup=startup,
-        on_shutdown=[stop_background] if background else [],
     )

@@ -5,12 +5,10 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
-from strata_planner.compaction.background import start_background, stop_background
+from strata_planner.compaction.background import start_background
 from strata_planner.compaction.router import router as compaction_router
 from strata_shared.clock import Clock
 from strata_shared.config import Settings
-from strata_shared.metastore.compaction_models import CompactionJobRow
-from strata_shared.scheduling.summary import queue_summary_router
 from strata_shared.web.app import build_app
 
 
@@ -29,7 +27,6 @@ def create_app(settings: Settings, *, background: bool = True, clock: Clock | No
         title="Strata planner-api",
         description="Time-windowed sorted compaction: planning, leased jobs with fencing tokens, the worker "
                     "protocol, status and the window timeline.",
-        routers=[compaction_router, queue_summary_router("compaction", CompactionJobRow)],
+        routers=[compaction_router],
         on_startup=startup,
-        on_shutdown=[stop_background] if background else [],
     )

@@ -57,17 +57,12 @@ def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _run_quickstart(settings: Settings) -> None:
-    from strata_services.quickstart import (
-        QUICKSTART_INDEX,
-        arrow_ipc,
-        metrics_rows,
-        now_secs,
-        quickstart_index_config,
-    )
+    from strata_services.client import arrow_ipc
+    from strata_services.quickstart import QUICKSTART_INDEX, quickstart_index_config, quickstart_rows
 
     base = api_url(settings, "indexer-api")
     admin = {"Authorization": f"Bearer {api_key(settings, 'admin')}"}
-    now = now_secs()
+    now = int(time.time())
     with httpx.Client(base_url=base, timeout=300) as client:
         existing = client.get(f"/v1/indexes/{QUICKSTART_INDEX}", headers=admin)
         if existing.status_code == 404:
@@ -79,7 +74,7 @@ def _run_quickstart(settings: Settings) -> None:
         splits, written, late = [], 0, 0
         # Several batches, as writers send them: each window gets several small splits for compaction to merge.
         for batch in range(batches):
-            body = arrow_ipc(metrics_rows(total_rows // batches, now, seed=batch))
+            body = arrow_ipc(quickstart_rows(total_rows // batches, now, seed=batch))
             response = client.post(f"/v1/indexes/{QUICKSTART_INDEX}/ingest", content=body,
                                    headers={**admin, "Content-Type": "application/vnd.apache.arrow.stream"})
             if response.status_code != 200:
@@ -182,7 +177,7 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
     if path.suffix == ".parquet":
         import pyarrow.parquet as pq
 
-        from strata_services.quickstart import arrow_ipc
+        from strata_services.client import arrow_ipc
 
         body, content_type = arrow_ipc(pq.read_table(path)), "application/vnd.apache.arrow.stream"
     elif path.suffix in (".ndjson", ".jsonl", ".json"):

@@ -7,6 +7,8 @@ import os
 from pathlib import Path
 
 import httpx
+import pyarrow as pa
+import pyarrow.ipc as ipc
 
 from strata_services.local.keys import key_with_scope, local_keys
 from strata_services.local.stack import STATE_FILE
@@ -49,3 +51,11 @@ def problem_text(response: httpx.Response) -> str:
         return f"{response.status_code} {body.get('title', '')}: {body.get('detail', response.text)}"
     except ValueError:
         return f"{response.status_code}: {response.text[:500]}"
+
+
+def arrow_ipc(table: pa.Table) -> bytes:
+    """An ingest body: the table as an Arrow IPC stream."""
+    sink = pa.BufferOutputStream()
+    with ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table, max_chunksize=64 * 1024)
+    return sink.getvalue().to_pybytes()

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Response
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from strata_indexer.indexes import service
 from strata_indexer.indexes.schemas import IndexOut, IndexPage
@@ -13,11 +12,10 @@ from strata_shared.domain.index_config import IndexConfig, IndexSettings
 from strata_shared.domain.wire_types import IndexId
 from strata_shared.metastore.repositories import IndexRepository, load_live_index
 from strata_shared.web.auth import Principal, Scope, require, require_any
-from strata_shared.web.deps import db_session
+from strata_shared.web.deps import Session
 from strata_shared.web.problems import problem_responses
 
 router = APIRouter(prefix="/v1/indexes", tags=["indexes"])
-Session = Annotated[AsyncSession, Depends(db_session)]
 any_key = require_any(Scope.ADMIN, Scope.WRITER, Scope.WORKER, Scope.QUERY)
 
 
@@ -55,6 +53,7 @@ async def update_index(index_id: IndexId, settings: IndexSettings, session: Sess
                responses=problem_responses(404))
 async def delete_index(index_id: IndexId, session: Session,
                        _: Annotated[Principal, Depends(require(Scope.ADMIN))]) -> Response:
-    """Delete an index: its splits are marked for deletion and its name becomes free for a new incarnation."""
+    """Delete an index: its splits are marked for deletion, its live compaction and indexing jobs are cancelled,
+    and its name becomes free for a new incarnation."""
     await service.delete_index(session, index_id)
     return Response(status_code=204)

@@ -9,6 +9,8 @@ from ulid import ULID
 from strata_indexer.indexes.schemas import IndexOut
 from strata_shared.domain.index_config import IndexConfig, IndexSettings, config_problems
 from strata_shared.errors import Conflict, InvalidInput
+from strata_shared.metastore.compaction_repository import CompactionRepository
+from strata_shared.metastore.indexing_repository import IndexingRepository
 from strata_shared.metastore.models import IndexRow
 from strata_shared.metastore.repositories import IndexRepository, SplitRepository, load_live_index, utcnow
 
@@ -77,9 +79,15 @@ async def replace_index_settings(session: AsyncSession, index_id: str, settings:
 
 
 async def delete_index(session: AsyncSession, index_id: str) -> int:
-    """Soft-delete the incarnation and mark its splits for deletion; returns how many splits were marked."""
+    """Soft-delete the incarnation, mark its splits for deletion and cancel its live compaction and indexing jobs
+    (a merge or build of files being deleted is wasted work, and a merge could never publish); returns how many
+    splits were marked."""
     row = await load_live_index(session, index_id, for_update=True)
     await IndexRepository(session).soft_delete(row)
+    now = utcnow()
+    # Jobs before splits: a publishing worker locks its job, then the job's splits, in that order.
+    await CompactionRepository(session).cancel_index_jobs(row.index_uid, now)
+    await IndexingRepository(session).cancel_index_jobs(row.index_uid, now)
     marked = await SplitRepository(session).mark_index_for_deletion(row.index_uid)
     await session.commit()
     return marked

@@ -4,6 +4,8 @@ claimed content hash. Whatever is wrong is named, per artifact, as a 422 field e
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from strata_shared.artifacts import FORMAT_VERSIONS, ArtifactFormatError, ArtifactType, decode_artifact
 from strata_shared.domain.artifact_refs import ArtifactRef
 from strata_shared.storage import ObjectStore, PathOutsideRoot
@@ -15,6 +17,24 @@ def artifact_prefix(storage: ObjectStore, index_uid: str) -> str:
     """Where one index incarnation's artifacts live: `{prefix}/{split_id}/...` (see strata_shared.artifacts)."""
     index_id, incarnation = index_uid.split(":", 1)
     return storage.uri_for(f"indexes/{index_id}/{incarnation}/artifacts")
+
+
+def check_artifacts(storage: ObjectStore, split_id: str, index_uid: str,
+                    refs: Sequence[ArtifactRef]) -> tuple[list[ArtifactRef], list[tuple[str, str]]]:
+    """(the refs with their canonical URIs, []) when every object is what its ref says and no identity (type,
+    column, version) appears twice; (what passed, every problem, each naming its `artifacts[i]` field)
+    otherwise."""
+    checked, problems, seen = [], [], set()
+    for i, ref in enumerate(refs):
+        if ref.identity in seen:
+            problems.append((f"artifacts[{i}]", "the same (type, column, version) appears twice"))
+            continue
+        seen.add(ref.identity)
+        good, found = check_artifact(storage, split_id, index_uid, ref, f"artifacts[{i}]")
+        problems.extend(found)
+        if good is not None:
+            checked.append(good)
+    return checked, problems
 
 
 def check_artifact(storage: ObjectStore, split_id: str, index_uid: str, ref: ArtifactRef,

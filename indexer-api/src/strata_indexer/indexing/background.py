@@ -61,8 +61,3 @@ async def start_background(app: FastAPI) -> None:
                                  poll_interval_secs=settings.indexing_poll_interval_secs)
         background.run(runner.run)
 
-
-async def stop_background(app: FastAPI) -> None:
-    state: AppState[IndexingMetrics] = app.state.strata
-    if state.background is not None:
-        await state.background.close()

@@ -17,15 +17,12 @@ import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from sqlalchemy import delete, select
-
 from strata_indexer.indexing.artifact_checks import artifact_prefix
 from strata_shared.artifacts import ArtifactFormatError, decode_artifact, manifest_key, parse_artifact_key
 from strata_shared.domain.artifact_refs import ArtifactRef
 from strata_shared.domain.split import SplitState
-from strata_shared.metastore.indexing_models import ArtifactRow
 from strata_shared.metastore.indexing_repository import ArtifactConflict, IndexingRepository
-from strata_shared.metastore.models import IndexRow, SplitRow
+from strata_shared.metastore.repositories import IndexRepository, SplitRepository
 from strata_shared.observability.tracing import traced
 from strata_shared.storage import ObjectStore
 from strata_shared.web.state import AppState
@@ -64,8 +61,8 @@ def _valid_object(storage: ObjectStore, uri: str, split_id: str, key) -> Artifac
 async def run_janitor(state: AppState, now: datetime) -> JanitorReport:
     report = JanitorReport()
     async with state.sessions() as session:
-        index_uids = (await session.execute(select(IndexRow.index_uid))).scalars().all()
-    for index_uid in sorted(index_uids):
+        index_uids = [index_uid for index_uid, _, _ in await IndexRepository(session).incarnations()]
+    for index_uid in index_uids:
         await _reconcile_index(state, index_uid, now, report)
     if report.changed:
         log.info("janitor: registered %d, deleted %d, missing %d, re-indexing %d files", len(report.registered),
@@ -80,13 +77,11 @@ async def _reconcile_index(state: AppState, index_uid: str, now: datetime, repor
     listed = await asyncio.to_thread(storage.list_files_with_mtime, relative_prefix)
     old_enough = (now - timedelta(seconds=state.settings.janitor_grace_secs)).timestamp()
     async with state.sessions() as session:
-        registered = {r.uri: r for r in (await session.execute(
-            select(ArtifactRow).where(ArtifactRow.index_uid == index_uid))).scalars().all()}
+        repo = IndexingRepository(session)
+        registered = {r.uri: r for r in await repo.artifacts_of_index(index_uid)}
         split_ids = {uri[len(prefix) + 1:].split("/", 1)[0] for uri, _ in listed}
         split_ids |= {r.split_id for r in registered.values()}
-        splits = {s.split_id: s for s in (await session.execute(
-            select(SplitRow).where(SplitRow.split_id.in_(split_ids)))).scalars().all()} if split_ids else {}
-        repo = IndexingRepository(session)
+        splits = await SplitRepository(session).rows(sorted(split_ids))
         present = set()
         for uri, mtime in listed:
             present.add(uri)
@@ -115,7 +110,7 @@ async def _reconcile_index(state: AppState, index_uid: str, now: datetime, repor
             if uri in present:
                 continue
             report.missing.append(uri)
-            await session.execute(delete(ArtifactRow).where(ArtifactRow.artifact_id == row.artifact_id))
+            await repo.unregister(row.artifact_id)
             await repo.unpublish_snapshot(row.split_id, now)
             split = splits.get(row.split_id)
             if split is not None and split.state is SplitState.PUBLISHED:

@@ -9,18 +9,15 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from strata_indexer.indexing.schemas import IndexLag
 from strata_shared.metastore.indexing_repository import IndexingRepository
-from strata_shared.metastore.models import IndexRow
+from strata_shared.metastore.repositories import IndexRepository
 
 
 async def lag_by_index(session: AsyncSession, now: datetime) -> list[IndexLag]:
     lags = await IndexingRepository(session).lag(now)
-    ids = {row.index_uid: row.index_id for row in await _indexes(session, [lag.index_uid for lag in lags])}
+    indexes = IndexRepository(session)
+    ids = {lag.index_uid: row.index_id for lag in lags if (row := await indexes.get(lag.index_uid)) is not None}
     return [IndexLag(index_id=ids.get(lag.index_uid, lag.index_uid), index_uid=lag.index_uid,
                      files_waiting=lag.files_waiting,
                      oldest_waiting_secs=None if lag.oldest_published_at is None
                      else max(0.0, (now - lag.oldest_published_at).total_seconds()))
             for lag in lags]
-
-
-async def _indexes(session: AsyncSession, index_uids: list[str]) -> list[IndexRow]:
-    return [row for uid in index_uids if (row := await session.get(IndexRow, uid)) is not None]

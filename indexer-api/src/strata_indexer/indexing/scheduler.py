@@ -10,22 +10,15 @@ from datetime import datetime, timedelta
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from strata_indexer.indexing import snapshots
-from strata_indexer.indexing.artifact_checks import artifact_prefix, check_artifact
-from strata_indexer.indexing.schemas import (
-    IndexingAssignment,
-    IndexingPollRequest,
-    IndexingPollResponse,
-    IndexingUpdate,
-)
+from strata_indexer.indexing.artifact_checks import artifact_prefix, check_artifacts
+from strata_indexer.indexing.schemas import IndexingAssignment, IndexingUpdate
 from strata_shared.domain.index_config import IndexSettings
 from strata_shared.domain.split import SplitState
 from strata_shared.metastore.indexing_models import IndexingJobRow
 from strata_shared.metastore.indexing_repository import IndexingRepository
 from strata_shared.metastore.leases import PublishRefused
-from strata_shared.metastore.models import IndexRow, SplitRow
-from strata_shared.scheduling import queue_service
+from strata_shared.metastore.repositories import IndexRepository, SplitRepository
 from strata_shared.scheduling.queue_service import QueueSpec
-from strata_shared.scheduling.schemas import UpdateResult
 from strata_shared.web.state import AppState
 
 
@@ -59,29 +52,13 @@ def indexing_queue(state: AppState) -> QueueSpec[IndexingUpdate, IndexingAssignm
                      housekeeping=cancel_orphans, assign=assign, describe=describe)
 
 
-async def apply_update(state: AppState, update: IndexingUpdate, now: datetime) -> UpdateResult:
-    return await queue_service.apply_update(state.sessions, indexing_queue(state), update, now)
-
-
-async def poll(state: AppState, request: IndexingPollRequest, now: datetime) -> IndexingPollResponse:
-    assignments, results = await queue_service.poll(state.sessions, indexing_queue(state), request,
-                                                    request.updates, now)
-    return IndexingPollResponse(assignments=assignments, updates=results,
-                                lease_secs=state.settings.indexing_lease_secs)
-
-
 async def _publish_build(state: AppState, session, repo: IndexingRepository, job: IndexingJobRow,
                          update: IndexingUpdate, now: datetime) -> None:
-    split = await session.get(SplitRow, job.split_id, with_for_update=True)
+    split = await SplitRepository(session).row(job.split_id, for_update=True)
     if split is None or split.state not in (SplitState.PUBLISHED, SplitState.MARKED_FOR_DELETION):
         raise BuildRejected(f"split {job.split_id} is no longer readable")
-    refs, problems = [], []
-    for i, artifact in enumerate(update.artifacts):
-        checked, found = check_artifact(state.storage, split.split_id, split.index_uid, artifact.to_ref(),
-                                        f"artifacts[{i}]")
-        problems.extend(found)
-        if checked is not None:
-            refs.append(checked)
+    refs, problems = check_artifacts(state.storage, split.split_id, split.index_uid,
+                                     [artifact.to_ref() for artifact in update.artifacts])
     if problems:
         raise BuildRejected("; ".join(f"{f}: {m}" for f, m in problems))
     # The job holds the file (one live job per split, fenced): its build supersedes older artifacts.
@@ -95,8 +72,8 @@ async def _publish_build(state: AppState, session, repo: IndexingRepository, job
 
 
 async def _assignment(state: AppState, session, job: IndexingJobRow) -> IndexingAssignment:
-    split = await session.get(SplitRow, job.split_id)
-    index = await session.get(IndexRow, job.index_uid)
+    split = await SplitRepository(session).row(job.split_id)
+    index = await IndexRepository(session).get(job.index_uid)
     index_settings = IndexSettings.model_validate(index.config)
     tag = f"strata-index-{job.job_id}-{job.fencing_token}"
     job.spark_operation_tag = tag

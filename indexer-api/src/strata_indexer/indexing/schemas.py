@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from strata_shared.domain.artifact_refs import ArtifactRef
 from strata_shared.domain.index_config import ArtifactConfig
 from strata_shared.domain.wire_types import NonNegativeInt64, PositiveInt32
-from strata_shared.scheduling.schemas import JobUpdate, PollFields, UpdateResult
+from strata_shared.scheduling.schemas import JobUpdate, LeasedJobOut, PollFields, UpdateResult
 
 
 class _Strict(BaseModel):
@@ -61,28 +61,19 @@ class IndexingPollResponse(BaseModel):
     lease_secs: float
 
 
-class IndexingJobOut(BaseModel):
-    job_id: str
+class IndexingJobOut(LeasedJobOut):
     split_id: str
-    index_uid: str
-    partition_id: str
     reason: str
-    status: str
-    stage: str | None
-    progress: float
-    fencing_token: int | None
-    worker_id: str | None
-    lease_expires_at: datetime | None
-    failures: int
-    last_error: str | None
-    failure_log: list[dict[str, Any]]
     artifact_count: int | None
     artifact_bytes: int | None
     skipped: list[dict[str, Any]]
-    created_at: datetime
     updated_at: datetime
-    first_assigned_at: datetime | None
-    finished_at: datetime | None
+
+    @classmethod
+    def of(cls, job: Any) -> IndexingJobOut:
+        return cls(**cls.lease_fields(job), split_id=job.split_id, reason=job.reason,
+                   artifact_count=job.artifact_count, artifact_bytes=job.artifact_bytes, skipped=job.skipped or [],
+                   updated_at=job.updated_at)
 
 
 class IndexingJobPage(BaseModel):

@@ -6,7 +6,6 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from strata_indexer.ingest.body import read_limited
 from strata_indexer.ingest.decode import ARROW_STREAM_TYPES, NDJSON_TYPES, media_kind
@@ -14,9 +13,8 @@ from strata_indexer.ingest.service import ingest_table
 from strata_shared.domain.wire_types import IndexId, Name
 from strata_shared.metastore.repositories import load_live_index
 from strata_shared.web.auth import Principal, Scope, require
-from strata_shared.web.deps import app_state, db_session
+from strata_shared.web.deps import Session, State
 from strata_shared.web.problems import problem_responses
-from strata_shared.web.state import AppState
 
 router = APIRouter(prefix="/v1/indexes", tags=["ingest"])
 
@@ -58,8 +56,8 @@ _BODY_DOC = {
 async def ingest(
     index_id: IndexId,
     request: Request,
-    session: Annotated[AsyncSession, Depends(db_session)],
-    state: Annotated[AppState, Depends(app_state)],
+    session: Session,
+    state: State,
     principal: Annotated[Principal, Depends(require(Scope.WRITER))],
     partition_id: Name | None = None,
     source_id: Name = "ingest-api",

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from strata_indexer.splits import service
 from strata_indexer.splits.schemas import RegisterSplitsRequest, RegisterSplitsResponse, SplitOut, SplitPage
@@ -13,12 +12,10 @@ from strata_shared.domain.split import SplitState
 from strata_shared.domain.wire_types import IndexId, Int64, Name
 from strata_shared.metastore.repositories import SplitFilter, load_live_index
 from strata_shared.web.auth import Principal, Scope, require, require_any
-from strata_shared.web.deps import app_state, db_session
+from strata_shared.web.deps import Session, State
 from strata_shared.web.problems import problem_responses
-from strata_shared.web.state import AppState
 
 router = APIRouter(prefix="/v1/indexes", tags=["splits"])
-Session = Annotated[AsyncSession, Depends(db_session)]
 
 
 @router.post("/{index_id}/splits", response_model=RegisterSplitsResponse,
@@ -27,7 +24,7 @@ async def register_splits(
     index_id: IndexId,
     request: RegisterSplitsRequest,
     session: Session,
-    state: Annotated[AppState, Depends(app_state)],
+    state: State,
     principal: Annotated[Principal, Depends(require(Scope.WRITER))],
 ) -> RegisterSplitsResponse:
     """Register splits written elsewhere under the storage root. Each footer is checked (schema, one window,

@@ -34,8 +34,3 @@ async def start_background(app: FastAPI) -> None:
             merge_delay_secs=settings.fault_merge_delay_secs)
         background.run(runner.run)
 
-
-async def stop_background(app: FastAPI) -> None:
-    state: AppState[CompactionMetrics] = app.state.strata
-    if state.background is not None:
-        await state.background.close()

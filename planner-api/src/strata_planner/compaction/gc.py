@@ -10,10 +10,7 @@ import posixpath
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import delete, select
-
-from strata_shared.domain.split import SplitState
-from strata_shared.metastore.models import IndexRow, SplitRow
+from strata_shared.metastore.repositories import IndexRepository, SplitRepository
 from strata_shared.observability.tracing import traced
 from strata_shared.web.state import AppState
 
@@ -33,18 +30,15 @@ async def collect_garbage(state: AppState, now: datetime) -> GcReport:
     deleted = 0
     while True:
         async with state.sessions() as session:
-            rows = (await session.execute(
-                select(SplitRow.split_id, SplitRow.uri)
-                .where(SplitRow.state == SplitState.MARKED_FOR_DELETION,
-                       SplitRow.marked_for_deletion_at <= now - grace)
-                .order_by(SplitRow.split_id).limit(BATCH).with_for_update(skip_locked=True))).all()
+            repo = SplitRepository(session)
+            rows = await repo.deletable(now - grace, BATCH)
             if not rows:
                 break
             for _, uri in rows:
                 await asyncio.to_thread(state.storage.delete, uri)
             # Files first, rows after: a crash in between leaves rows whose files are already gone, and the
             # next pass deletes them again (deleting a missing file is a no-op).
-            await session.execute(delete(SplitRow).where(SplitRow.split_id.in_([r.split_id for r in rows])))
+            await repo.delete([split_id for split_id, _ in rows])
             await session.commit()
             deleted += len(rows)
     orphans = await _delete_unpublished_merge_outputs(state, now - grace)
@@ -55,9 +49,9 @@ async def collect_garbage(state: AppState, now: datetime) -> GcReport:
 
 async def _delete_unpublished_merge_outputs(state: AppState, older_than: datetime) -> int:
     async with state.sessions() as session:
-        indexes = (await session.execute(select(IndexRow.index_id, IndexRow.incarnation))).all()
+        indexes = await IndexRepository(session).incarnations()
     removed = 0
-    for index_id, incarnation in indexes:
+    for _, index_id, incarnation in indexes:
         prefix = f"indexes/{index_id}/{incarnation}/merges"
         files = await asyncio.to_thread(state.storage.list_files_with_mtime, prefix)
         stale = [(uri, posixpath.basename(uri).split(".")[0]) for uri, mtime in files
@@ -65,8 +59,7 @@ async def _delete_unpublished_merge_outputs(state: AppState, older_than: datetim
         if not stale:
             continue
         async with state.sessions() as session:
-            known = set((await session.execute(
-                select(SplitRow.split_id).where(SplitRow.split_id.in_([s for _, s in stale])))).scalars().all())
+            known = await SplitRepository(session).existing_ids([s for _, s in stale])
         for uri, split_id in stale:
             if split_id not in known:
                 await asyncio.to_thread(state.storage.delete, uri)

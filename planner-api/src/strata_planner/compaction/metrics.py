@@ -5,12 +5,11 @@ sum(size * (1 + num_merge_ops)) / sum(size) over published splits)."""
 from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
-from sqlalchemy import func, select
 
 from strata_shared.domain.jobs import JobStatus
-from strata_shared.domain.split import SplitState
 from strata_shared.metastore.compaction_models import CompactionJobRow
-from strata_shared.metastore.models import IndexRow, SplitRow
+from strata_shared.metastore.compaction_repository import CompactionRepository
+from strata_shared.metastore.repositories import SplitRepository
 from strata_shared.web.state import AppState
 
 
@@ -36,15 +35,9 @@ class CompactionMetrics:
 
     async def refresh(self, state: AppState) -> None:
         async with state.sessions() as session:
-            counts = dict((await session.execute(
-                select(CompactionJobRow.status, func.count()).group_by(CompactionJobRow.status))).all())
-            amplification = (await session.execute(
-                select(IndexRow.index_id,
-                       func.sum(SplitRow.size_bytes * (1 + SplitRow.num_merge_ops)) / func.sum(SplitRow.size_bytes))
-                .join(SplitRow, SplitRow.index_uid == IndexRow.index_uid)
-                .where(SplitRow.state == SplitState.PUBLISHED, IndexRow.deleted_at.is_(None))
-                .group_by(IndexRow.index_id))).all()
+            counts = await CompactionRepository(session).count_by_status()
+            amplification = await SplitRepository(session).write_amplification()
         for status in JobStatus:
             self.jobs.labels(str(status)).set(counts.get(status, 0))
         for index_id, value in amplification:
-            self.write_amplification.labels(index_id).set(float(value or 1.0))
+            self.write_amplification.labels(index_id).set(value)

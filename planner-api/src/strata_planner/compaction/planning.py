@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 
-from sqlalchemy import and_, exists, func, or_, select, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from strata_shared.domain.index_config import IndexSettings
@@ -23,11 +22,10 @@ from strata_shared.domain.merge_policy import (
     WindowRules,
     plan_merges,
 )
-from strata_shared.domain.split import CompactionScope, SplitState
 from strata_shared.domain.windows import is_window_closed
-from strata_shared.metastore.compaction_models import CompactionJobInputRow, CompactionWindowRow
 from strata_shared.metastore.compaction_repository import CompactionRepository
-from strata_shared.metastore.models import IndexRow, SplitRow
+from strata_shared.metastore.models import IndexRow
+from strata_shared.metastore.window_repository import CompactionWindowRepository
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,52 +60,15 @@ def window_rules(settings: IndexSettings) -> WindowRules:
     return WindowRules(settings.compaction_start_time, settings.late_data_acceptance_secs)
 
 
-def _not_mature(params: MergePolicyParams, now: datetime):
-    """SQL form of merge_policy.is_mature's negation: a mature split is never merged, so it is not loaded."""
-    return and_(SplitRow.num_rows < params.target_split_num_rows,
-                SplitRow.size_bytes < params.target_split_size_bytes,
-                SplitRow.created_at > now - timedelta(seconds=params.maturation_period_secs))
-
-
 async def load_candidates(session: AsyncSession, index_uid: str, window_range: WindowRange,
                           windows: Sequence[tuple[int, int]] | None = None, *,
                           params: MergePolicyParams, rules: WindowRules,
                           now: datetime) -> tuple[list[SplitCandidate], int]:
-    """Published, not yet mature splits (and whether a job holds them) of a window range or of listed
-    (duration, start) windows; and how many mature splits the same selection holds (counted, not loaded:
-    at a million splits most are mature, and loading them cost seconds)."""
-    if windows is not None and not windows:
-        return [], 0
-    claimed = exists().where(and_(CompactionJobInputRow.split_id == SplitRow.split_id, CompactionJobInputRow.live))
-    selection = [SplitRow.index_uid == index_uid, SplitRow.state == SplitState.PUBLISHED]
-    if window_range.start_gte is not None:
-        selection.append(SplitRow.window_start >= window_range.start_gte)
-    if window_range.start_lt is not None:
-        selection.append(SplitRow.window_start < window_range.start_lt)
-    if windows is not None:
-        selection.append(tuple_(SplitRow.window_duration_secs, SplitRow.window_start).in_(list(windows)))
-    not_mature = _not_mature(params, now)
-    stmt = select(
-        SplitRow.split_id, SplitRow.source_id, SplitRow.partition_id, SplitRow.doc_mapping_uid, SplitRow.sort_schema,
-        SplitRow.window_duration_secs, SplitRow.window_start, SplitRow.num_rows, SplitRow.size_bytes,
-        SplitRow.num_merge_ops, SplitRow.created_at, claimed.label("claimed"),
-    ).where(*selection, not_mature)
-    # Counted as the policy would skip them: only splits no earlier reason (CS-3, unsorted, claimed) takes.
-    mature = await session.scalar(select(func.count()).select_from(SplitRow).where(
-        *selection, ~not_mature, SplitRow.window_start >= rules.compaction_start_time, SplitRow.sort_schema != "",
-        ~claimed))
-    scopes: dict[tuple, CompactionScope] = {}
-    candidates = []
-    for r in (await session.execute(stmt)).all():
-        key = (r.source_id, r.partition_id, r.doc_mapping_uid, r.sort_schema, r.window_duration_secs)
-        scope = scopes.get(key)
-        if scope is None:
-            scope = scopes[key] = CompactionScope(index_uid, *key)
-        candidates.append(SplitCandidate(
-            split_id=r.split_id, scope=scope, window_start=r.window_start, num_rows=r.num_rows,
-            size_bytes=r.size_bytes, num_merge_ops=r.num_merge_ops, created_at_secs=int(r.created_at.timestamp()),
-            in_live_job=r.claimed))
-    return candidates, int(mature or 0)
+    """Published, not yet mature splits of a window range or of listed (duration, start) windows, and how many
+    mature splits the same selection holds."""
+    return await CompactionWindowRepository(session).candidates(
+        index_uid, start_gte=window_range.start_gte, start_lt=window_range.start_lt, windows=windows,
+        params=params, rules=rules, now_secs=int(now.timestamp()))
 
 
 async def plan_index(session: AsyncSession, index: IndexRow, now: datetime, *, window_range: WindowRange,
@@ -117,7 +78,7 @@ async def plan_index(session: AsyncSession, index: IndexRow, now: datetime, *, w
     params, rules = policy_params(settings), window_rules(settings)
     windows: list[tuple[int, int]] | None = None
     if incremental:
-        windows = await _changed_windows(session, index.index_uid, settings, now)
+        windows = await _changed_windows(session, index.index_uid, rules, now)
     candidates, mature = await load_candidates(session, index.index_uid, window_range, windows, params=params,
                                                rules=rules, now=now)
     plan = plan_merges(candidates, params, rules, int(now.timestamp()), force_final=force_final)
@@ -145,7 +106,7 @@ async def plan_index(session: AsyncSession, index: IndexRow, now: datetime, *, w
             else:
                 created.append(job_id)
     outcome.created_job_ids = created
-    await _mark_planned(session, index.index_uid, settings, examined - deferred, now, force_final)
+    await _mark_planned(session, index.index_uid, rules, examined - deferred, now, force_final)
     return outcome
 
 
@@ -154,30 +115,20 @@ def _priority_order(operations: list[MergeOperation]) -> list[MergeOperation]:
     return sorted(operations, key=lambda op: (op.level, op.num_rows, op.window_start, op.split_ids))
 
 
-async def _changed_windows(session: AsyncSession, index_uid: str, settings: IndexSettings,
+async def _changed_windows(session: AsyncSession, index_uid: str, rules: WindowRules,
                            now: datetime) -> list[tuple[int, int]]:
-    now_secs = int(now.timestamp())
-    late = settings.late_data_acceptance_secs
-    rows = (await session.execute(
-        select(CompactionWindowRow.window_duration_secs, CompactionWindowRow.window_start).where(
-            CompactionWindowRow.index_uid == index_uid,
-            or_(CompactionWindowRow.dirty,
-                and_(~CompactionWindowRow.final_planned,
-                     CompactionWindowRow.window_start + CompactionWindowRow.window_duration_secs + late <= now_secs)),
-        ))).all()
-    return [(d, w) for d, w in rows if w >= settings.compaction_start_time]
+    return await CompactionWindowRepository(session).changed(index_uid, rules, int(now.timestamp()))
 
 
-async def _mark_planned(session: AsyncSession, index_uid: str, settings: IndexSettings,
+async def _mark_planned(session: AsyncSession, index_uid: str, rules: WindowRules,
                         windows: set[tuple[int, int]], now: datetime, force_final: bool) -> None:
+    """The windows a pass planned are done until something changes; a closed one (or any, under `final`) has had
+    its final merge."""
     now_secs = int(now.timestamp())
-    for duration, start in windows:
-        closed = force_final or is_window_closed(start, duration, settings.late_data_acceptance_secs, now_secs)
-        await session.execute(
-            update(CompactionWindowRow)
-            .where(CompactionWindowRow.index_uid == index_uid, CompactionWindowRow.window_duration_secs == duration,
-                   CompactionWindowRow.window_start == start, CompactionWindowRow.changed_at <= now)
-            .values(dirty=False, planned_at=now, final_planned=closed))
+    planned = [(duration, start, force_final or is_window_closed(start, duration, rules.late_data_acceptance_secs,
+                                                                 now_secs))
+               for duration, start in sorted(windows)]
+    await CompactionWindowRepository(session).mark_planned(index_uid, planned, now)
 
 
 def skipped_summary(plan: MergePlan, mature_splits: int = 0) -> dict[str, int]:

@@ -7,30 +7,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from strata_planner.compaction.planning import WindowRange, plan_index
-from strata_planner.compaction.schemas import (
-    AssignedInput,
-    Assignment,
-    PollRequest,
-    PollResponse,
-    StatusUpdate,
-)
+from strata_planner.compaction.schemas import AssignedInput, Assignment, StatusUpdate
 from strata_shared.domain.column_stats import ColumnStats
 from strata_shared.domain.fields import FieldType
 from strata_shared.domain.index_config import IndexSettings
 from strata_shared.domain.jobs import JobStatus
 from strata_shared.domain.scheduler_rules import jobs_to_plan
 from strata_shared.domain.split import RowGroupSpan, SplitMetadata, SplitState
-from strata_shared.metastore.compaction_models import CompactionJobRow, CompactionWindowRow
+from strata_shared.metastore.compaction_models import CompactionJobRow
 from strata_shared.metastore.compaction_repository import CompactionRepository, PublishConflict
-from strata_shared.metastore.models import IndexRow
-from strata_shared.metastore.repositories import SplitRepository
-from strata_shared.scheduling import queue_service
+from strata_shared.metastore.repositories import IndexRepository, SplitRepository
+from strata_shared.metastore.window_repository import CompactionWindowRepository
 from strata_shared.scheduling.queue_service import QueueSpec
-from strata_shared.scheduling.schemas import UpdateResult
 from strata_shared.storage import ObjectStore
 from strata_shared.web.state import AppState
 
@@ -65,14 +56,9 @@ def compaction_queue(state: AppState) -> QueueSpec[StatusUpdate, Assignment]:
                      after_publish=None if metrics is None else metrics.observe_success)
 
 
-async def apply_update(state: AppState, update: StatusUpdate, now: datetime) -> UpdateResult:
-    return await queue_service.apply_update(state.sessions, compaction_queue(state), update, now)
-
-
-async def poll(state: AppState, request: PollRequest, now: datetime) -> PollResponse:
-    assignments, results = await queue_service.poll(state.sessions, compaction_queue(state), request,
-                                                    request.updates, now)
-    return PollResponse(assignments=assignments, updates=results, lease_secs=state.settings.compaction_lease_secs)
+async def cancel_job(session: AsyncSession, job_id: str, now: datetime) -> CompactionJobRow | None:
+    """An operator's cancel: the job's inputs are released and its worker's next write is refused."""
+    return await CompactionRepository(session).cancel(job_id, now)
 
 
 async def _outputs_as_splits(session: AsyncSession, storage: ObjectStore, job: CompactionJobRow,
@@ -80,8 +66,9 @@ async def _outputs_as_splits(session: AsyncSession, storage: ObjectStore, job: C
     """Outputs as split rows, with lineage computed here from the job's inputs rather than trusted."""
     if job.fencing_token != update.fencing_token:
         return []
-    input_ids = (await CompactionRepository(session).inputs_of([job.job_id])).get(job.job_id, [])
-    inputs = (await SplitRepository(session).get_many(input_ids)).values()
+    input_ids = sorted(job.input_split_ids)
+    # Lineage only: no column statistics needed.
+    inputs = (await SplitRepository(session).get_many(input_ids, stats_columns=set())).values()
     roots = sorted({r for s in inputs for r in (s.root_split_ids or [s.split_id])})
     num_merge_ops = max((s.num_merge_ops for s in inputs), default=0) + 1
     generation = max((s.generation for s in inputs), default=0) + 1
@@ -115,14 +102,8 @@ def merge_output_prefix(storage: ObjectStore, job: CompactionJobRow) -> str:
 async def plan_incrementally(session: AsyncSession, now: datetime, budget: int) -> int:
     """An incremental planner pass over the indexes with changed or newly closed windows, creating at most
     `budget` jobs; returns how many it created."""
-    index_uids = (await session.execute(
-        select(CompactionWindowRow.index_uid).distinct().where(
-            (CompactionWindowRow.dirty) | (~CompactionWindowRow.final_planned)))).scalars().all()
     created = 0
-    for index_uid in sorted(index_uids):
-        index = await session.get(IndexRow, index_uid)
-        if index is None or index.deleted_at is not None:
-            continue
+    for index in await CompactionWindowRepository(session).indexes_to_plan():
         outcome = await plan_index(session, index, now, window_range=WindowRange(), force_final=False,
                                    create_jobs=True, max_new_jobs=budget - created, incremental=True)
         created += len(outcome.created_job_ids)
@@ -135,11 +116,13 @@ async def build_assignments(session: AsyncSession, storage: ObjectStore, jobs: S
                             lease_secs: float) -> list[Assignment]:
     if not jobs:
         return []
-    inputs_by_job = await CompactionRepository(session).inputs_of([j.job_id for j in jobs])
-    splits = await SplitRepository(session).get_many([s for ids in inputs_by_job.values() for s in ids])
+    inputs_by_job = {job.job_id: sorted(job.input_split_ids) for job in jobs}
+    splits = await SplitRepository(session).get_many([s for ids in inputs_by_job.values() for s in ids],
+                                                     stats_columns=set())
+    indexes = IndexRepository(session)
     out = []
     for job in jobs:
-        index = await session.get(IndexRow, job.index_uid)
+        index = await indexes.get(job.index_uid)
         settings = IndexSettings.model_validate(index.config)
         tag = f"strata-merge-{job.job_id}-{job.fencing_token}"
         job.spark_operation_tag = tag

@@ -18,7 +18,7 @@ from strata_shared.domain.wire_types import (
     NonNegativeInt64,
     Ulid,
 )
-from strata_shared.scheduling.schemas import JobUpdate, PollFields, UpdateResult
+from strata_shared.scheduling.schemas import JobUpdate, LeasedJobOut, PollFields, UpdateResult
 
 
 class _Strict(BaseModel):
@@ -149,35 +149,33 @@ class PollResponse(BaseModel):
     lease_secs: float
 
 
-class JobOut(BaseModel):
-    job_id: str
-    index_uid: str
-    partition_id: str
+class JobOut(LeasedJobOut):
     source_id: str
     window_start: int
     window_duration_secs: int
     kind: str
     level: int
-    status: str
-    stage: str | None
-    progress: float
-    fencing_token: int | None
-    worker_id: str | None
-    lease_expires_at: datetime | None
-    failures: int
-    last_error: str | None
-    failure_log: list[dict[str, Any]]
     spark_operation_tag: str | None
     input_split_ids: list[str]
     input_rows: int
     input_bytes: int
     output_split_ids: list[str]
     output_bytes: int | None
-    created_at: datetime
-    first_assigned_at: datetime | None
     assigned_at: datetime | None
-    finished_at: datetime | None
     duration_secs: float | None
+
+    @classmethod
+    def of(cls, job: Any) -> JobOut:
+        duration = None
+        if job.first_assigned_at and job.finished_at:
+            duration = (job.finished_at - job.first_assigned_at).total_seconds()
+        return cls(
+            **cls.lease_fields(job), source_id=job.source_id, window_start=job.window_start,
+            window_duration_secs=job.window_duration_secs, kind=job.kind, level=job.level,
+            spark_operation_tag=job.spark_operation_tag, input_split_ids=sorted(job.input_split_ids),
+            input_rows=job.input_rows, input_bytes=job.input_bytes, output_split_ids=list(job.output_split_ids or []),
+            output_bytes=job.output_bytes, assigned_at=job.assigned_at, duration_secs=duration,
+        )
 
 
 class JobPage(BaseModel):

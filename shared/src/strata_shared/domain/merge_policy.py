@@ -90,13 +90,25 @@ def split_level(num_rows: int, params: MergePolicyParams) -> int:
     return level
 
 
+def mature_when(num_rows, size_bytes, age_secs, params: MergePolicyParams):
+    """Mature splits are never merged again: big enough already, or too old to be worth rewriting.
+
+    Written with comparisons and `|` only, so the one rule serves twice: on numbers it is a bool (`is_mature`),
+    on SQL column expressions it is the WHERE clause the planner's repository loads candidates with (mature
+    splits are only counted there, never loaded)."""
+    return ((num_rows >= params.target_split_num_rows)
+            | (size_bytes >= params.target_split_size_bytes)
+            | (age_secs >= params.maturation_period_secs))
+
+
 def is_mature(split: SplitCandidate, params: MergePolicyParams, now_secs: int) -> bool:
-    """Mature splits are never merged again: big enough already, or too old to be worth rewriting."""
-    return (
-        split.num_rows >= params.target_split_num_rows
-        or split.size_bytes >= params.target_split_size_bytes
-        or now_secs - split.created_at_secs >= params.maturation_period_secs
-    )
+    return bool(mature_when(split.num_rows, split.size_bytes, now_secs - split.created_at_secs, params))
+
+
+def before_compaction_start(window_start, rules: WindowRules):
+    """CS-3: windows starting before the index's compaction_start_time are never compacted (a bool on numbers,
+    a SQL condition on a column expression, as `mature_when`)."""
+    return window_start < rules.compaction_start_time
 
 
 def plan_merges(
@@ -136,7 +148,7 @@ def _group_order(key: tuple[CompactionScope, int]) -> tuple:
 
 def _exclusion(split: SplitCandidate, params: MergePolicyParams, rules: WindowRules,
                now_secs: int) -> SkipReason | None:
-    if split.window_start < rules.compaction_start_time:
+    if before_compaction_start(split.window_start, rules):
         return SkipReason.BEFORE_COMPACTION_START
     if not split.scope.sort_schema:
         # No claimed order (a file registered without a sort schema): merging it would break MC-3 for the output.

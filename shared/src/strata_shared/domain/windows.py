@@ -44,5 +44,8 @@ def window_starts(timestamp_secs: pa.Array | pa.ChunkedArray, duration_secs: int
 
 
 def is_window_closed(start_secs: int, duration_secs: int, late_data_acceptance_secs: int, now_secs: int) -> bool:
-    """A window is closed once its end plus the late-data window has passed: no row can land in it any more."""
+    """A window is closed once its end plus the late-data window has passed: no row can land in it any more.
+
+    Arithmetic and one comparison only: given SQL column expressions for the start and the duration, the same
+    function builds the condition the planner's repository selects newly closed windows with."""
     return window_end(start_secs, duration_secs) + late_data_acceptance_secs <= now_secs

@@ -11,18 +11,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import and_, insert, select, update
+from sqlalchemy import insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 from ulid import ULID
 
 from strata_shared.domain.jobs import JobStatus
 from strata_shared.domain.merge_policy import MergeOperation
+from strata_shared.domain.scheduler_rules import COMPACTION_ASSIGNMENT_ORDER
 from strata_shared.domain.split import SplitMetadata, SplitState
-from strata_shared.metastore.compaction_models import CompactionJobInputRow, CompactionJobRow, CompactionWindowRow
-from strata_shared.metastore.leases import LeaseQueue, PublishRefused, new_job_values
+from strata_shared.metastore.compaction_models import CompactionJobInputRow, CompactionJobRow
+from strata_shared.metastore.leases import JobFilter, LeaseQueue, PublishRefused, new_job_values
 from strata_shared.metastore.models import SplitRow
-from strata_shared.metastore.repositories import SplitRepository, mark_windows_changed
+from strata_shared.metastore.repositories import SplitRepository
+from strata_shared.metastore.window_repository import CompactionWindowRepository
 
 
 class PublishConflict(PublishRefused):
@@ -30,9 +32,7 @@ class PublishConflict(PublishRefused):
 
 
 @dataclass(frozen=True, slots=True)
-class JobFilter:
-    index_uid: str | None = None
-    statuses: tuple[JobStatus, ...] = ()
+class CompactionJobFilter(JobFilter):
     window_start_gte: int | None = None
     window_start_lt: int | None = None
 
@@ -98,26 +98,14 @@ class CompactionRepository:
     async def count_by_status(self) -> dict[JobStatus, int]:
         return await self.queue.count_by_status()
 
-    async def expire_leases(self, now: datetime, max_failures: int) -> list[str]:
-        return [job.job_id for job in await self.queue.expire_leases(now, max_failures)]
-
     async def assign(self, worker_id: str, capacity: int, now: datetime, lease: timedelta) -> list[CompactionJobRow]:
-        """Hand the highest-priority unassigned jobs to a worker: lower level first, then fewer failures."""
+        """Hand the highest-priority unassigned jobs to a worker (`COMPACTION_ASSIGNMENT_ORDER`)."""
         if capacity <= 0:
             return []
-        m = CompactionJobRow
-        jobs = await self.queue.waiting(
-            [m.level, m.failures, m.lease_expires_at.asc().nulls_first(), m.job_id], capacity)
+        jobs = await self.queue.waiting(COMPACTION_ASSIGNMENT_ORDER, capacity)
         return await self.queue.lease(jobs, worker_id, now, lease)
 
-    # --- worker writes (fenced) -----------------------------------------------------------------------------
-
-    async def refresh(self, job_id: str, token: int, now: datetime, lease: timedelta, stage: str | None,
-                      progress: float | None, operation_tag: str | None) -> CompactionJobRow:
-        return await self.queue.refresh(job_id, token, now, lease, stage, progress, operation_tag)
-
-    async def fail(self, job_id: str, token: int, reason: str, now: datetime, max_failures: int) -> CompactionJobRow:
-        return await self.queue.fail(job_id, token, reason, now, max_failures)
+    # --- a worker's success (fenced) ------------------------------------------------------------------------
 
     async def publish(self, job_id: str, token: int, outputs: Sequence[SplitMetadata],
                       now: datetime) -> CompactionJobRow:
@@ -149,61 +137,47 @@ class CompactionRepository:
         job.output_split_ids = [o.split_id for o in outputs]
         job.output_bytes = sum(o.size_bytes for o in outputs)
         await self._release(job.job_id)
-        await self.session.execute(
-            update(CompactionWindowRow)
-            .where(CompactionWindowRow.index_uid == job.index_uid,
-                   CompactionWindowRow.window_duration_secs == job.window_duration_secs,
-                   CompactionWindowRow.window_start == job.window_start)
-            .values(last_compacted_at=now))
+        await CompactionWindowRepository(self.session).mark_compacted(job.index_uid, job.window_duration_secs,
+                                                                      job.window_start, now)
         await self.session.flush()
         return job
 
     # --- operator actions -----------------------------------------------------------------------------------
 
     async def cancel(self, job_id: str, now: datetime) -> CompactionJobRow | None:
-        job = (await self.session.execute(
-            select(CompactionJobRow).where(CompactionJobRow.job_id == job_id).with_for_update()
-        )).scalar_one_or_none()
+        """Cancel a job (InvalidTransition if it already ended): its inputs are released and its window is
+        looked at again by the next planner pass."""
+        job = await self.queue.get(job_id, for_update=True)
         if job is None:
             return None
         self.queue.cancel(job, now)
         await self._release(job.job_id)
-        await mark_windows_changed(self.session, {(job.index_uid, job.window_duration_secs, job.window_start)})
+        await CompactionWindowRepository(self.session).mark_changed(
+            {(job.index_uid, job.window_duration_secs, job.window_start)})
         await self.session.flush()
         return job
+
+    async def cancel_index_jobs(self, index_uid: str, now: datetime) -> int:
+        """The index was deleted: its live jobs are cancelled and their claims released."""
+        jobs = await self.queue.cancel_live_of_index(index_uid, now, stage="index_deleted")
+        for job in jobs:
+            await self._release(job.job_id)
+        return len(jobs)
 
     # --- reads ----------------------------------------------------------------------------------------------
 
     async def get(self, job_id: str) -> CompactionJobRow | None:
-        return await self.session.get(CompactionJobRow, job_id)
+        return await self.queue.get(job_id)
 
-    async def inputs_of(self, job_ids: Sequence[str]) -> dict[str, list[str]]:
-        rows = await self.session.execute(
-            select(CompactionJobRow.job_id, CompactionJobRow.input_split_ids)
-            .where(CompactionJobRow.job_id.in_(job_ids)))
-        return {job_id: sorted(ids) for job_id, ids in rows.all()}
-
-    async def list_page(self, flt: JobFilter, *, limit: int, after_job_id: str | None) -> Sequence[CompactionJobRow]:
-        stmt = select(CompactionJobRow)
-        if flt.index_uid is not None:
-            stmt = stmt.where(CompactionJobRow.index_uid == flt.index_uid)
-        if flt.statuses:
-            stmt = stmt.where(CompactionJobRow.status.in_(flt.statuses))
+    async def list_page(self, flt: CompactionJobFilter, *, limit: int,
+                        after_job_id: str | None) -> Sequence[CompactionJobRow]:
+        m = CompactionJobRow
+        where = []
         if flt.window_start_gte is not None:
-            stmt = stmt.where(CompactionJobRow.window_start >= flt.window_start_gte)
+            where.append(m.window_start >= flt.window_start_gte)
         if flt.window_start_lt is not None:
-            stmt = stmt.where(CompactionJobRow.window_start < flt.window_start_lt)
-        if after_job_id is not None:
-            stmt = stmt.where(CompactionJobRow.job_id > after_job_id)
-        return (await self.session.execute(stmt.order_by(CompactionJobRow.job_id).limit(limit))).scalars().all()
-
-    async def claimed_split_ids(self, split_ids: Sequence[str]) -> set[str]:
-        if not split_ids:
-            return set()
-        rows = await self.session.execute(
-            select(CompactionJobInputRow.split_id)
-            .where(and_(CompactionJobInputRow.split_id.in_(split_ids), CompactionJobInputRow.live)))
-        return set(rows.scalars().all())
+            where.append(m.window_start < flt.window_start_lt)
+        return await self.queue.page(flt, where, limit=limit, after_job_id=after_job_id)
 
     # --- internals ------------------------------------------------------------------------------------------
 

@@ -11,16 +11,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import ARRAY, Row, String, and_, any_, cast, func, select, text, update
+from sqlalchemy import ARRAY, Row, String, and_, any_, cast, delete, func, literal, select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 from ulid import ULID
 
 from strata_shared.domain.artifact_refs import ArtifactRef
-from strata_shared.domain.jobs import LIVE_STATUSES, JobStatus
+from strata_shared.domain.jobs import JobStatus
+from strata_shared.domain.scheduler_rules import INDEXING_ASSIGNMENT_ORDER
 from strata_shared.domain.split import SplitState
 from strata_shared.metastore.indexing_models import ArtifactRow, ArtifactSnapshotRow, IndexingJobRow
-from strata_shared.metastore.leases import LeaseQueue, new_job_values
+from strata_shared.metastore.leases import JobFilter, LeaseQueue, new_job_values
 from strata_shared.metastore.models import SplitRow
 
 LIVE_JOB = text("status IN ('unassigned', 'in_progress')")
@@ -31,9 +32,7 @@ class ArtifactConflict(Exception):
 
 
 @dataclass(frozen=True, slots=True)
-class IndexingJobFilter:
-    index_uid: str | None = None
-    statuses: tuple[JobStatus, ...] = ()
+class IndexingJobFilter(JobFilter):
     split_id: str | None = None
 
 
@@ -74,6 +73,10 @@ class IndexingRepository:
         await self.session.flush()
         return len(jobs)
 
+    async def cancel_index_jobs(self, index_uid: str, now: datetime) -> int:
+        """The index was deleted: its files will not be read, so their builds are cancelled."""
+        return len(await self.queue.cancel_live_of_index(index_uid, now, stage="index_deleted"))
+
     async def assign(self, worker_id: str, capacity: int, now: datetime, lease: timedelta, *,
                      max_in_progress: int, max_in_progress_per_tenant: int) -> list[IndexingJobRow]:
         """Oldest waiting jobs first, within the global and per-tenant limits on jobs in progress."""
@@ -84,9 +87,8 @@ class IndexingRepository:
         budget = min(capacity, max_in_progress - sum(running.values()))
         if budget <= 0:
             return []
-        m = IndexingJobRow
         # Look past the head of the queue, so one busy tenant's backlog does not starve the others.
-        candidates = await self.queue.waiting([m.failures, m.created_at, m.job_id], limit=budget * 8 + 32)
+        candidates = await self.queue.waiting(INDEXING_ASSIGNMENT_ORDER, limit=budget * 8 + 32)
         chosen = []
         for job in candidates:
             if len(chosen) == budget:
@@ -98,25 +100,15 @@ class IndexingRepository:
         return await self.queue.lease(chosen, worker_id, now, lease)
 
     async def get(self, job_id: str) -> IndexingJobRow | None:
-        return await self.session.get(IndexingJobRow, job_id)
+        return await self.queue.get(job_id)
 
     async def list_page(self, flt: IndexingJobFilter, *, limit: int,
                         after_job_id: str | None) -> Sequence[IndexingJobRow]:
-        stmt = select(IndexingJobRow)
-        if flt.index_uid is not None:
-            stmt = stmt.where(IndexingJobRow.index_uid == flt.index_uid)
-        if flt.statuses:
-            stmt = stmt.where(IndexingJobRow.status.in_(flt.statuses))
-        if flt.split_id is not None:
-            stmt = stmt.where(IndexingJobRow.split_id == flt.split_id)
-        if after_job_id is not None:
-            stmt = stmt.where(IndexingJobRow.job_id > after_job_id)
-        return (await self.session.execute(stmt.order_by(IndexingJobRow.job_id).limit(limit))).scalars().all()
+        where = [] if flt.split_id is None else [IndexingJobRow.split_id == flt.split_id]
+        return await self.queue.page(flt, where, limit=limit, after_job_id=after_job_id)
 
-    async def has_live_job(self, split_id: str) -> bool:
-        return await self.session.scalar(
-            select(func.count()).select_from(IndexingJobRow)
-            .where(IndexingJobRow.split_id == split_id, IndexingJobRow.status.in_(LIVE_STATUSES))) > 0
+    async def count_by_status(self) -> dict[JobStatus, int]:
+        return await self.queue.count_by_status()
 
     # --- artifacts and snapshots ----------------------------------------------------------------------------
 
@@ -125,6 +117,25 @@ class IndexingRepository:
             select(ArtifactRow).where(ArtifactRow.split_id == split_id)
             .order_by(ArtifactRow.artifact_type, ArtifactRow.column_name, ArtifactRow.format_version)
         )).scalars().all())
+
+    async def artifacts_and_snapshot(self, split_id: str) -> tuple[list[ArtifactRow], ArtifactSnapshotRow | None]:
+        """A file's registered artifacts and its snapshot, read in one statement: read in two, a publication
+        committing in between showed a published snapshot beside no artifacts (or the reverse)."""
+        key = select(literal(split_id, String).label("split_id")).subquery()
+        rows = (await self.session.execute(
+            select(ArtifactSnapshotRow, ArtifactRow).select_from(key)
+            .outerjoin(ArtifactSnapshotRow, ArtifactSnapshotRow.split_id == key.c.split_id)
+            .outerjoin(ArtifactRow, ArtifactRow.split_id == key.c.split_id)
+            .order_by(ArtifactRow.artifact_type, ArtifactRow.column_name, ArtifactRow.format_version)
+            .execution_options(populate_existing=True))).all()
+        return [artifact for _, artifact in rows if artifact is not None], rows[0][0]
+
+    async def artifacts_of_index(self, index_uid: str) -> list[ArtifactRow]:
+        return list((await self.session.execute(
+            select(ArtifactRow).where(ArtifactRow.index_uid == index_uid))).scalars().all())
+
+    async def unregister(self, artifact_id: str) -> None:
+        await self.session.execute(delete(ArtifactRow).where(ArtifactRow.artifact_id == artifact_id))
 
     async def register(self, split: SplitRow, refs: Sequence[ArtifactRef], registered_by: str, *,
                        replace: bool) -> list[tuple[ArtifactRow, bool]]:
@@ -159,9 +170,6 @@ class IndexingRepository:
             out.append((row, True))
         await self.session.flush()
         return out
-
-    async def snapshot(self, split_id: str) -> ArtifactSnapshotRow | None:
-        return await self.session.get(ArtifactSnapshotRow, split_id)
 
     async def publish_snapshot(self, split: SplitRow, artifacts: Sequence[ArtifactRow], manifest_uri: str,
                                published_by: str, now: datetime) -> ArtifactSnapshotRow:

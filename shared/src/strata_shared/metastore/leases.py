@@ -10,6 +10,7 @@ holds are its owner's business.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Generic, TypeVar
 
@@ -19,7 +20,8 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Mapped, mapped_column
 
-from strata_shared.domain.jobs import JobStatus, check_transition, status_after_failure
+from strata_shared.domain.jobs import LIVE_STATUSES, JobStatus, check_transition, status_after_failure
+from strata_shared.domain.scheduler_rules import SortKey
 from strata_shared.metastore.models import Base
 
 job_status_enum = Enum(JobStatus, name="job_status", values_callable=lambda e: [m.value for m in e])
@@ -69,6 +71,14 @@ def new_job_values(now: datetime) -> dict[str, Any]:
 J = TypeVar("J", bound=LeasedJobColumns)
 
 
+@dataclass(frozen=True, slots=True)
+class JobFilter:
+    """What every queue's job listing can be filtered by; a queue's own filter adds its fields."""
+
+    index_uid: str | None = None
+    statuses: tuple[JobStatus, ...] = ()
+
+
 class LeaseQueue(Generic[J]):
     def __init__(self, session: AsyncSession, model: type[J]) -> None:
         self.session = session
@@ -90,11 +100,31 @@ class LeaseQueue(Generic[J]):
         await self.session.flush()
         return list(rows)
 
-    async def waiting(self, order_by: Sequence[Any], limit: int, where: Sequence[Any] = ()) -> list[J]:
-        """Unassigned jobs in the owner's priority order, locked; rows other schedulers hold are skipped."""
+    async def waiting(self, order: Sequence[SortKey], limit: int, where: Sequence[Any] = ()) -> list[J]:
+        """Unassigned jobs in the queue's declared order (`domain.scheduler_rules`), locked; rows other
+        schedulers hold are skipped."""
+        columns = [(getattr(self.model, key.column), key) for key in order]
+        keys = [column.asc().nulls_first() if key.nulls_first else column.asc() for column, key in columns]
         stmt: Select = select(self.model).where(self.model.status == JobStatus.UNASSIGNED, *where)
-        stmt = stmt.order_by(*order_by).limit(limit).with_for_update(skip_locked=True)
+        stmt = stmt.order_by(*keys).limit(limit).with_for_update(skip_locked=True)
         return list((await self.session.execute(stmt)).scalars().all())
+
+    async def get(self, job_id: str, *, for_update: bool = False) -> J | None:
+        return await self.session.get(self.model, job_id, with_for_update=for_update)
+
+    async def page(self, flt: JobFilter, where: Sequence[Any] = (), *, limit: int,
+                   after_job_id: str | None) -> Sequence[J]:
+        """Jobs in creation order (job ids are ULIDs), keyset-paged after `after_job_id`; `where` holds the
+        conditions of the queue's own filter fields."""
+        m = self.model
+        stmt = select(m).where(*where)
+        if flt.index_uid is not None:
+            stmt = stmt.where(m.index_uid == flt.index_uid)
+        if flt.statuses:
+            stmt = stmt.where(m.status.in_(flt.statuses))
+        if after_job_id is not None:
+            stmt = stmt.where(m.job_id > after_job_id)
+        return (await self.session.execute(stmt.order_by(m.job_id).limit(limit))).scalars().all()
 
     async def lease(self, jobs: Sequence[J], worker_id: str, now: datetime, lease: timedelta) -> list[J]:
         """Hand these (locked, unassigned) jobs to a worker, each with a new lease and a larger token."""
@@ -114,8 +144,7 @@ class LeaseQueue(Generic[J]):
 
     async def fenced(self, job_id: str, token: int) -> J:
         """The job, locked, if `token` still owns it; StaleToken otherwise."""
-        job = (await self.session.execute(
-            select(self.model).where(self.model.job_id == job_id).with_for_update())).scalar_one_or_none()
+        job = await self.get(job_id, for_update=True)
         if job is None or job.fencing_token != token or job.status is not JobStatus.IN_PROGRESS:
             raise StaleToken(stale_reason(job, token))
         return job
@@ -147,6 +176,17 @@ class LeaseQueue(Generic[J]):
         job.progress = 1.0
         job.finished_at = now
         job.updated_at = now
+
+    async def cancel_live_of_index(self, index_uid: str, now: datetime, stage: str) -> list[J]:
+        """Cancel every live job of one index incarnation (its index was deleted: the files are going, and so
+        is the work on them); a worker's next write to one of them is refused."""
+        jobs = (await self.session.execute(
+            select(self.model).where(self.model.index_uid == index_uid, self.model.status.in_(LIVE_STATUSES))
+            .with_for_update())).scalars().all()
+        for job in jobs:
+            self.cancel(job, now, stage)
+        await self.session.flush()
+        return list(jobs)
 
     def cancel(self, job: J, now: datetime, stage: str = "cancelled") -> None:
         check_transition(job.status, JobStatus.CANCELLED)

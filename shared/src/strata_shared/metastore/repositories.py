@@ -11,6 +11,7 @@ from typing import Any
 from sqlalchemy import (
     ARRAY,
     BigInteger,
+    Row,
     String,
     and_,
     any_,
@@ -27,15 +28,14 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.dialects.postgresql import JSONB
-from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from strata_shared.domain.column_stats import ColumnStats
 from strata_shared.domain.split import RowGroupSpan, SplitMetadata, SplitState, SplitSummary
 from strata_shared.errors import NotFound
-from strata_shared.metastore.compaction_models import CompactionWindowRow
 from strata_shared.metastore.indexing_repository import IndexingRepository
 from strata_shared.metastore.models import IndexRow, PublishedTotalsRow, SplitColumnStatsRow, SplitRow
+from strata_shared.metastore.window_repository import CompactionWindowRepository
 
 
 def utcnow() -> datetime:
@@ -51,6 +51,16 @@ class IndexRepository:
         if for_update:
             stmt = stmt.with_for_update()
         return (await self.session.execute(stmt)).scalar_one_or_none()
+
+    async def get(self, index_uid: str) -> IndexRow | None:
+        """One incarnation by its uid, deleted or not."""
+        return await self.session.get(IndexRow, index_uid)
+
+    async def incarnations(self) -> list[Row]:
+        """(index_uid, index_id, incarnation) of every incarnation, deleted ones too: what they left in storage
+        is still theirs to clean up."""
+        return list((await self.session.execute(
+            select(IndexRow.index_uid, IndexRow.index_id, IndexRow.incarnation).order_by(IndexRow.index_uid))).all())
 
     async def list_live(self, *, limit: int, after_index_id: str | None) -> Sequence[IndexRow]:
         stmt = select(IndexRow).where(IndexRow.deleted_at.is_(None))
@@ -102,8 +112,8 @@ class SplitRepository:
         if stats_rows:
             await self.session.execute(insert(SplitColumnStatsRow.__table__), stats_rows)
         published = [s for s in splits if s.state == SplitState.PUBLISHED]
-        await mark_windows_changed(self.session, {(s.index_uid, s.window_duration_secs, s.window_start)
-                                                  for s in published})
+        await CompactionWindowRepository(self.session).mark_changed(
+            {(s.index_uid, s.window_duration_secs, s.window_start) for s in published})
         await IndexingRepository(self.session).enqueue(
             [(s.split_id, s.index_uid, s.partition_id) for s in published], "published", now)
 
@@ -137,10 +147,47 @@ class SplitRepository:
                        SplitRow.split_id, SplitRow.partition_id)
         )
         moved = result.all()
-        await mark_windows_changed(self.session, {(i, d, w) for i, d, w, _, _ in moved})
+        await CompactionWindowRepository(self.session).mark_changed({(i, d, w) for i, d, w, _, _ in moved})
         # Every published file gets its artifacts built: the job is created with the publication, atomically.
         await IndexingRepository(self.session).enqueue([(s, i, p) for i, _, _, s, p in moved], "published", now)
         return len(moved)
+
+    async def row(self, split_id: str, *, for_update: bool = False) -> SplitRow | None:
+        return await self.session.get(SplitRow, split_id, with_for_update=for_update)
+
+    async def rows(self, split_ids: Sequence[str]) -> dict[str, SplitRow]:
+        if not split_ids:
+            return {}
+        found = await self.session.execute(select(SplitRow).where(SplitRow.split_id.in_(split_ids)))
+        return {s.split_id: s for s in found.scalars().all()}
+
+    async def existing_ids(self, split_ids: Sequence[str]) -> set[str]:
+        if not split_ids:
+            return set()
+        found = await self.session.execute(select(SplitRow.split_id).where(SplitRow.split_id.in_(split_ids)))
+        return set(found.scalars().all())
+
+    async def deletable(self, marked_before: datetime, limit: int) -> list[Row]:
+        """(split_id, uri) of splits marked for deletion before `marked_before`, locked; rows another collector
+        holds are skipped."""
+        return list((await self.session.execute(
+            select(SplitRow.split_id, SplitRow.uri)
+            .where(SplitRow.state == SplitState.MARKED_FOR_DELETION, SplitRow.marked_for_deletion_at <= marked_before)
+            .order_by(SplitRow.split_id).limit(limit).with_for_update(skip_locked=True))).all())
+
+    async def delete(self, split_ids: Sequence[str]) -> None:
+        await self.session.execute(delete(SplitRow).where(SplitRow.split_id.in_(split_ids)))
+
+    async def write_amplification(self) -> list[tuple[str, float]]:
+        """Per live index: how many times, on average, its published bytes have been written
+        (sum(size * (1 + num_merge_ops)) / sum(size))."""
+        rows = await self.session.execute(
+            select(IndexRow.index_id,
+                   func.sum(SplitRow.size_bytes * (1 + SplitRow.num_merge_ops)) / func.sum(SplitRow.size_bytes))
+            .join(SplitRow, SplitRow.index_uid == IndexRow.index_uid)
+            .where(SplitRow.state == SplitState.PUBLISHED, IndexRow.deleted_at.is_(None))
+            .group_by(IndexRow.index_id))
+        return [(index_id, float(value or 1.0)) for index_id, value in rows.all()]
 
     async def delete_staged(self, split_ids: Sequence[str]) -> None:
         await self.session.execute(
@@ -329,18 +376,3 @@ def _to_metadata(row: Any, stats: dict[str, ColumnStats]) -> SplitMetadata:
         state=SplitState(row.state),
     )
 
-
-async def mark_windows_changed(session: AsyncSession, windows: set[tuple[str, int, int]]) -> None:
-    """Flag (index_uid, window_duration_secs, window_start) windows for the next incremental planner pass."""
-    if not windows:
-        return
-    now = utcnow()
-    rows = [{"index_uid": i, "window_duration_secs": d, "window_start": w, "dirty": True, "final_planned": False,
-             "changed_at": now} for i, d, w in sorted(windows)]
-    stmt = pg_insert(CompactionWindowRow).values(rows)
-    # A window that gains a split needs planning again, including a new final merge if it had one.
-    stmt = stmt.on_conflict_do_update(
-        index_elements=["index_uid", "window_duration_secs", "window_start"],
-        set_={"dirty": True, "final_planned": False, "changed_at": now},
-    )
-    await session.execute(stmt)

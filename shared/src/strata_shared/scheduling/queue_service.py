@@ -10,12 +10,12 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from opentelemetry import trace
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from strata_shared.metastore.leases import LeaseQueue, PublishRefused, StaleToken
+from strata_shared.metastore.leases import JobFilter, LeaseQueue, PublishRefused, StaleToken
 from strata_shared.observability.context import log_context
 from strata_shared.scheduling.schemas import JobUpdate, PollFields, UpdateResult
 
@@ -24,6 +24,16 @@ tracer = trace.get_tracer("strata.scheduler")
 
 U = TypeVar("U", bound=JobUpdate)
 A = TypeVar("A")
+
+
+class JobRepository(Protocol):
+    """What the job listing and the summary read of a queue's repository."""
+
+    async def get(self, job_id: str) -> Any: ...
+
+    async def list_page(self, flt: Any, *, limit: int, after_job_id: str | None) -> Sequence[Any]: ...
+
+    async def count_by_status(self) -> dict[Any, int]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,3 +115,11 @@ async def poll(sessions: async_sessionmaker[AsyncSession], spec: QueueSpec[U, A]
         assignments = await spec.describe(session, jobs)
         await session.commit()
     return assignments, results
+
+
+async def list_jobs(jobs: JobRepository, flt: JobFilter, limit: int,
+                    cursor: str | None) -> tuple[list[Any], str | None]:
+    """One page of jobs in creation order, and the cursor of the next page (None on the last)."""
+    rows = await jobs.list_page(flt, limit=limit + 1, after_job_id=cursor)
+    page = list(rows[:limit])
+    return page, page[-1].job_id if len(rows) > limit else None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -38,3 +38,39 @@ class UpdateResult(BaseModel):
     accepted: bool
     reason: str | None = None
     lease_expires_at: datetime | None = None
+
+
+class LeasedJobOut(BaseModel):
+    """What every queue shows of a job: its index and tenant, status, lease and failure history; a queue's job
+    body adds what its jobs hold."""
+
+    job_id: str
+    index_uid: str
+    partition_id: str
+    status: str
+    stage: str | None
+    progress: float
+    fencing_token: int | None
+    worker_id: str | None
+    lease_expires_at: datetime | None
+    failures: int
+    last_error: str | None
+    failure_log: list[dict[str, Any]]
+    created_at: datetime
+    first_assigned_at: datetime | None
+    finished_at: datetime | None
+
+    @classmethod
+    def of(cls, job: Any) -> LeasedJobOut:
+        """The body of one job row: `lease_fields(job)` and the queue's own."""
+        raise NotImplementedError
+
+    @staticmethod
+    def lease_fields(job: Any) -> dict[str, Any]:
+        """The fields above, read from a job row of any queue (`metastore.leases.LeasedJobColumns`)."""
+        return {"job_id": job.job_id, "index_uid": job.index_uid, "partition_id": job.partition_id,
+                "status": str(job.status), "stage": job.stage, "progress": job.progress,
+                "fencing_token": job.fencing_token, "worker_id": job.worker_id,
+                "lease_expires_at": job.lease_expires_at, "failures": job.failures, "last_error": job.last_error,
+                "failure_log": job.failure_log, "created_at": job.created_at,
+                "first_assigned_at": job.first_assigned_at, "finished_at": job.finished_at}

@@ -68,6 +68,8 @@ def build_app(
         finally:
             for hook in on_shutdown:
                 await hook(app)
+            if state.background is not None:
+                await state.background.close()
             if state.spark is not None:
                 state.spark.close()
             await engine.dispose()

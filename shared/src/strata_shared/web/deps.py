@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import Annotated
 
-from fastapi import Request
+from fastapi import Depends, Request
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from strata_shared.web.state import AppState
@@ -22,3 +23,8 @@ async def db_session(request: Request) -> AsyncIterator[AsyncSession]:
         finally:
             if session.in_transaction():
                 await session.rollback()
+
+
+# What route functions declare to receive them.
+Session = Annotated[AsyncSession, Depends(db_session)]
+State = Annotated[AppState, Depends(app_state)]

@@ -20,10 +20,8 @@ class IndexingJobOut:
     """
     Attributes:
         job_id (str):
-        split_id (str):
         index_uid (str):
         partition_id (str):
-        reason (str):
         status (str):
         stage (None | str):
         progress (float):
@@ -33,20 +31,20 @@ class IndexingJobOut:
         failures (int):
         last_error (None | str):
         failure_log (list[IndexingJobOutFailureLogItem]):
+        created_at (datetime.datetime):
+        first_assigned_at (datetime.datetime | None):
+        finished_at (datetime.datetime | None):
+        split_id (str):
+        reason (str):
         artifact_count (int | None):
         artifact_bytes (int | None):
         skipped (list[IndexingJobOutSkippedItem]):
-        created_at (datetime.datetime):
         updated_at (datetime.datetime):
-        first_assigned_at (datetime.datetime | None):
-        finished_at (datetime.datetime | None):
     """
 
     job_id: str
-    split_id: str
     index_uid: str
     partition_id: str
-    reason: str
     status: str
     stage: None | str
     progress: float
@@ -56,25 +54,23 @@ class IndexingJobOut:
     failures: int
     last_error: None | str
     failure_log: list[IndexingJobOutFailureLogItem]
+    created_at: datetime.datetime
+    first_assigned_at: datetime.datetime | None
+    finished_at: datetime.datetime | None
+    split_id: str
+    reason: str
     artifact_count: int | None
     artifact_bytes: int | None
     skipped: list[IndexingJobOutSkippedItem]
-    created_at: datetime.datetime
     updated_at: datetime.datetime
-    first_assigned_at: datetime.datetime | None
-    finished_at: datetime.datetime | None
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         job_id = self.job_id
 
-        split_id = self.split_id
-
         index_uid = self.index_uid
 
         partition_id = self.partition_id
-
-        reason = self.reason
 
         status = self.status
 
@@ -105,20 +101,7 @@ class IndexingJobOut:
             failure_log_item = failure_log_item_data.to_dict()
             failure_log.append(failure_log_item)
 
-        artifact_count: int | None
-        artifact_count = self.artifact_count
-
-        artifact_bytes: int | None
-        artifact_bytes = self.artifact_bytes
-
-        skipped = []
-        for skipped_item_data in self.skipped:
-            skipped_item = skipped_item_data.to_dict()
-            skipped.append(skipped_item)
-
         created_at = self.created_at.isoformat()
-
-        updated_at = self.updated_at.isoformat()
 
         first_assigned_at: None | str
         if isinstance(self.first_assigned_at, datetime.datetime):
@@ -132,15 +115,30 @@ class IndexingJobOut:
         else:
             finished_at = self.finished_at
 
+        split_id = self.split_id
+
+        reason = self.reason
+
+        artifact_count: int | None
+        artifact_count = self.artifact_count
+
+        artifact_bytes: int | None
+        artifact_bytes = self.artifact_bytes
+
+        skipped = []
+        for skipped_item_data in self.skipped:
+            skipped_item = skipped_item_data.to_dict()
+            skipped.append(skipped_item)
+
+        updated_at = self.updated_at.isoformat()
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
             {
                 "job_id": job_id,
-                "split_id": split_id,
                 "index_uid": index_uid,
                 "partition_id": partition_id,
-                "reason": reason,
                 "status": status,
                 "stage": stage,
                 "progress": progress,
@@ -150,13 +148,15 @@ class IndexingJobOut:
                 "failures": failures,
                 "last_error": last_error,
                 "failure_log": failure_log,
+                "created_at": created_at,
+                "first_assigned_at": first_assigned_at,
+                "finished_at": finished_at,
+                "split_id": split_id,
+                "reason": reason,
                 "artifact_count": artifact_count,
                 "artifact_bytes": artifact_bytes,
                 "skipped": skipped,
-                "created_at": created_at,
                 "updated_at": updated_at,
-                "first_assigned_at": first_assigned_at,
-                "finished_at": finished_at,
             }
         )
 
@@ -172,13 +172,9 @@ class IndexingJobOut:
         d = dict(src_dict)
         job_id = d.pop("job_id")
 
-        split_id = d.pop("split_id")
-
         index_uid = d.pop("index_uid")
 
         partition_id = d.pop("partition_id")
-
-        reason = d.pop("reason")
 
         status = d.pop("status")
 
@@ -238,30 +234,7 @@ class IndexingJobOut:
 
             failure_log.append(failure_log_item)
 
-        def _parse_artifact_count(data: object) -> int | None:
-            if data is None:
-                return data
-            return cast(int | None, data)
-
-        artifact_count = _parse_artifact_count(d.pop("artifact_count"))
-
-        def _parse_artifact_bytes(data: object) -> int | None:
-            if data is None:
-                return data
-            return cast(int | None, data)
-
-        artifact_bytes = _parse_artifact_bytes(d.pop("artifact_bytes"))
-
-        skipped = []
-        _skipped = d.pop("skipped")
-        for skipped_item_data in _skipped:
-            skipped_item = IndexingJobOutSkippedItem.from_dict(skipped_item_data)
-
-            skipped.append(skipped_item)
-
         created_at = datetime.datetime.fromisoformat(d.pop("created_at"))
-
-        updated_at = datetime.datetime.fromisoformat(d.pop("updated_at"))
 
         def _parse_first_assigned_at(data: object) -> datetime.datetime | None:
             if data is None:
@@ -293,12 +266,37 @@ class IndexingJobOut:
 
         finished_at = _parse_finished_at(d.pop("finished_at"))
 
+        split_id = d.pop("split_id")
+
+        reason = d.pop("reason")
+
+        def _parse_artifact_count(data: object) -> int | None:
+            if data is None:
+                return data
+            return cast(int | None, data)
+
+        artifact_count = _parse_artifact_count(d.pop("artifact_count"))
+
+        def _parse_artifact_bytes(data: object) -> int | None:
+            if data is None:
+                return data
+            return cast(int | None, data)
+
+        artifact_bytes = _parse_artifact_bytes(d.pop("artifact_bytes"))
+
+        skipped = []
+        _skipped = d.pop("skipped")
+        for skipped_item_data in _skipped:
+            skipped_item = IndexingJobOutSkippedItem.from_dict(skipped_item_data)
+
+            skipped.append(skipped_item)
+
+        updated_at = datetime.datetime.fromisoformat(d.pop("updated_at"))
+
         indexing_job_out = cls(
             job_id=job_id,
-            split_id=split_id,
             index_uid=index_uid,
             partition_id=partition_id,
-            reason=reason,
             status=status,
             stage=stage,
             progress=progress,
@@ -308,13 +306,15 @@ class IndexingJobOut:
             failures=failures,
             last_error=last_error,
             failure_log=failure_log,
+            created_at=created_at,
+            first_assigned_at=first_assigned_at,
+            finished_at=finished_at,
+            split_id=split_id,
+            reason=reason,
             artifact_count=artifact_count,
             artifact_bytes=artifact_bytes,
             skipped=skipped,
-            created_at=created_at,
             updated_at=updated_at,
-            first_assigned_at=first_assigned_at,
-            finished_at=finished_at,
         )
 
         indexing_job_out.additional_properties = d

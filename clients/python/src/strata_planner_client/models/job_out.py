@@ -21,11 +21,6 @@ class JobOut:
         job_id (str):
         index_uid (str):
         partition_id (str):
-        source_id (str):
-        window_start (int):
-        window_duration_secs (int):
-        kind (str):
-        level (int):
         status (str):
         stage (None | str):
         progress (float):
@@ -35,27 +30,27 @@ class JobOut:
         failures (int):
         last_error (None | str):
         failure_log (list[JobOutFailureLogItem]):
+        created_at (datetime.datetime):
+        first_assigned_at (datetime.datetime | None):
+        finished_at (datetime.datetime | None):
+        source_id (str):
+        window_start (int):
+        window_duration_secs (int):
+        kind (str):
+        level (int):
         spark_operation_tag (None | str):
         input_split_ids (list[str]):
         input_rows (int):
         input_bytes (int):
         output_split_ids (list[str]):
         output_bytes (int | None):
-        created_at (datetime.datetime):
-        first_assigned_at (datetime.datetime | None):
         assigned_at (datetime.datetime | None):
-        finished_at (datetime.datetime | None):
         duration_secs (float | None):
     """
 
     job_id: str
     index_uid: str
     partition_id: str
-    source_id: str
-    window_start: int
-    window_duration_secs: int
-    kind: str
-    level: int
     status: str
     stage: None | str
     progress: float
@@ -65,16 +60,21 @@ class JobOut:
     failures: int
     last_error: None | str
     failure_log: list[JobOutFailureLogItem]
+    created_at: datetime.datetime
+    first_assigned_at: datetime.datetime | None
+    finished_at: datetime.datetime | None
+    source_id: str
+    window_start: int
+    window_duration_secs: int
+    kind: str
+    level: int
     spark_operation_tag: None | str
     input_split_ids: list[str]
     input_rows: int
     input_bytes: int
     output_split_ids: list[str]
     output_bytes: int | None
-    created_at: datetime.datetime
-    first_assigned_at: datetime.datetime | None
     assigned_at: datetime.datetime | None
-    finished_at: datetime.datetime | None
     duration_secs: float | None
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
@@ -84,16 +84,6 @@ class JobOut:
         index_uid = self.index_uid
 
         partition_id = self.partition_id
-
-        source_id = self.source_id
-
-        window_start = self.window_start
-
-        window_duration_secs = self.window_duration_secs
-
-        kind = self.kind
-
-        level = self.level
 
         status = self.status
 
@@ -124,6 +114,30 @@ class JobOut:
             failure_log_item = failure_log_item_data.to_dict()
             failure_log.append(failure_log_item)
 
+        created_at = self.created_at.isoformat()
+
+        first_assigned_at: None | str
+        if isinstance(self.first_assigned_at, datetime.datetime):
+            first_assigned_at = self.first_assigned_at.isoformat()
+        else:
+            first_assigned_at = self.first_assigned_at
+
+        finished_at: None | str
+        if isinstance(self.finished_at, datetime.datetime):
+            finished_at = self.finished_at.isoformat()
+        else:
+            finished_at = self.finished_at
+
+        source_id = self.source_id
+
+        window_start = self.window_start
+
+        window_duration_secs = self.window_duration_secs
+
+        kind = self.kind
+
+        level = self.level
+
         spark_operation_tag: None | str
         spark_operation_tag = self.spark_operation_tag
 
@@ -138,25 +152,11 @@ class JobOut:
         output_bytes: int | None
         output_bytes = self.output_bytes
 
-        created_at = self.created_at.isoformat()
-
-        first_assigned_at: None | str
-        if isinstance(self.first_assigned_at, datetime.datetime):
-            first_assigned_at = self.first_assigned_at.isoformat()
-        else:
-            first_assigned_at = self.first_assigned_at
-
         assigned_at: None | str
         if isinstance(self.assigned_at, datetime.datetime):
             assigned_at = self.assigned_at.isoformat()
         else:
             assigned_at = self.assigned_at
-
-        finished_at: None | str
-        if isinstance(self.finished_at, datetime.datetime):
-            finished_at = self.finished_at.isoformat()
-        else:
-            finished_at = self.finished_at
 
         duration_secs: float | None
         duration_secs = self.duration_secs
@@ -168,11 +168,6 @@ class JobOut:
                 "job_id": job_id,
                 "index_uid": index_uid,
                 "partition_id": partition_id,
-                "source_id": source_id,
-                "window_start": window_start,
-                "window_duration_secs": window_duration_secs,
-                "kind": kind,
-                "level": level,
                 "status": status,
                 "stage": stage,
                 "progress": progress,
@@ -182,16 +177,21 @@ class JobOut:
                 "failures": failures,
                 "last_error": last_error,
                 "failure_log": failure_log,
+                "created_at": created_at,
+                "first_assigned_at": first_assigned_at,
+                "finished_at": finished_at,
+                "source_id": source_id,
+                "window_start": window_start,
+                "window_duration_secs": window_duration_secs,
+                "kind": kind,
+                "level": level,
                 "spark_operation_tag": spark_operation_tag,
                 "input_split_ids": input_split_ids,
                 "input_rows": input_rows,
                 "input_bytes": input_bytes,
                 "output_split_ids": output_split_ids,
                 "output_bytes": output_bytes,
-                "created_at": created_at,
-                "first_assigned_at": first_assigned_at,
                 "assigned_at": assigned_at,
-                "finished_at": finished_at,
                 "duration_secs": duration_secs,
             }
         )
@@ -208,16 +208,6 @@ class JobOut:
         index_uid = d.pop("index_uid")
 
         partition_id = d.pop("partition_id")
-
-        source_id = d.pop("source_id")
-
-        window_start = d.pop("window_start")
-
-        window_duration_secs = d.pop("window_duration_secs")
-
-        kind = d.pop("kind")
-
-        level = d.pop("level")
 
         status = d.pop("status")
 
@@ -275,6 +265,48 @@ class JobOut:
 
             failure_log.append(failure_log_item)
 
+        created_at = datetime.datetime.fromisoformat(d.pop("created_at"))
+
+        def _parse_first_assigned_at(data: object) -> datetime.datetime | None:
+            if data is None:
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                first_assigned_at_type_0 = datetime.datetime.fromisoformat(data)
+
+                return first_assigned_at_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(datetime.datetime | None, data)
+
+        first_assigned_at = _parse_first_assigned_at(d.pop("first_assigned_at"))
+
+        def _parse_finished_at(data: object) -> datetime.datetime | None:
+            if data is None:
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                finished_at_type_0 = datetime.datetime.fromisoformat(data)
+
+                return finished_at_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(datetime.datetime | None, data)
+
+        finished_at = _parse_finished_at(d.pop("finished_at"))
+
+        source_id = d.pop("source_id")
+
+        window_start = d.pop("window_start")
+
+        window_duration_secs = d.pop("window_duration_secs")
+
+        kind = d.pop("kind")
+
+        level = d.pop("level")
+
         def _parse_spark_operation_tag(data: object) -> None | str:
             if data is None:
                 return data
@@ -297,23 +329,6 @@ class JobOut:
 
         output_bytes = _parse_output_bytes(d.pop("output_bytes"))
 
-        created_at = datetime.datetime.fromisoformat(d.pop("created_at"))
-
-        def _parse_first_assigned_at(data: object) -> datetime.datetime | None:
-            if data is None:
-                return data
-            try:
-                if not isinstance(data, str):
-                    raise TypeError()
-                first_assigned_at_type_0 = datetime.datetime.fromisoformat(data)
-
-                return first_assigned_at_type_0
-            except (TypeError, ValueError, AttributeError, KeyError):
-                pass
-            return cast(datetime.datetime | None, data)
-
-        first_assigned_at = _parse_first_assigned_at(d.pop("first_assigned_at"))
-
         def _parse_assigned_at(data: object) -> datetime.datetime | None:
             if data is None:
                 return data
@@ -329,21 +344,6 @@ class JobOut:
 
         assigned_at = _parse_assigned_at(d.pop("assigned_at"))
 
-        def _parse_finished_at(data: object) -> datetime.datetime | None:
-            if data is None:
-                return data
-            try:
-                if not isinstance(data, str):
-                    raise TypeError()
-                finished_at_type_0 = datetime.datetime.fromisoformat(data)
-
-                return finished_at_type_0
-            except (TypeError, ValueError, AttributeError, KeyError):
-                pass
-            return cast(datetime.datetime | None, data)
-
-        finished_at = _parse_finished_at(d.pop("finished_at"))
-
         def _parse_duration_secs(data: object) -> float | None:
             if data is None:
                 return data
@@ -355,11 +355,6 @@ class JobOut:
             job_id=job_id,
             index_uid=index_uid,
             partition_id=partition_id,
-            source_id=source_id,
-            window_start=window_start,
-            window_duration_secs=window_duration_secs,
-            kind=kind,
-            level=level,
             status=status,
             stage=stage,
             progress=progress,
@@ -369,16 +364,21 @@ class JobOut:
             failures=failures,
             last_error=last_error,
             failure_log=failure_log,
+            created_at=created_at,
+            first_assigned_at=first_assigned_at,
+            finished_at=finished_at,
+            source_id=source_id,
+            window_start=window_start,
+            window_duration_secs=window_duration_secs,
+            kind=kind,
+            level=level,
             spark_operation_tag=spark_operation_tag,
             input_split_ids=input_split_ids,
             input_rows=input_rows,
             input_bytes=input_bytes,
             output_split_ids=output_split_ids,
             output_bytes=output_bytes,
-            created_at=created_at,
-            first_assigned_at=first_assigned_at,
             assigned_at=assigned_at,
-            finished_at=finished_at,
             duration_secs=duration_secs,
         )
 

@@ -80,7 +80,9 @@ def sync_detailed(
 ) -> Response[Any | Problem]:
     """Delete Index
 
-     Delete an index: its splits are marked for deletion and its name becomes free for a new incarnation.
+     Delete an index: its splits are marked for deletion, its live compaction and indexing jobs are
+    cancelled,
+    and its name becomes free for a new incarnation.
 
     **Authorization**: an API key with the `admin` scope.
 
@@ -113,7 +115,9 @@ def sync(
 ) -> Any | Problem | None:
     """Delete Index
 
-     Delete an index: its splits are marked for deletion and its name becomes free for a new incarnation.
+     Delete an index: its splits are marked for deletion, its live compaction and indexing jobs are
+    cancelled,
+    and its name becomes free for a new incarnation.
 
     **Authorization**: an API key with the `admin` scope.
 
@@ -141,7 +145,9 @@ async def asyncio_detailed(
 ) -> Response[Any | Problem]:
     """Delete Index
 
-     Delete an index: its splits are marked for deletion and its name becomes free for a new incarnation.
+     Delete an index: its splits are marked for deletion, its live compaction and indexing jobs are
+    cancelled,
+    and its name becomes free for a new incarnation.
 
     **Authorization**: an API key with the `admin` scope.
 
@@ -172,7 +178,9 @@ async def asyncio(
 ) -> Any | Problem | None:
     """Delete Index
 
-     Delete an index: its splits are marked for deletion and its name becomes free for a new incarnation.
+     Delete an index: its splits are marked for deletion, its live compaction and indexing jobs are
+    cancelled,
+    and its name becomes free for a new incarnation.
 
     **Authorization**: an API key with the `admin` scope.
 

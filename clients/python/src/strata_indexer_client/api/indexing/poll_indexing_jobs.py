@@ -87,8 +87,8 @@ def sync_detailed(
 ) -> Response[IndexingPollResponse | Problem]:
     """Poll Indexing Jobs
 
-     The worker protocol (the compaction scheduler's, for per-file artifact builds): report fenced status
-    updates and free capacity, receive files to index with leases and fencing tokens.
+     The worker protocol: report status updates (each fenced by its token) and free capacity, receive
+    files to index with leases and fencing tokens. Stale updates come back with accepted=false.
 
     **Authorization**: an API key with the `worker` scope (or `admin`).
 
@@ -121,8 +121,8 @@ def sync(
 ) -> IndexingPollResponse | Problem | None:
     """Poll Indexing Jobs
 
-     The worker protocol (the compaction scheduler's, for per-file artifact builds): report fenced status
-    updates and free capacity, receive files to index with leases and fencing tokens.
+     The worker protocol: report status updates (each fenced by its token) and free capacity, receive
+    files to index with leases and fencing tokens. Stale updates come back with accepted=false.
 
     **Authorization**: an API key with the `worker` scope (or `admin`).
 
@@ -150,8 +150,8 @@ async def asyncio_detailed(
 ) -> Response[IndexingPollResponse | Problem]:
     """Poll Indexing Jobs
 
-     The worker protocol (the compaction scheduler's, for per-file artifact builds): report fenced status
-    updates and free capacity, receive files to index with leases and fencing tokens.
+     The worker protocol: report status updates (each fenced by its token) and free capacity, receive
+    files to index with leases and fencing tokens. Stale updates come back with accepted=false.
 
     **Authorization**: an API key with the `worker` scope (or `admin`).
 
@@ -182,8 +182,8 @@ async def asyncio(
 ) -> IndexingPollResponse | Problem | None:
     """Poll Indexing Jobs
 
-     The worker protocol (the compaction scheduler's, for per-file artifact builds): report fenced status
-    updates and free capacity, receive files to index with leases and fencing tokens.
+     The worker protocol: report status updates (each fenced by its token) and free capacity, receive
+    files to index with leases and fencing tokens. Stale updates come back with accepted=false.
 
     **Authorization**: an API key with the `worker` scope (or `admin`).
 
