@@ -19,10 +19,11 @@ from pathlib import Path
 import httpx
 import pytest
 
+from strata_services.sample_data import metrics_index_config
 from strata_shared.config import Settings
 from strata_shared.metastore import migrate
 from tests.fixtures.http_server import serve_in_thread
-from tests.helpers import NDJSON, metrics_index, ndjson
+from tests.helpers import NDJSON, ndjson
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(900)]
 
@@ -57,7 +58,7 @@ values = [{quoted}]
 def _seed(indexer_url: str, admin_key: str) -> None:
     headers = {"Authorization": f"Bearer {admin_key}"}
     with httpx.Client(base_url=indexer_url, headers=headers, timeout=60) as client:
-        created = client.post("/v1/indexes", json=metrics_index(SEEDED_INDEX))
+        created = client.post("/v1/indexes", json=metrics_index_config(SEEDED_INDEX))
         assert created.status_code == 201, created.text
         now = int(time.time())
         for batch in range(2):

@@ -19,7 +19,8 @@ import pyarrow as pa
 import pytest
 from asgi_lifespan import LifespanManager
 
-from tests.helpers import arrow_stream, metrics_index, unique_index_id
+from strata_services.sample_data import metrics_index_config
+from tests.helpers import arrow_stream, unique_index_id
 
 pytestmark = pytest.mark.spark
 
@@ -113,7 +114,7 @@ async def test_the_generated_client_runs_the_main_journey(indexer, query, compac
     querier = _client(strata_query_client, query.app, "http://query-api", keys.admin)
 
     index_id = unique_index_id("client")
-    created = await create_index.asyncio(client=admin, body=IndexConfig.from_dict(metrics_index(index_id)))
+    created = await create_index.asyncio(client=admin, body=IndexConfig.from_dict(metrics_index_config(index_id)))
     assert isinstance(created, IndexOut) and created.index_id == index_id
 
     window = (int(time.time()) - 1800) // 900 * 900

@@ -8,8 +8,9 @@ import pytest
 from asgi_lifespan import LifespanManager
 
 from strata_services.local.processes import free_port
+from strata_services.sample_data import metrics_index_config
 from strata_shared.config import Settings
-from tests.helpers import assert_problem, metrics_index, unique_index_id
+from tests.helpers import assert_problem, unique_index_id
 
 pytestmark = pytest.mark.spark
 
@@ -94,7 +95,7 @@ async def test_ids_are_checked_by_their_pattern(planner, keys, path, field):
 async def test_a_forged_split_cursor_is_a_400(indexer, keys):
     index_id = unique_index_id("cursor")
     assert (await indexer.post("/v1/indexes", headers=keys.header(keys.admin),
-                               json=metrics_index(index_id))).status_code == 201
+                               json=metrics_index_config(index_id))).status_code == 201
     # base64url of [9999999999999999999999, "x"]: a window past int64 and a split id that is no ULID.
     forged = "Wzk5OTk5OTk5OTk5OTk5OTk5OTk5OTksICJ4Il0"
     response = await indexer.get(f"/v1/indexes/{index_id}/splits", headers=keys.header(keys.admin),
@@ -119,7 +120,7 @@ async def test_postgresql_down_is_a_503_naming_it(keys, storage_root):
 async def test_a_file_name_too_long_for_the_filesystem_is_a_file_that_does_not_exist(indexer, keys):
     index_id = unique_index_id("longname")
     assert (await indexer.post("/v1/indexes", headers=keys.header(keys.admin),
-                               json=metrics_index(index_id))).status_code == 201
+                               json=metrics_index_config(index_id))).status_code == 201
     body = {"splits": [{"split_id": "01JD5Z8G3N4Q6R7S8T9V0W1X2Y", "uri": "x" * 300 + ".parquet", "num_rows": 1}]}
     response = await indexer.post(f"/v1/indexes/{index_id}/splits", headers=keys.header(keys.admin), json=body)
     problem = assert_problem(response, 422, "invalid-input")
