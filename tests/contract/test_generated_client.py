@@ -93,7 +93,6 @@ def _batch(start: int, rows: int, offset: int) -> bytes:
     }))
 
 
-@pytest.mark.usefixtures("isolated_compaction")
 async def test_the_generated_client_runs_the_main_journey(indexer, query, compacting_planner, keys):
     import strata_indexer_client
     import strata_planner_client

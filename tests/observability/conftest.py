@@ -6,6 +6,7 @@ running, one retried after a failure), all through the public APIs and the worke
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -65,14 +66,15 @@ def _seed(client: httpx.Client, keys: Keys) -> dict[str, str | int]:
     from strata_jobs.merge import run_merge
     from strata_planner.compaction.executor import merge_spec
     from strata_planner.compaction.runner import output_splits
-    from strata_services.quickstart import arrow_ipc, metrics_rows, now_secs, quickstart_index_config
+    from strata_services.client import arrow_ipc
+    from strata_services.quickstart import quickstart_index_config, quickstart_rows
 
     admin, writer, worker = (Keys.header(k) for k in (keys.admin, keys.writer, keys.worker))
-    now = now_secs()
+    now = int(time.time())
     created = client.post("/v1/indexes", json={**quickstart_index_config(now), "index_id": INDEX}, headers=admin)
     assert created.status_code == 201, created.text
     for batch in range(4):
-        ingested = client.post(f"/v1/indexes/{INDEX}/ingest", content=arrow_ipc(metrics_rows(2500, now, seed=batch)),
+        ingested = client.post(f"/v1/indexes/{INDEX}/ingest", content=arrow_ipc(quickstart_rows(2500, now, seed=batch)),
                                headers={**writer, "Content-Type": "application/vnd.apache.arrow.stream"})
         assert ingested.status_code == 200, ingested.text
     triggered = client.post(f"/v1/indexes/{INDEX}/compaction/trigger", json={"final": True}, headers=admin)

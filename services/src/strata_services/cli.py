@@ -117,7 +117,8 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
     for name in SERVABLE:
         url = api_url(settings, name)
         try:
-            response = httpx.get(f"{url}/readyz", timeout=5)
+            # As long as the API's own checks may take, plus the way there and back.
+            response = httpx.get(f"{url}/readyz", timeout=settings.readiness_timeout_secs + 2)
             body = response.json()
             checks = body.get("checks") or body.get("upstreams") or {}
             ready = response.status_code == 200
