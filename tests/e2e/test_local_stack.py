@@ -130,6 +130,8 @@ def test_up_quickstart_status_ingest_proxy_down(stack_env, tmp_path):
         assert demo.returncode == 0, demo.stdout + demo.stderr
         assert demo.stdout.count("pruning: ") == 5 and "every published file has its artifacts" in demo.stdout
 
+        _operator_commands(stack_env, tmp_path)
+
         proxy = f"http://127.0.0.1:{stack_env['STRATA_PROXY_PORT']}"
         assert httpx.get(f"{proxy}/v1/anything").status_code == 401
         query_key = _key(keys, "query")
@@ -149,6 +151,9 @@ def test_up_quickstart_status_ingest_proxy_down(stack_env, tmp_path):
         while any(_alive(p) for p in children) and time.monotonic() < deadline:
             time.sleep(0.2)
         assert not [p for p in children if _alive(p)]
+        gone = _strata(stack_env, "indexes")
+        assert gone.returncode == 2 and "cannot reach the stack" in gone.stderr and "strata up" in gone.stderr
+        assert "Traceback" not in gone.stderr
     finally:
         if supervisor.poll() is None:
             os.killpg(supervisor.pid, signal.SIGKILL)
@@ -156,3 +161,72 @@ def test_up_quickstart_status_ingest_proxy_down(stack_env, tmp_path):
         for pid in children:
             if _alive(pid):
                 os.kill(pid, signal.SIGKILL)
+
+
+def _operator_commands(env: dict[str, str], tmp_path: Path) -> None:
+    """The operator's CLI over the running stack: listings, queries and plans in every format, errors as one
+    line, and a standalone indexing worker that starts, polls and stops on SIGTERM."""
+    index = "quickstart-metrics"
+    listed = _strata(env, "indexes")
+    assert listed.returncode == 0 and index in listed.stdout and "INDEX_ID" in listed.stdout, listed.stderr
+    one = json.loads(_strata(env, "indexes", index, "--format", "json").stdout)
+    assert one["index_id"] == index and one["config"]["timestamp_field"] == "timestamp_secs"
+
+    windows = _strata(env, "windows", index, "--format", "ndjson")
+    assert windows.returncode == 0, windows.stderr
+    assert sum(json.loads(line)["rows"] for line in windows.stdout.splitlines()) >= 300_000
+    table = _strata(env, "windows", index)
+    assert table.stdout.startswith("WINDOW") and "L" in table.stdout
+
+    done = json.loads(_strata(env, "jobs", "--index", index, "--status", "success", "--format", "json").stdout)
+    assert done and {job["status"] for job in done} == {"success"}
+    indexing = _strata(env, "jobs", "--queue", "indexing", "--index", index, "--format", "ndjson")
+    assert indexing.returncode == 0 and indexing.stdout.count("\n") >= 1, indexing.stderr
+    # --watch ends by itself once no listed job is live: everything listed here has finished.
+    watched = _strata(env, "jobs", "--index", index, "--status", "success", "--watch", "--interval", "0.2",
+                      timeout=60)
+    assert watched.returncode == 0 and "0 live" in watched.stdout, watched.stdout + watched.stderr
+
+    sql = f'SELECT service, count(*) AS n FROM "{index}" GROUP BY service ORDER BY service'
+    shown = _strata(env, "query", sql)
+    assert shown.returncode == 0 and shown.stdout.startswith("SERVICE"), shown.stderr
+    assert "rows;" in shown.stderr and "engine" in shown.stderr
+    as_json = json.loads(_strata(env, "query", sql, "--format", "json").stdout)
+    rows = as_json["rows"]
+    lines = [json.loads(line) for line in _strata(env, "query", sql, "--format", "ndjson").stdout.splitlines()]
+    assert lines == rows and sum(r["n"] for r in rows) >= 300_000
+    arrow_file = tmp_path / "result.arrows"
+    assert _strata(env, "query", sql, "--format", "arrow", "--output", str(arrow_file)).returncode == 0
+    import pyarrow.ipc as ipc
+
+    assert ipc.open_stream(arrow_file.read_bytes()).read_all().to_pylist() == rows
+    capped = json.loads(_strata(env, "query", sql, "--format", "json", "--max-rows", "1").stdout)
+    assert len(capped["rows"]) == 1 and capped["summary"]["truncated"]
+
+    plan = _strata(env, "explain", f"SELECT value FROM \"{index}\" WHERE host = 'host-0001'")
+    assert plan.returncode == 0 and "time range on timestamp_secs" in plan.stdout and "STAGE" in plan.stdout, \
+        plan.stdout + plan.stderr
+    bad = _strata(env, "query", f'SELEKT * FROM "{index}"')
+    assert bad.returncode == 2 and bad.stderr.startswith("strata: query failed: 400") and "Traceback" not in bad.stderr
+    refused = _strata({**env, "STRATA_API_KEY": "not-a-key"}, "windows", index)
+    assert refused.returncode == 2 and "401" in refused.stderr and len(refused.stderr.splitlines()) == 1
+
+    log = tmp_path / "worker.log"
+    with open(log, "w") as out:
+        worker = subprocess.Popen([sys.executable, "-m", "strata_services.cli", "worker", "--kind", "indexing",
+                                   "--slots", "1"], env=env, stdout=out, stderr=subprocess.STDOUT,
+                                  start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while "indexing worker" not in log.read_text():
+            assert worker.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.2)
+        assert "polling http://127.0.0.1:" in log.read_text()
+        time.sleep(1.0)  # at least one poll: a refused key or a wrong URL would end the worker with an error
+        assert worker.poll() is None, log.read_text()
+        worker.send_signal(signal.SIGTERM)
+        assert worker.wait(timeout=60) == 0, log.read_text()
+    finally:
+        if worker.poll() is None:
+            os.killpg(worker.pid, signal.SIGKILL)
+            worker.wait()

@@ -1,5 +1,6 @@
-"""The `strata` command: run the local stack (up/down/status), serve one API, migrate, ingest files, compact, and
-run a standalone compaction worker."""
+"""The `strata` command: run the local stack (up/down/status), serve one API, migrate, ingest files, and operate
+the running stack (indexes, windows, jobs, compaction, queries, standalone workers). Every failure it can name is
+one line on stderr and exit code 2, never a traceback."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import signal
 import sys
 import threading
 import time
+from importlib.metadata import version
 from pathlib import Path
 
 import httpx
@@ -18,7 +20,9 @@ import httpx
 from strata_services.client import CliError, api_key, api_url, problem_text, stack_state
 from strata_services.cluster import add_commands as add_cluster_commands
 from strata_services.compact import add_commands as add_compaction_commands
+from strata_services.listing import add_commands as add_listing_commands
 from strata_services.local.processes import pid_alive
+from strata_services.query_cli import add_commands as add_query_commands
 from strata_shared.config import Settings
 from strata_shared.observability.logs import LOG_FORMATS
 
@@ -34,7 +38,7 @@ def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
     existing = stack_state(settings.home)
     if existing and pid_alive(existing.get("pid", -1)):
         raise CliError(f"a stack is already running (pid {existing['pid']}); `strata down` stops it")
-    stack = LocalStack(settings)
+    stack = LocalStack(settings, report=lambda line: print(line, flush=True))
     print("starting strata: postgresql, spark connect, planner-api, indexer-api, query-api ...", flush=True)
     try:
         stack.start()
@@ -210,6 +214,7 @@ def _demo(args: argparse.Namespace, settings: Settings) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="strata", description="Strata control plane for Parquet observability data")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version('strata-services')}")
     sub = parser.add_subparsers(dest="command", required=True)
     up = sub.add_parser("up", help="run the local stack on embedded defaults until Ctrl-C")
     up.add_argument("--quickstart", action="store_true", help="create a sample index and ingest sample data")
@@ -217,28 +222,31 @@ def build_parser() -> argparse.ArgumentParser:
                                                               "(default, one object per line) or text")
     up.set_defaults(func=cmd_up)
     down = sub.add_parser("down", help="stop the local stack started by `strata up`")
-    down.add_argument("--timeout", type=float, default=60.0)
+    down.add_argument("--timeout", type=float, default=60.0,
+                      help="seconds to wait for the stack to stop before giving up (default 60)")
     down.set_defaults(func=cmd_down)
     sub.add_parser("status", help="readiness of every API").set_defaults(func=cmd_status)
     serve = sub.add_parser("serve", help="serve one API (used by the stack and by compose)")
     serve.add_argument("name", choices=SERVABLE)
-    serve.add_argument("--host")
-    serve.add_argument("--port", type=int)
+    serve.add_argument("--host", help="address to listen on (default STRATA_HOST)")
+    serve.add_argument("--port", type=int, help="port to listen on (default the API's STRATA_*_PORT)")
     serve.add_argument("--log-format", choices=LOG_FORMATS, help="json (default) or text")
     serve.set_defaults(func=cmd_serve)
     migrate_cmd = sub.add_parser("migrate", help="upgrade the metastore at STRATA_DATABASE_URL to head")
     migrate_cmd.set_defaults(func=cmd_migrate)
     demo = sub.add_parser("demo", help="on the running stack: ingest, compact, index, and query demo data")
     demo.add_argument("--windows", type=int, default=3, help="15-minute windows of data (default 3)")
-    demo.add_argument("--rows-per-window", type=int, default=100_000)
+    demo.add_argument("--rows-per-window", type=int, default=100_000, help="rows per window (default 100,000)")
     demo.add_argument("--batches", type=int, default=4, help="ingest batches (splits per window before compaction)")
     demo.set_defaults(func=_demo)
     ingest = sub.add_parser("ingest", help="ingest a local Parquet or NDJSON file into an index")
-    ingest.add_argument("file")
-    ingest.add_argument("--index", required=True)
-    ingest.add_argument("--partition")
+    ingest.add_argument("file", help="a .parquet file, or newline-delimited JSON (.ndjson/.jsonl)")
+    ingest.add_argument("--index", required=True, help="the index id")
+    ingest.add_argument("--partition", help="the partition the rows go to (default the index's default)")
     ingest.add_argument("--json", action="store_true", help="print the API's answer as JSON")
     ingest.set_defaults(func=cmd_ingest)
+    add_listing_commands(sub)
+    add_query_commands(sub)
     add_compaction_commands(sub)
     add_cluster_commands(sub)
     return parser
@@ -256,6 +264,21 @@ def main(argv: list[str] | None = None) -> int:
     except CliError as exc:
         print(f"strata: {exc}", file=sys.stderr)
         return 2
+    except httpx.TransportError as exc:
+        print(f"strata: {unreachable(exc)}", file=sys.stderr)
+        return 2
+
+
+def unreachable(exc: httpx.TransportError) -> str:
+    try:
+        url = exc.request.url.copy_with(path="/", query=None)
+    except RuntimeError:  # an error raised before a request existed
+        url = None
+    where = f" at {url}" if url else ""
+    if isinstance(exc, httpx.TimeoutException):
+        return f"no answer{where} in time ({type(exc).__name__}): the stack is overloaded or stuck"
+    return (f"cannot reach the stack{where} ({exc or type(exc).__name__}): is it running? "
+            f"Start it with `strata up` (`strata status` shows each API)")
 
 
 if __name__ == "__main__":

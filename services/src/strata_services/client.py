@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pyarrow as pa
@@ -59,3 +60,14 @@ def arrow_ipc(table: pa.Table) -> bytes:
     with ipc.new_stream(sink, table.schema) as writer:
         writer.write_table(table, max_chunksize=64 * 1024)
     return sink.getvalue().to_pybytes()
+
+
+def call(settings: Settings, api: str, method: str, path: str, *scopes: str, what: str, **kwargs) -> Any:
+    """One request to one API of the stack with a key holding one of `scopes`; its JSON answer, or a CliError
+    naming `what` failed and the problem the API answered. (Unreachable stacks are reported by the CLI's main.)"""
+    headers = {"Authorization": f"Bearer {api_key(settings, *scopes)}", **kwargs.pop("headers", {})}
+    with httpx.Client(base_url=api_url(settings, api), headers=headers, timeout=kwargs.pop("timeout", 60)) as http:
+        response = http.request(method, path, **kwargs)
+    if response.status_code >= 400:
+        raise CliError(f"{what} failed: {problem_text(response)}")
+    return response.json() if response.content else None

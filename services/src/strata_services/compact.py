@@ -1,5 +1,5 @@
 """`strata compact` (plan or trigger compaction, optionally waiting with a progress bar) and `strata worker`
-(a standalone compaction runner)."""
+(a standalone compaction or indexing runner)."""
 
 from __future__ import annotations
 
@@ -108,16 +108,42 @@ def _wait(client: httpx.Client, job_ids: list[str], poll_secs: float) -> int:
     return 1 if failed else 0
 
 
+def _executor(kind: str, settings: Settings, spark):
+    """What a worker of `kind` runs each assignment with, and the runner that polls its queue."""
+    if kind == "compaction":
+        from strata_planner.compaction.executor import SparkMergeExecutor
+        from strata_planner.compaction.runner import CompactionRunner
+
+        def compaction_runner(client: httpx.AsyncClient, worker_id: str, slots: int, key: str):
+            return CompactionRunner(client, worker_id=worker_id, slots=slots, executor=SparkMergeExecutor(spark),
+                                    api_key=key, poll_interval_secs=settings.compaction_poll_interval_secs,
+                                    merge_delay_secs=settings.fault_merge_delay_secs)
+        return compaction_runner
+    from strata_indexer.indexing.runner import SparkIndexExecutor, indexing_runner
+
+    executor = SparkIndexExecutor(spark, upload_attempts=settings.artifact_upload_attempts,
+                                  upload_backoff_secs=settings.artifact_upload_backoff_secs)
+
+    def build_runner(client: httpx.AsyncClient, worker_id: str, slots: int, key: str):
+        return indexing_runner(client, executor, worker_id=worker_id, slots=slots, api_key=key,
+                               poll_interval_secs=settings.indexing_poll_interval_secs)
+    return build_runner
+
+
+WORKER_API = {"compaction": "planner-api", "indexing": "indexer-api"}
+
+
 def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
-    from strata_planner.compaction.executor import SparkMergeExecutor
-    from strata_planner.compaction.runner import CompactionRunner
+    from strata_shared.observability.logs import configure_logging
     from strata_shared.spark.session import SparkSessionFactory
 
     if not settings.spark_remote:
-        raise CliError("STRATA_SPARK_REMOTE is not set: a worker submits merges to a Spark Connect server")
-    base = args.url or api_url(settings, "planner-api")
+        raise CliError(f"STRATA_SPARK_REMOTE is not set: a {args.kind} worker submits its jobs to a Spark Connect "
+                       f"server")
+    base = args.url or api_url(settings, WORKER_API[args.kind])
     key = api_key(settings, "worker")
-    worker_id = args.worker_id or f"{socket.gethostname()}:{os.getpid()}"
+    worker_id = args.worker_id or f"{socket.gethostname()}:{os.getpid()}:{args.kind}"
+    configure_logging(f"strata-{args.kind}-worker", settings.log_format, os.environ.get("STRATA_LOG_LEVEL", "INFO"))
 
     async def main() -> None:
         stop = asyncio.Event()
@@ -126,10 +152,8 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
             loop.add_signal_handler(sig, stop.set)
         spark = SparkSessionFactory.for_jobs(settings)
         async with httpx.AsyncClient(base_url=base) as client:
-            runner = CompactionRunner(client, worker_id=worker_id, slots=args.slots, executor=SparkMergeExecutor(spark),
-                                      api_key=key, poll_interval_secs=settings.compaction_poll_interval_secs,
-                                      merge_delay_secs=settings.fault_merge_delay_secs)
-            print(f"worker {worker_id}: {args.slots} slots, polling {base}", flush=True)
+            runner = _executor(args.kind, settings, spark)(client, worker_id, args.slots, key)
+            print(f"{args.kind} worker {worker_id}: {args.slots} slots, polling {base}", flush=True)
             try:
                 await runner.run(stop)
             finally:
@@ -141,17 +165,21 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
     compact = sub.add_parser("compact", help="plan or trigger compaction of an index")
-    compact.add_argument("--index", required=True)
+    compact.add_argument("--index", required=True, help="the index id")
     compact.add_argument("--from", dest="start", help="first window (epoch seconds or RFC 3339)")
     compact.add_argument("--to", dest="end", help="windows starting before this")
     compact.add_argument("--dry-run", action="store_true", help="print the plan, create nothing")
     compact.add_argument("--final", action="store_true", help="merge what remains toward the target size")
     compact.add_argument("--wait", action="store_true",
                          help="show progress until every job ends; non-zero exit if any failed")
-    compact.add_argument("--poll-secs", type=float, default=1.0)
+    compact.add_argument("--poll-secs", type=float, default=1.0, help="seconds between progress reads with --wait")
     compact.set_defaults(func=cmd_compact)
-    worker = sub.add_parser("worker", help="run a standalone compaction worker")
-    worker.add_argument("--url", help="planner-api base URL (default: the local stack's)")
-    worker.add_argument("--slots", type=int, default=1)
-    worker.add_argument("--worker-id")
+    worker = sub.add_parser("worker", help="run a standalone worker that polls a job queue and runs its jobs on "
+                                           "Spark (STRATA_SPARK_REMOTE) until Ctrl-C or SIGTERM")
+    worker.add_argument("--kind", choices=sorted(WORKER_API), default="compaction",
+                        help="compaction (merges, polls planner-api; default) or indexing (artifacts, polls "
+                             "indexer-api)")
+    worker.add_argument("--url", help="base URL of the API the worker polls (default: the local stack's)")
+    worker.add_argument("--slots", type=int, default=1, help="jobs run at once (default 1)")
+    worker.add_argument("--worker-id", help="the id leases are held under (default host:pid:kind)")
     worker.set_defaults(func=cmd_worker)

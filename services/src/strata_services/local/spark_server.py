@@ -7,6 +7,7 @@ import logging
 import socket
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from strata_services.local.jvm import JavaProcess, spark_environment, spark_home
@@ -168,18 +169,29 @@ class LocalSparkConnectServer:
         finally:
             session.stop()
 
-    def wait_ready(self, timeout: float = 120.0) -> str:
-        """Block until the server answers a real RPC; return its Spark version.
+    def wait_ready(self, timeout: float = 120.0, waiting: Callable[[float], None] | None = None,
+                   every_secs: float = 10.0) -> str:
+        """Block until the server answers a real RPC; return its Spark version. `waiting` is told the seconds
+        waited so far every `every_secs`.
 
         Raises SparkServerError (with the tail of the server log) if the JVM exits or `timeout` passes.
         """
-        deadline = time.monotonic() + timeout
+        started = time.monotonic()
+        deadline = started + timeout
+        next_report = started + every_secs
+
+        def tick() -> None:
+            nonlocal next_report
+            if waiting is not None and time.monotonic() >= next_report:
+                waiting(time.monotonic() - started)
+                next_report += every_secs
         while not self._port_open():
             self._check_alive()
             if time.monotonic() > deadline:
                 raise self._fail(
                     f"spark connect server not listening on {self.host}:{self.port} after {timeout:.0f}s"
                 )
+            tick()
             time.sleep(0.2)
         while True:
             self._check_alive()
@@ -189,6 +201,7 @@ class LocalSparkConnectServer:
                 last = exc
             if time.monotonic() > deadline:
                 raise self._fail(f"spark connect server did not answer in {timeout:.0f}s: {last!r}")
+            tick()
             time.sleep(0.5)
 
     def stop(self, timeout: float = 15.0) -> None:

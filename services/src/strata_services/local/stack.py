@@ -9,6 +9,8 @@ import logging
 import os
 import signal
 import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,6 +35,10 @@ class LocalStack:
     spark_remote: str = ""
     keys_json: str = ""
     keys_source: str = ""
+    # Told each step as it completes, and every few seconds while Spark starts (the longest wait): `strata up`
+    # prints them so a first start (a JVM, maybe a minute on a small machine) never looks hung.
+    report: Callable[[str], None] = lambda _: None
+    _started_at: float = field(default_factory=time.monotonic)
 
     @property
     def home(self) -> Path:
@@ -42,6 +48,7 @@ class LocalStack:
         self.home.mkdir(parents=True, exist_ok=True)
         self.keys_json, self.keys_source = resolve_api_keys(self.settings)
         self._start_database()
+        self._step(f"postgresql ready, metastore migrated ({self.database_url.split('@')[-1].split('?')[0]})")
         self._start_spark()
         env = {
             "STRATA_DATABASE_URL": self.database_url,
@@ -60,9 +67,15 @@ class LocalStack:
             api.start()
         for api in self.apis:
             api.wait_healthy()
+        self._step("planner-api, indexer-api, query-api and proxy answer /healthz")
         if self.spark is not None:
-            self.spark.wait_ready(timeout=180)
+            version = self.spark.wait_ready(timeout=180, waiting=lambda secs: self._step(
+                f"waiting for the Spark Connect server to answer ({secs:.0f}s so far)"))
+            self._step(f"spark connect {version} ready at {self.spark_remote}")
         self._write_state()
+
+    def _step(self, what: str) -> None:
+        self.report(f"  [{time.monotonic() - self._started_at:5.1f}s] {what}")
 
     def _start_database(self) -> None:
         if self.settings.database_url:
