@@ -26,6 +26,7 @@ EXPECTED_ALLOWED = {
     (JobStatus.IN_PROGRESS, JobStatus.EXCLUDED),
     (JobStatus.IN_PROGRESS, JobStatus.CANCELLED),
     (JobStatus.EXCLUDED, JobStatus.CANCELLED),
+    (JobStatus.EXCLUDED, JobStatus.UNASSIGNED),  # an operator's retry
 }
 
 

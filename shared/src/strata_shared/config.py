@@ -60,6 +60,12 @@ class Settings(BaseSettings):
     # Merge slots of the runner inside planner-api; 0 turns it off (run `strata worker` elsewhere).
     compaction_worker_slots: int = 1
     compaction_poll_interval_secs: float = 2.0
+    # At most this many compaction jobs in progress at once per tenant (partition_id) and per index, so a backlog
+    # in one of them cannot hold every worker while the others wait (indexing has the same caps below).
+    compaction_max_in_progress_per_tenant: int = Field(4, ge=1)
+    compaction_max_in_progress_per_index: int = Field(4, ge=1)
+    # How often planner-api looks for indexes whose retention pass is due (each index's own interval decides).
+    retention_tick_secs: float = 30.0
     # Inputs of a merge stay readable this long after it publishes, so queries planned before it finish.
     gc_grace_secs: int = 600
     gc_interval_secs: float = 30.0

@@ -18,6 +18,9 @@ class IndexOut(BaseModel):
     created_at: datetime
     updated_at: datetime
     config: IndexSettings
+    # Operator state (POST .../compaction|indexing/pause|resume): when each queue was paused for the index.
+    compaction_paused_at: datetime | None = None
+    indexing_paused_at: datetime | None = None
 
 
 class IndexPage(BaseModel):

@@ -25,6 +25,8 @@ def to_out(row: IndexRow) -> IndexOut:
         created_at=row.created_at,
         updated_at=row.updated_at,
         config=IndexSettings.model_validate(row.config),
+        compaction_paused_at=row.compaction_paused_at,
+        indexing_paused_at=row.indexing_paused_at,
     )
 
 

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Depends
 from strata_indexer.indexing.artifacts import register_artifacts, split_artifacts, split_of
 from strata_indexer.indexing.janitor import run_janitor
 from strata_indexer.indexing.lag import lag_by_index
-from strata_indexer.indexing.scheduler import indexing_queue
+from strata_indexer.indexing.scheduler import cancel_job, indexing_queue
 from strata_indexer.indexing.schemas import (
     IndexingJobOut,
     IndexingJobPage,
@@ -24,7 +24,7 @@ from strata_indexer.indexing.schemas import (
 )
 from strata_shared.domain.wire_types import Ulid
 from strata_shared.metastore.indexing_repository import IndexingJobFilter, IndexingRepository
-from strata_shared.scheduling.router import JobQueueApi, job_queue_router
+from strata_shared.scheduling.router import JobAction, JobQueueApi, job_queue_router
 from strata_shared.web.auth import Principal, Scope, require, require_any
 from strata_shared.web.deps import Session, State
 from strata_shared.web.problems import problem_responses
@@ -42,6 +42,9 @@ router.include_router(job_queue_router(JobQueueApi(
     filtered_by="file",
     job_shows="status, stage, failures with reasons, the artifacts it published, what it skipped and why",
     hands_out="files to index",
+    actions=[JobAction("cancel", cancel_job,
+                       "Cancel a job: its worker's next write is refused and its Spark operation is interrupted by "
+                       "the worker (by its operation tag).")],
 )))
 
 

@@ -13,6 +13,7 @@ from strata_indexer.indexing import snapshots
 from strata_indexer.indexing.artifact_checks import artifact_prefix, check_artifacts
 from strata_indexer.indexing.schemas import IndexingAssignment, IndexingUpdate
 from strata_shared.domain.index_config import IndexSettings
+from strata_shared.domain.scheduler_rules import InProgressLimits
 from strata_shared.domain.split import SplitState
 from strata_shared.metastore.indexing_models import IndexingJobRow
 from strata_shared.metastore.indexing_repository import IndexingRepository
@@ -39,9 +40,8 @@ def indexing_queue(state: AppState) -> QueueSpec[IndexingUpdate, IndexingAssignm
 
     async def assign(session: AsyncSession, worker_id: str, capacity: int, now: datetime,
                      lease: timedelta) -> Sequence[IndexingJobRow]:
-        return await IndexingRepository(session).assign(
-            worker_id, capacity, now, lease, max_in_progress=settings.indexing_max_in_progress,
-            max_in_progress_per_tenant=settings.indexing_max_in_progress_per_tenant)
+        return await IndexingRepository(session).assign(worker_id, capacity, now, lease, InProgressLimits(
+            total=settings.indexing_max_in_progress, per_tenant=settings.indexing_max_in_progress_per_tenant))
 
     async def describe(session: AsyncSession, jobs: Sequence[IndexingJobRow]) -> list[IndexingAssignment]:
         return [await _assignment(state, session, job) for job in jobs]
@@ -50,6 +50,12 @@ def indexing_queue(state: AppState) -> QueueSpec[IndexingUpdate, IndexingAssignm
                      max_failures=settings.indexing_max_failures,
                      queue_of=lambda session: IndexingRepository(session).queue, publish=publish,
                      housekeeping=cancel_orphans, assign=assign, describe=describe)
+
+
+async def cancel_job(session: AsyncSession, job_id: str, now: datetime) -> IndexingJobRow | None:
+    """An operator's cancel: the worker's next write is refused; the file is built again by a later job (the
+    janitor's repair) if it still needs its artifacts."""
+    return await IndexingRepository(session).cancel(job_id, now)
 
 
 async def _publish_build(state: AppState, session, repo: IndexingRepository, job: IndexingJobRow,

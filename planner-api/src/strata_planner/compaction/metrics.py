@@ -27,6 +27,19 @@ class CompactionMetrics:
                                          "Average times the published bytes of an index have been written",
                                          ["index_id"], registry=registry)
 
+        # Retention (and an operator's DELETE of windows) drops whole windows: what went, per index.
+        self.retention_windows = Counter("strata_retention_windows_dropped", "Windows dropped by retention",
+                                         ["index_id"], registry=registry)
+        self.retention_splits = Counter("strata_retention_splits_dropped", "Splits marked for deletion by retention",
+                                        ["index_id"], registry=registry)
+        self.retention_bytes = Counter("strata_retention_bytes_dropped", "Bytes of splits dropped by retention",
+                                       ["index_id"], registry=registry)
+
+    def observe_retention(self, index_id: str, outcome) -> None:
+        self.retention_windows.labels(index_id).inc(len(outcome.windows))
+        self.retention_splits.labels(index_id).inc(outcome.splits)
+        self.retention_bytes.labels(index_id).inc(outcome.bytes)
+
     def observe_success(self, job: CompactionJobRow) -> None:
         self.bytes_merged.inc(job.input_bytes)
         self.bytes_written.inc(job.output_bytes or 0)

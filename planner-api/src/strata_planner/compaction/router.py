@@ -1,4 +1,5 @@
-"""HTTP routes of compaction: planning, the worker protocol, job status, the window timeline."""
+"""HTTP routes of compaction: planning, the worker protocol, job status and operator controls (the shared job
+queue routes), the window timeline, and retention (dropping whole windows)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ from fastapi import APIRouter, Depends, Query
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from strata_planner.compaction.planning import WindowRange, plan_index, skipped_summary
+from strata_planner.compaction.retention import RetentionOutcome, drop_windows, retention_cutoff
 from strata_planner.compaction.scheduler import cancel_job, compaction_queue
 from strata_planner.compaction.schemas import (
+    DroppedWindowOut,
     JobOut,
     JobPage,
     PlannedOperation,
@@ -18,12 +21,15 @@ from strata_planner.compaction.schemas import (
     PlanResponse,
     PollRequest,
     PollResponse,
+    RetentionApplyRequest,
+    RetentionReport,
     StatusUpdate,
     WindowPage,
 )
 from strata_planner.compaction.status import window_summaries
+from strata_shared.domain.index_config import IndexSettings
 from strata_shared.domain.wire_types import IndexId, Int64
-from strata_shared.errors import InvalidInput
+from strata_shared.errors import Conflict, InvalidInput
 from strata_shared.metastore.compaction_repository import CompactionJobFilter, CompactionRepository
 from strata_shared.metastore.repositories import load_live_index
 from strata_shared.scheduling.router import JobAction, JobQueueApi, job_queue_router
@@ -92,7 +98,54 @@ async def list_windows(index_id: IndexId, session: Session, state: State,
     index = await load_live_index(session, index_id)
     windows = await window_summaries(session, index, state.clock(), start_gte=window_start_gte,
                                      start_lt=window_start_lt, limit=limit)
-    return WindowPage(index_id=index_id, windows=windows)
+    retention = IndexSettings.model_validate(index.config).retention
+    return WindowPage(index_id=index_id, windows=windows, compaction_paused_at=index.compaction_paused_at,
+                      retention_period_secs=None if retention is None else retention.period_secs)
+
+
+def _report(outcome: RetentionOutcome) -> RetentionReport:
+    return RetentionReport(
+        index_id=outcome.index_id, cutoff=outcome.cutoff, dry_run=outcome.dry_run,
+        windows=[DroppedWindowOut(window_start=w.window_start, window_duration_secs=w.window_duration_secs,
+                                  splits=w.splits, rows=w.rows, bytes=w.bytes, cancelled_job_ids=w.cancelled_job_ids)
+                 for w in outcome.windows],
+        splits=outcome.splits, rows=outcome.rows, bytes=outcome.bytes)
+
+
+@router.post("/v1/indexes/{index_id}/retention/apply", response_model=RetentionReport,
+             responses=problem_responses(401, 403, 404, 409, 422))
+async def apply_retention(index_id: IndexId, request: RetentionApplyRequest, session: Session, state: State,
+                          _: Annotated[Principal, Depends(require(Scope.ADMIN))]) -> RetentionReport:
+    """Apply the index's retention now: every window whose end is older than its retention period is dropped
+    (its live compaction jobs cancelled, its splits marked for deletion, one transaction per window; the files
+    go after the garbage collector's grace period). A dry run lists what would go. 409 when the index has no
+    retention configured."""
+    index = await load_live_index(session, index_id)
+    retention = IndexSettings.model_validate(index.config).retention
+    if retention is None:
+        raise Conflict(f"index {index_id!r} has no retention configured (set retention.period_secs in its config)")
+    now = state.clock()
+    cutoff = retention_cutoff(int(now.timestamp()), retention.period_secs)
+    return _report(await drop_windows(state, index, cutoff, now, dry_run=request.dry_run))
+
+
+@router.delete("/v1/indexes/{index_id}/windows", response_model=RetentionReport,
+               responses=problem_responses(401, 403, 404, 422))
+async def delete_windows(index_id: IndexId, session: Session, state: State,
+                         _: Annotated[Principal, Depends(require(Scope.ADMIN))],
+                         older_than: Annotated[Int64 | datetime, Query(
+                             description="drop windows ending at or before this (epoch seconds or RFC 3339); "
+                                         "not in the future")],
+                         dry_run: Annotated[bool, Query(description="only list what would be dropped")] = False,
+                         ) -> RetentionReport:
+    """Drop the index's windows ending at or before `older_than`, as retention does (whatever its configured
+    period): live compaction jobs cancelled, splits marked for deletion, files deleted after the grace period."""
+    index = await load_live_index(session, index_id)
+    now = state.clock()
+    cutoff = _epoch(older_than, "older_than")
+    if cutoff > int(now.timestamp()):
+        raise InvalidInput.field("older_than", "must not be in the future (it would drop windows still written)")
+    return _report(await drop_windows(state, index, cutoff, now, dry_run=dry_run))
 
 
 def _job_filters(window_start_gte: Int64 | None = None, window_start_lt: Int64 | None = None) -> CompactionJobFilter:

@@ -15,7 +15,7 @@ from strata_shared.domain.column_stats import ColumnStats
 from strata_shared.domain.fields import FieldType
 from strata_shared.domain.index_config import IndexSettings
 from strata_shared.domain.jobs import JobStatus
-from strata_shared.domain.scheduler_rules import jobs_to_plan
+from strata_shared.domain.scheduler_rules import InProgressLimits, jobs_to_plan
 from strata_shared.domain.split import RowGroupSpan, SplitMetadata, SplitState
 from strata_shared.metastore.compaction_models import CompactionJobRow
 from strata_shared.metastore.compaction_repository import CompactionRepository, PublishConflict
@@ -43,7 +43,9 @@ def compaction_queue(state: AppState) -> QueueSpec[StatusUpdate, Assignment]:
             await plan_incrementally(session, now, budget)
 
     async def assign(session: AsyncSession, worker_id: str, capacity: int, now: datetime, lease) -> Sequence:
-        return await CompactionRepository(session).assign(worker_id, capacity, now, lease)
+        return await CompactionRepository(session).assign(worker_id, capacity, now, lease, InProgressLimits(
+            per_tenant=settings.compaction_max_in_progress_per_tenant,
+            per_index=settings.compaction_max_in_progress_per_index))
 
     async def describe(session: AsyncSession, jobs: Sequence[CompactionJobRow]) -> list[Assignment]:
         return await build_assignments(session, state.storage, jobs, settings.compaction_lease_secs)

@@ -194,8 +194,37 @@ class WindowOut(BaseModel):
     marked_for_deletion: int
     closed: bool
     last_compacted_at: datetime | None
+    # Retention: whether the window's end is older than the index's retention period (the next pass drops it),
+    # and when a pass (or an operator) last dropped it.
+    expired: bool = False
+    dropped_at: datetime | None = None
 
 
 class WindowPage(BaseModel):
     index_id: str
     windows: list[WindowOut]
+    compaction_paused_at: datetime | None = Field(None, description="set while compaction of the index is paused")
+    retention_period_secs: int | None = Field(None, description="the index's retention period; none: kept")
+
+
+class RetentionApplyRequest(_Strict):
+    dry_run: bool = Field(False, description="only list what would be dropped")
+
+
+class DroppedWindowOut(BaseModel):
+    window_start: int
+    window_duration_secs: int
+    splits: int
+    rows: int
+    bytes: int
+    cancelled_job_ids: list[str] = Field(description="live compaction jobs cancelled first (would be, on a dry run)")
+
+
+class RetentionReport(BaseModel):
+    index_id: str
+    cutoff: int = Field(description="windows ending at or before this (epoch seconds) are dropped")
+    dry_run: bool
+    windows: list[DroppedWindowOut]
+    splits: int
+    rows: int
+    bytes: int

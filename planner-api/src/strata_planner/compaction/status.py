@@ -8,6 +8,7 @@ from datetime import datetime
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from strata_planner.compaction.planning import policy_params
+from strata_planner.compaction.retention import retention_cutoff, window_expired
 from strata_planner.compaction.schemas import WindowOut
 from strata_shared.domain.index_config import IndexSettings
 from strata_shared.domain.merge_policy import split_level
@@ -21,6 +22,7 @@ async def window_summaries(session: AsyncSession, index: IndexRow, now: datetime
     settings = IndexSettings.model_validate(index.config)
     params = policy_params(settings)
     now_secs = int(now.timestamp())
+    cutoff = None if settings.retention is None else retention_cutoff(now_secs, settings.retention.period_secs)
     out = []
     for w in await CompactionWindowRepository(session).timeline(index.index_uid, start_gte=start_gte,
                                                                 start_lt=start_lt, limit=limit):
@@ -31,5 +33,7 @@ async def window_summaries(session: AsyncSession, index: IndexRow, now: datetime
             closed=is_window_closed(w.window_start, w.window_duration_secs, settings.late_data_acceptance_secs,
                                     now_secs),
             last_compacted_at=w.last_compacted_at,
+            expired=cutoff is not None and window_expired(w.window_start, w.window_duration_secs, cutoff),
+            dropped_at=w.dropped_at,
         ))
     return out

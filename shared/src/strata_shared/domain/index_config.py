@@ -71,6 +71,14 @@ class ParquetConfig(_Strict):
     write_statistics: bool = True
 
 
+class RetentionConfig(_Strict):
+    """Drop every window whose end is older than `period_secs` (its rows are all older, TW-1), checked every
+    `interval_secs` by planner-api; the files go through the usual marked_for_deletion -> grace -> GC path."""
+
+    period_secs: int = Field(ge=60, le=MAX_DURATION_SECS, description="keep windows ending within this period")
+    interval_secs: int = Field(3600, ge=10, le=MAX_DURATION_SECS, description="how often the pass runs")
+
+
 class IndexSettings(_Strict):
     """Everything about an index except its id: what PUT replaces."""
 
@@ -88,6 +96,8 @@ class IndexSettings(_Strict):
     artifacts: ArtifactConfig = Field(default_factory=ArtifactConfig)
     query: QueryConfig = Field(default_factory=QueryConfig)
     parquet: ParquetConfig = Field(default_factory=ParquetConfig)
+    # Off unless set: data is kept until deleted.
+    retention: RetentionConfig | None = None
 
     @field_validator("window_duration_secs")
     @classmethod

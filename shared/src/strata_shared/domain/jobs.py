@@ -30,8 +30,9 @@ ALLOWED_TRANSITIONS: dict[JobStatus, frozenset[JobStatus]] = {
         JobStatus.CANCELLED,
     }),
     JobStatus.SUCCESS: frozenset(),
-    # An operator cancels an excluded job to release its inputs once the cause is fixed.
-    JobStatus.EXCLUDED: frozenset({JobStatus.CANCELLED}),
+    # An operator cancels an excluded job to release its inputs, or retries it (back to the queue with its
+    # failure count reset) once the cause is fixed.
+    JobStatus.EXCLUDED: frozenset({JobStatus.CANCELLED, JobStatus.UNASSIGNED}),
     JobStatus.CANCELLED: frozenset(),
 }
 

@@ -8,7 +8,12 @@ declaration in Python and checks PostgreSQL hands jobs out in exactly that order
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,3 +37,35 @@ def jobs_to_plan(reported_capacity: int, live_jobs: int, unassigned_jobs: int, q
     within the queue bound."""
     wanted = max(0, reported_capacity - unassigned_jobs)
     return max(0, min(wanted, queue_bound - live_jobs))
+
+
+@dataclass(frozen=True, slots=True)
+class InProgressLimits:
+    """Caps on jobs in progress at once: in total, per tenant (partition_id) and per index; None is no cap. A
+    backlog in one tenant or index then cannot hold every worker while others wait."""
+
+    total: int | None = None
+    per_tenant: int | None = None
+    per_index: int | None = None
+
+
+def choose_within_limits(candidates: Sequence[T], capacity: int, limits: InProgressLimits,
+                         running: Sequence[tuple[str, str]], key: Callable[[T], tuple[str, str]]) -> list[T]:
+    """The candidates (in queue order) to hand out now: at most `capacity`, skipping any whose tenant or index is
+    at its cap. `running` holds (index_uid, partition_id) of each job in progress; `key` gives a candidate's."""
+    budget = capacity if limits.total is None else min(capacity, limits.total - len(running))
+    by_tenant = Counter(tenant for _, tenant in running)
+    by_index = Counter(index for index, _ in running)
+    chosen: list[T] = []
+    for job in candidates:
+        if len(chosen) >= budget:
+            break
+        index, tenant = key(job)
+        if limits.per_tenant is not None and by_tenant[tenant] >= limits.per_tenant:
+            continue
+        if limits.per_index is not None and by_index[index] >= limits.per_index:
+            continue
+        by_tenant[tenant] += 1
+        by_index[index] += 1
+        chosen.append(job)
+    return chosen

@@ -81,6 +81,8 @@ class CompactionWindowRow(Base):
     changed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     planned_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     last_compacted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    # When retention (or an operator) last dropped the window: its splits were marked for deletion then.
+    dropped_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
 
     __table_args__ = (
         Index("ix_compaction_windows_dirty", "index_uid", postgresql_where=text("dirty")),

@@ -11,20 +11,22 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 from ulid import ULID
 
-from strata_shared.domain.jobs import JobStatus
+from strata_shared.domain.jobs import LIVE_STATUSES, JobStatus, check_transition
 from strata_shared.domain.merge_policy import MergeOperation
-from strata_shared.domain.scheduler_rules import COMPACTION_ASSIGNMENT_ORDER
+from strata_shared.domain.scheduler_rules import COMPACTION_ASSIGNMENT_ORDER, InProgressLimits
 from strata_shared.domain.split import SplitMetadata, SplitState
 from strata_shared.metastore.compaction_models import CompactionJobInputRow, CompactionJobRow
 from strata_shared.metastore.leases import JobFilter, LeaseQueue, PublishRefused, new_job_values
 from strata_shared.metastore.models import SplitRow
 from strata_shared.metastore.repositories import SplitRepository
 from strata_shared.metastore.window_repository import CompactionWindowRepository
+
+NO_LIMITS = InProgressLimits()
 
 
 class PublishConflict(PublishRefused):
@@ -40,7 +42,7 @@ class CompactionJobFilter(JobFilter):
 class CompactionRepository:
     def __init__(self, session: AsyncSession) -> None:
         self.session = session
-        self.queue = LeaseQueue(session, CompactionJobRow)
+        self.queue = LeaseQueue(session, CompactionJobRow, "compaction_paused_at")
 
     # --- creation -------------------------------------------------------------------------------------------
 
@@ -98,12 +100,11 @@ class CompactionRepository:
     async def count_by_status(self) -> dict[JobStatus, int]:
         return await self.queue.count_by_status()
 
-    async def assign(self, worker_id: str, capacity: int, now: datetime, lease: timedelta) -> list[CompactionJobRow]:
-        """Hand the highest-priority unassigned jobs to a worker (`COMPACTION_ASSIGNMENT_ORDER`)."""
-        if capacity <= 0:
-            return []
-        jobs = await self.queue.waiting(COMPACTION_ASSIGNMENT_ORDER, capacity)
-        return await self.queue.lease(jobs, worker_id, now, lease)
+    async def assign(self, worker_id: str, capacity: int, now: datetime, lease: timedelta,
+                     limits: InProgressLimits = NO_LIMITS) -> list[CompactionJobRow]:
+        """Hand the highest-priority unassigned jobs to a worker (`COMPACTION_ASSIGNMENT_ORDER`), skipping paused
+        indexes, within the caps on jobs in progress per tenant and per index."""
+        return await self.queue.lease_within(COMPACTION_ASSIGNMENT_ORDER, worker_id, capacity, now, lease, limits)
 
     # --- a worker's success (fenced) ------------------------------------------------------------------------
 
@@ -156,6 +157,43 @@ class CompactionRepository:
             {(job.index_uid, job.window_duration_secs, job.window_start)})
         await self.session.flush()
         return job
+
+    async def retry(self, job_id: str, now: datetime) -> CompactionJobRow | None:
+        """Retry an excluded job (InvalidTransition otherwise). Its claims were held while it was excluded, so
+        while every input is still published it goes back to the queue with them; when an input changed (merged
+        or dropped meanwhile) the job could never publish: it is cancelled instead, its claims released and its
+        window planned again."""
+        job = await self.queue.get(job_id, for_update=True)
+        if job is None:
+            return None
+        check_transition(job.status, JobStatus.UNASSIGNED)
+        published = await self.session.scalar(
+            select(func.count()).select_from(SplitRow)
+            .where(SplitRow.split_id.in_(job.input_split_ids), SplitRow.state == SplitState.PUBLISHED))
+        if published == len(set(job.input_split_ids)):
+            self.queue.retry(job, now)
+        else:
+            self.queue.cancel(job, now, stage="inputs_changed")
+            await self._release(job.job_id)
+            await CompactionWindowRepository(self.session).mark_changed(
+                {(job.index_uid, job.window_duration_secs, job.window_start)})
+        await self.session.flush()
+        return job
+
+    async def cancel_window_jobs(self, index_uid: str, window_duration_secs: int, window_start: int,
+                                 now: datetime) -> list[str]:
+        """Cancel the live jobs over one window (retention drops it) and release their claims; a worker's next
+        write to one of them is refused, so no merge of the window publishes after it is dropped."""
+        m = CompactionJobRow
+        jobs = (await self.session.execute(
+            select(m).where(m.index_uid == index_uid, m.window_duration_secs == window_duration_secs,
+                            m.window_start == window_start, m.status.in_(LIVE_STATUSES))
+            .order_by(m.job_id).with_for_update())).scalars().all()
+        for job in jobs:
+            self.queue.cancel(job, now, stage="window_dropped")
+            await self._release(job.job_id)
+        await self.session.flush()
+        return [job.job_id for job in jobs]
 
     async def cancel_index_jobs(self, index_uid: str, now: datetime) -> int:
         """The index was deleted: its live jobs are cancelled and their claims released."""

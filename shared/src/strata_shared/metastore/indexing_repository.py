@@ -1,8 +1,9 @@
 """All SQL of indexing jobs, artifacts and snapshots.
 
-Jobs go through the shared `LeaseQueue` (leases, fencing tokens, failures), ordered oldest first and limited in
-progress globally and per tenant. A file's artifact set becomes visible in one statement: its snapshot row flips
-to `published` with the list of artifact ids, in the transaction that registers the last of them.
+Jobs go through the shared `LeaseQueue` (leases, fencing tokens, failures, pauses, retries), ordered oldest first
+and limited in progress globally and per tenant. A file's artifact set becomes visible in one statement: its
+snapshot row flips to `published` with the list of artifact ids, in the transaction that registers the last of
+them.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from ulid import ULID
 
 from strata_shared.domain.artifact_refs import ArtifactRef
-from strata_shared.domain.jobs import JobStatus
-from strata_shared.domain.scheduler_rules import INDEXING_ASSIGNMENT_ORDER
+from strata_shared.domain.jobs import JobStatus, check_transition
+from strata_shared.domain.scheduler_rules import INDEXING_ASSIGNMENT_ORDER, InProgressLimits
 from strata_shared.domain.split import SplitState
 from strata_shared.metastore.indexing_models import ArtifactRow, ArtifactSnapshotRow, IndexingJobRow
 from strata_shared.metastore.leases import JobFilter, LeaseQueue, new_job_values
@@ -46,7 +47,7 @@ class IndexingLag:
 class IndexingRepository:
     def __init__(self, session: AsyncSession) -> None:
         self.session = session
-        self.queue = LeaseQueue(session, IndexingJobRow)
+        self.queue = LeaseQueue(session, IndexingJobRow, "indexing_paused_at")
 
     # --- jobs -----------------------------------------------------------------------------------------------
 
@@ -77,27 +78,38 @@ class IndexingRepository:
         """The index was deleted: its files will not be read, so their builds are cancelled."""
         return len(await self.queue.cancel_live_of_index(index_uid, now, stage="index_deleted"))
 
-    async def assign(self, worker_id: str, capacity: int, now: datetime, lease: timedelta, *,
-                     max_in_progress: int, max_in_progress_per_tenant: int) -> list[IndexingJobRow]:
-        """Oldest waiting jobs first, within the global and per-tenant limits on jobs in progress."""
-        running = dict((await self.session.execute(
-            select(IndexingJobRow.partition_id, func.count())
-            .where(IndexingJobRow.status == JobStatus.IN_PROGRESS)
-            .group_by(IndexingJobRow.partition_id))).all())
-        budget = min(capacity, max_in_progress - sum(running.values()))
-        if budget <= 0:
-            return []
-        # Look past the head of the queue, so one busy tenant's backlog does not starve the others.
-        candidates = await self.queue.waiting(INDEXING_ASSIGNMENT_ORDER, limit=budget * 8 + 32)
-        chosen = []
-        for job in candidates:
-            if len(chosen) == budget:
-                break
-            if running.get(job.partition_id, 0) >= max_in_progress_per_tenant:
-                continue
-            running[job.partition_id] = running.get(job.partition_id, 0) + 1
-            chosen.append(job)
-        return await self.queue.lease(chosen, worker_id, now, lease)
+    async def assign(self, worker_id: str, capacity: int, now: datetime, lease: timedelta,
+                     limits: InProgressLimits) -> list[IndexingJobRow]:
+        """Oldest waiting jobs first, skipping paused indexes, within the caps on jobs in progress."""
+        return await self.queue.lease_within(INDEXING_ASSIGNMENT_ORDER, worker_id, capacity, now, lease, limits)
+
+    async def cancel(self, job_id: str, now: datetime) -> IndexingJobRow | None:
+        """An operator's cancel (InvalidTransition if the job already ended): its worker's next write is refused."""
+        job = await self.queue.get(job_id, for_update=True)
+        if job is None:
+            return None
+        self.queue.cancel(job, now)
+        await self.session.flush()
+        return job
+
+    async def retry(self, job_id: str, now: datetime) -> IndexingJobRow | None:
+        """Retry an excluded job (InvalidTransition otherwise): back to the queue while its file is still published
+        and no other job builds it; otherwise there is nothing left for it to do, and it is cancelled."""
+        job = await self.queue.get(job_id, for_update=True)
+        if job is None:
+            return None
+        check_transition(job.status, JobStatus.UNASSIGNED)
+        state = await self.session.scalar(select(SplitRow.state).where(SplitRow.split_id == job.split_id))
+        other = await self.session.scalar(select(IndexingJobRow.job_id).where(
+            IndexingJobRow.split_id == job.split_id, IndexingJobRow.job_id != job.job_id, LIVE_JOB).limit(1))
+        if state is not SplitState.PUBLISHED:
+            self.queue.cancel(job, now, stage="inputs_changed")
+        elif other is not None:
+            self.queue.cancel(job, now, stage="superseded")
+        else:
+            self.queue.retry(job, now)
+        await self.session.flush()
+        return job
 
     async def get(self, job_id: str) -> IndexingJobRow | None:
         return await self.queue.get(job_id)

@@ -5,6 +5,11 @@ with a lease and a fencing token drawn from one PostgreSQL sequence, fenced work
 (`job_id`, `fencing_token`, `in_progress`, else `StaleToken`), failures counted toward exclusion, and lease expiry
 treated as a failure. The transitions are `strata_shared.domain.jobs`' table; the queue's order and what a job
 holds are its owner's business.
+
+The operator's controls are here too, once for every queue: pausing an index (`pause_column` of `indexes`: while
+set, `waiting` skips the index's jobs, so no worker is handed one), the caps on jobs in progress per tenant and
+per index (`lease_within`), and a retry of an excluded job (`retry`: back to the queue, failure count reset,
+failure log kept).
 """
 
 from __future__ import annotations
@@ -14,15 +19,15 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Generic, TypeVar
 
-from sqlalchemy import BigInteger, DateTime, Double, Enum, Integer, Select, String, Text, func, select
+from sqlalchemy import BigInteger, DateTime, Double, Enum, Integer, Select, String, Text, func, select, update
 from sqlalchemy import Sequence as DbSequence
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Mapped, mapped_column
 
 from strata_shared.domain.jobs import LIVE_STATUSES, JobStatus, check_transition, status_after_failure
-from strata_shared.domain.scheduler_rules import SortKey
-from strata_shared.metastore.models import Base
+from strata_shared.domain.scheduler_rules import InProgressLimits, SortKey, choose_within_limits
+from strata_shared.metastore.models import Base, IndexRow
 
 job_status_enum = Enum(JobStatus, name="job_status", values_callable=lambda e: [m.value for m in e])
 # Fencing tokens: one database sequence, so every assignment's token is larger than every earlier one, whatever
@@ -80,9 +85,48 @@ class JobFilter:
 
 
 class LeaseQueue(Generic[J]):
-    def __init__(self, session: AsyncSession, model: type[J]) -> None:
+    def __init__(self, session: AsyncSession, model: type[J], pause_column: str = "compaction_paused_at") -> None:
         self.session = session
         self.model = model
+        # The `indexes` column that pauses this queue for an index (compaction_paused_at, indexing_paused_at).
+        self.paused_at = getattr(IndexRow, pause_column)
+
+    # --- pausing --------------------------------------------------------------------------------------------
+
+    def _not_paused(self) -> Any:
+        return self.model.index_uid.not_in(select(IndexRow.index_uid).where(self.paused_at.is_not(None)))
+
+    async def set_paused(self, index_uid: str, paused: bool, now: datetime) -> datetime | None:
+        """Pause (or resume) this queue for one index; pausing an index already paused keeps its first time."""
+        value = func.coalesce(self.paused_at, now) if paused else None
+        return await self.session.scalar(
+            update(IndexRow).where(IndexRow.index_uid == index_uid).values({self.paused_at.key: value})
+            .returning(self.paused_at))
+
+    async def in_progress_of_index(self, index_uid: str) -> list[J]:
+        """The index's running jobs, locked (a pause with --cancel-running cancels them)."""
+        return list((await self.session.execute(
+            select(self.model).where(self.model.index_uid == index_uid, self.model.status == JobStatus.IN_PROGRESS)
+            .order_by(self.model.job_id).with_for_update())).scalars().all())
+
+    async def excluded_of_index(self, index_uid: str) -> list[str]:
+        """Ids of the index's excluded jobs (a bulk retry), oldest first."""
+        return list((await self.session.execute(
+            select(self.model.job_id).where(self.model.index_uid == index_uid,
+                                            self.model.status == JobStatus.EXCLUDED)
+            .order_by(self.model.job_id))).scalars().all())
+
+    def retry(self, job: J, now: datetime) -> None:
+        """An excluded job back in the queue: its failure count starts again, its failure log stays (the history
+        of what went wrong), and its next lease draws a new fencing token as any assignment does."""
+        check_transition(job.status, JobStatus.UNASSIGNED)
+        job.status = JobStatus.UNASSIGNED
+        job.failures = 0
+        job.worker_id = None
+        job.finished_at = None
+        job.stage = "retried"
+        job.progress = 0.0
+        job.updated_at = now
 
     async def count_by_status(self) -> dict[JobStatus, int]:
         rows = await self.session.execute(select(self.model.status, func.count()).group_by(self.model.status))
@@ -105,9 +149,28 @@ class LeaseQueue(Generic[J]):
         schedulers hold are skipped."""
         columns = [(getattr(self.model, key.column), key) for key in order]
         keys = [column.asc().nulls_first() if key.nulls_first else column.asc() for column, key in columns]
-        stmt: Select = select(self.model).where(self.model.status == JobStatus.UNASSIGNED, *where)
+        stmt: Select = select(self.model).where(self.model.status == JobStatus.UNASSIGNED, self._not_paused(),
+                                                *where)
         stmt = stmt.order_by(*keys).limit(limit).with_for_update(skip_locked=True)
         return list((await self.session.execute(stmt)).scalars().all())
+
+    async def lease_within(self, order: Sequence[SortKey], worker_id: str, capacity: int, now: datetime,
+                           lease: timedelta, limits: InProgressLimits) -> list[J]:
+        """Lease up to `capacity` waiting jobs in `order`, within the caps on jobs in progress in total, per tenant
+        and per index (`scheduler_rules.choose_within_limits`)."""
+        if capacity <= 0:
+            return []
+        m = self.model
+        running = [(i, p) for i, p in (await self.session.execute(
+            select(m.index_uid, m.partition_id).where(m.status == JobStatus.IN_PROGRESS))).all()]
+        budget = capacity if limits.total is None else min(capacity, limits.total - len(running))
+        if budget <= 0:
+            return []
+        capped = limits.per_tenant is not None or limits.per_index is not None
+        # With caps, look past the head of the queue, so one busy tenant's backlog does not starve the others.
+        candidates = await self.waiting(order, limit=budget * 8 + 32 if capped else budget)
+        chosen = choose_within_limits(candidates, budget, limits, running, lambda j: (j.index_uid, j.partition_id))
+        return await self.lease(chosen, worker_id, now, lease)
 
     async def get(self, job_id: str, *, for_update: bool = False) -> J | None:
         return await self.session.get(self.model, job_id, with_for_update=for_update)

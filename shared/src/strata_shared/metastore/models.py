@@ -60,6 +60,10 @@ class IndexRow(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     deleted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    # Operator state, not configuration (a PUT of the settings keeps it): while set, the queue named hands out
+    # none of the index's jobs, and compaction plans none (migration 0005).
+    compaction_paused_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    indexing_paused_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
 
     __table_args__ = (
         # A name is taken by at most one live incarnation.

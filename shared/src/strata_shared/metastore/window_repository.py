@@ -49,6 +49,7 @@ class WindowTotals:
     marked_for_deletion: int
     live_jobs: int
     last_compacted_at: datetime | None
+    dropped_at: datetime | None = None
 
 
 class CompactionWindowRepository:
@@ -73,11 +74,13 @@ class CompactionWindowRepository:
         await self.session.execute(stmt)
 
     async def indexes_to_plan(self) -> list[IndexRow]:
-        """Live indexes with a window flagged as changed or not yet given its final merge, by index_uid."""
+        """Live indexes with a window flagged as changed or not yet given its final merge, by index_uid; an index
+        whose compaction is paused is left for when it resumes (its windows keep their flags)."""
         w = CompactionWindowRow
         pending = select(w.index_uid).where(w.dirty | ~w.final_planned)
         return list((await self.session.execute(
-            select(IndexRow).where(IndexRow.deleted_at.is_(None), IndexRow.index_uid.in_(pending))
+            select(IndexRow).where(IndexRow.deleted_at.is_(None), IndexRow.compaction_paused_at.is_(None),
+                                   IndexRow.index_uid.in_(pending))
             .order_by(IndexRow.index_uid))).scalars().all())
 
     async def changed(self, index_uid: str, rules: WindowRules, now_secs: int) -> list[tuple[int, int]]:
@@ -182,12 +185,13 @@ class CompactionWindowRepository:
             .where(job.index_uid == index_uid, job.status.in_(LIVE_STATUSES))
             .group_by(job.window_duration_secs, job.window_start))).all()}
         w = CompactionWindowRow
-        compacted = {(d, s): t for d, s, t in (await self.session.execute(
-            select(w.window_duration_secs, w.window_start, w.last_compacted_at)
+        compacted = {(d, s): (t, dropped) for d, s, t, dropped in (await self.session.execute(
+            select(w.window_duration_secs, w.window_start, w.last_compacted_at, w.dropped_at)
             .where(w.index_uid == index_uid))).all()}
         return [WindowTotals(
             window_duration_secs=r.window_duration_secs, window_start=r.window_start, splits=r.splits,
             rows=int(r.rows), bytes=int(r.bytes), split_row_counts=[c for c in r.row_counts or [] if c is not None],
             marked_for_deletion=r.marked, live_jobs=jobs.get((r.window_duration_secs, r.window_start), 0),
-            last_compacted_at=compacted.get((r.window_duration_secs, r.window_start)),
+            last_compacted_at=compacted.get((r.window_duration_secs, r.window_start), (None, None))[0],
+            dropped_at=compacted.get((r.window_duration_secs, r.window_start), (None, None))[1],
         ) for r in rows]

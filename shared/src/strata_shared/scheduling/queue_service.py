@@ -27,9 +27,17 @@ A = TypeVar("A")
 
 
 class JobRepository(Protocol):
-    """What the job listing and the summary read of a queue's repository."""
+    """What the job routes use of a queue's repository: reads, and the operator's controls (its `queue`, the
+    shared `LeaseQueue`, pauses and finds jobs; `cancel` and `retry` are the queue's own, since what a job holds
+    differs)."""
+
+    queue: LeaseQueue[Any]
 
     async def get(self, job_id: str) -> Any: ...
+
+    async def cancel(self, job_id: str, now: datetime) -> Any: ...
+
+    async def retry(self, job_id: str, now: datetime) -> Any: ...
 
     async def list_page(self, flt: Any, *, limit: int, after_job_id: str | None) -> Sequence[Any]: ...
 

@@ -6,7 +6,10 @@
 - `GET jobs/{job_id}`: one job;
 - `GET summary`: how many jobs are in each status, in one query (for dashboards and the console: listing every
   job to count them would page through the whole history);
-- `POST jobs/{job_id}/<action>`: the queue's operator actions (cancel), each answering the job.
+- `POST jobs/{job_id}/<action>`: the queue's operator actions (cancel, retry), each answering the job;
+- `POST /v1/indexes/{index_id}/<queue>/pause|resume`: the queue hands out none of the index's jobs while paused
+  (running ones finish, or are cancelled with `cancel_running`);
+- `POST /v1/indexes/{index_id}/<queue>/jobs/retry`: every excluded job of the index retried at once.
 
 A queue describes itself with a `JobQueueApi`; what differs (bodies, filters, what a job shows, the actions it
 offers) are its fields. An operator action is data, so another one (a retry) is a `JobAction` more, not a route
@@ -32,7 +35,14 @@ from strata_shared.metastore.leases import JobFilter
 from strata_shared.metastore.repositories import load_live_index
 from strata_shared.scheduling import queue_service
 from strata_shared.scheduling.queue_service import JobRepository, QueueSpec
-from strata_shared.scheduling.schemas import JobUpdate, LeasedJobOut, PollFields, UpdateResult
+from strata_shared.scheduling.schemas import (
+    BulkRetryResult,
+    JobUpdate,
+    LeasedJobOut,
+    PauseState,
+    PollFields,
+    UpdateResult,
+)
 from strata_shared.web.auth import Principal, Scope, require, require_any
 from strata_shared.web.deps import Session, State
 from strata_shared.web.problems import problem_responses
@@ -167,12 +177,81 @@ def job_queue_router(api: JobQueueApi) -> APIRouter:
         f"{base}/summary", summary, methods=["GET"], name=f"{api.name}_summary", response_model=QueueSummary,
         responses=problem_responses(401, 403), description=f"How many {api.name} jobs are in each status.")
 
-    for action in api.actions:
+    for action in [*api.actions, _retry(api)]:
         router.add_api_route(
             f"{base}/jobs/{{job_id}}/{action.name}", _action_route(api, action), methods=["POST"],
             name=f"{action.name}_{api.name}_job", response_model=api.job_out,
             responses=problem_responses(401, 403, 404, 409), description=action.description)
+    _add_index_controls(router, api)
     return router
+
+
+def _add_index_controls(router: APIRouter, api: JobQueueApi) -> None:
+    """Pause, resume and bulk retry of one index's jobs, under /v1/indexes/{index_id}/<queue>/."""
+    base = f"/v1/indexes/{{index_id}}/{api.name}"
+
+    async def pause(index_id: IndexId, session: Session, state: State, _: Admin,
+                    cancel_running: Annotated[bool, Query(description="also cancel the index's running jobs")]
+                    = False) -> PauseState:
+        index = await load_live_index(session, index_id, for_update=True)
+        repo, now = api.jobs(session), state.clock()
+        paused_at = await repo.queue.set_paused(index.index_uid, True, now)
+        cancelled = []
+        if cancel_running:
+            # Jobs one at a time through the queue's own cancel (compaction releases the claims of each).
+            for job in await repo.queue.in_progress_of_index(index.index_uid):
+                await repo.cancel(job.job_id, now)
+                cancelled.append(job.job_id)
+        await session.commit()
+        return PauseState(index_id=index_id, queue=api.name, paused=True, paused_at=paused_at,
+                          cancelled_job_ids=cancelled)
+
+    router.add_api_route(
+        f"{base}/pause", pause, methods=["POST"], name=f"pause_{api.name}", response_model=PauseState,
+        responses=problem_responses(401, 403, 404, 422),
+        description=f"Pause {api.name} of one index: no worker is handed its jobs from the next poll on"
+                    f"{' and the planner creates none' if api.name == 'compaction' else ''}; running jobs "
+                    f"finish, or are cancelled with cancel_running. Pausing a paused index keeps its first time.")
+
+    async def resume(index_id: IndexId, session: Session, state: State, _: Admin) -> PauseState:
+        index = await load_live_index(session, index_id, for_update=True)
+        await api.jobs(session).queue.set_paused(index.index_uid, False, state.clock())
+        await session.commit()
+        return PauseState(index_id=index_id, queue=api.name, paused=False, paused_at=None)
+
+    router.add_api_route(
+        f"{base}/resume", resume, methods=["POST"], name=f"resume_{api.name}", response_model=PauseState,
+        responses=problem_responses(401, 403, 404),
+        description=f"Resume {api.name} of one index: its waiting jobs are handed out again from the next poll.")
+
+    async def retry_all(index_id: IndexId, session: Session, state: State, _: Admin) -> BulkRetryResult:
+        index = await load_live_index(session, index_id)
+        repo, now = api.jobs(session), state.clock()
+        retried, cancelled = [], []
+        for job_id in await repo.queue.excluded_of_index(index.index_uid):
+            job = await repo.retry(job_id, now)
+            (retried if job.status is JobStatus.UNASSIGNED else cancelled).append(job_id)
+        await session.commit()
+        return BulkRetryResult(index_id=index_id, queue=api.name, retried=retried, cancelled=cancelled)
+
+    router.add_api_route(
+        f"{base}/jobs/retry", retry_all, methods=["POST"], name=f"retry_{api.name}_jobs_of_index",
+        response_model=BulkRetryResult, responses=problem_responses(401, 403, 404),
+        description=f"Retry every excluded {api.name} job of the index: each goes back to the queue with its "
+                    f"failure count reset (its failure log kept), or is cancelled when its inputs changed.")
+
+
+
+def _retry(api: JobQueueApi) -> JobAction:
+    """The retry every queue offers, through its repository's own `retry` (what "inputs changed" means is the
+    queue's: compaction checks its claimed splits, indexing its file)."""
+    async def run(session: AsyncSession, job_id: str, now: datetime) -> Any:
+        return await api.jobs(session).retry(job_id, now)
+
+    return JobAction("retry", run,
+                     "Retry an excluded job: back to the queue with its failure count reset and its failure log "
+                     "kept; when its inputs changed meanwhile it is cancelled instead (its claims released). A job "
+                     "that is not excluded is a 409.")
 
 
 def _action_route(api: JobQueueApi, action: JobAction) -> Callable[..., Awaitable[LeasedJobOut]]:

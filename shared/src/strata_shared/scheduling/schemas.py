@@ -74,3 +74,22 @@ class LeasedJobOut(BaseModel):
                 "lease_expires_at": job.lease_expires_at, "failures": job.failures, "last_error": job.last_error,
                 "failure_log": job.failure_log, "created_at": job.created_at,
                 "first_assigned_at": job.first_assigned_at, "finished_at": job.finished_at}
+
+
+class PauseState(BaseModel):
+    """Whether one queue is paused for one index, and the running jobs a pause cancelled."""
+
+    index_id: str
+    queue: str
+    paused: bool
+    paused_at: datetime | None
+    cancelled_job_ids: list[str] = Field(default_factory=list)
+
+
+class BulkRetryResult(BaseModel):
+    """A bulk retry: jobs back in the queue, and jobs cancelled because their inputs changed."""
+
+    index_id: str
+    queue: str
+    retried: list[str]
+    cancelled: list[str]
