@@ -10,7 +10,8 @@ from strata_shared.config import Settings
 
 @pytest.mark.parametrize(("path", "api"), [
     ("compaction/jobs", PLANNER), ("indexes/m/windows", PLANNER), ("indexes/m/compaction/trigger", PLANNER),
-    ("indexes/m/retention/apply", PLANNER), ("indexes/m/compaction/pause", PLANNER), ("indexes/m/indexing/pause", INDEXER),
+    ("indexes/m/retention/apply", PLANNER), ("indexes/m/compaction/pause", PLANNER),
+    ("indexes/m/indexing/pause", INDEXER),
     ("indexes", INDEXER), ("indexes/m", INDEXER), ("indexes/m/ingest", INDEXER), ("indexes/m/splits", INDEXER),
     ("indexing/lag", INDEXER), ("splits/01J/artifacts", INDEXER), ("query", QUERY), ("query/explain", QUERY),
     ("no-such-route", QUERY), ("", QUERY),
