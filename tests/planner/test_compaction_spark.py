@@ -172,3 +172,27 @@ async def test_type_conflict_fails_the_job_naming_the_column_and_touches_no_inpu
     assert {s["split_id"]: s["state"] for s in after} == {s["split_id"]: "published" for s in inputs}
     incarnation = job["index_uid"].split(":")[1]
     assert storage.list_files(f"indexes/{index_id}/{incarnation}/merges") == [], "no output was written"
+
+
+async def test_retry_brings_an_excluded_merge_to_success_once_the_cause_is_fixed(indexer, planner, keys, storage,
+                                                                                 make_runner):
+    index_id = await create_index(indexer, keys)
+    window = open_window()
+    for i in range(3):
+        await ingest_split(indexer, keys, index_id, window, 30, seed=i)
+    [job_id] = (await planner.post(f"/v1/indexes/{index_id}/compaction/trigger", json={},
+                                   headers=keys.header(keys.admin))).json()["created_job_ids"]
+    # The fault: one input file is unreadable (moved away), so every attempt fails until it is back.
+    victim = (await _splits(indexer, keys, index_id))[0]["uri"]
+    content = storage.open_input(victim).read()
+    storage.delete(victim)
+    runner = make_runner()
+    [job] = await _run_until(planner, keys, runner, [job_id])
+    assert job["status"] == "excluded" and job["failures"] == 3, job
+
+    storage.write_bytes(victim, content)
+    retried = await planner.post(f"/v1/compaction/jobs/{job_id}/retry", headers=keys.header(keys.admin))
+    assert retried.status_code == 200 and retried.json()["status"] == "unassigned", retried.text
+    [done] = await _run_until(planner, keys, runner, [job_id])
+    assert done["status"] == "success" and len(done["failure_log"]) == 3, done
+    assert [s["split_id"] for s in await _splits(indexer, keys, index_id, "published")] == done["output_split_ids"]

@@ -15,7 +15,7 @@ from strata_shared.domain.jobs import (
     check_transition,
     status_after_failure,
 )
-from strata_shared.domain.scheduler_rules import jobs_to_plan
+from strata_shared.domain.scheduler_rules import InProgressLimits, choose_within_limits, jobs_to_plan
 
 EXPECTED_ALLOWED = {
     (JobStatus.UNASSIGNED, JobStatus.IN_PROGRESS),
@@ -56,3 +56,23 @@ def test_planning_follows_capacity_within_the_queue_bound():
     assert jobs_to_plan(reported_capacity=4, live_jobs=99, unassigned_jobs=0, queue_bound=100) == 1
     assert jobs_to_plan(reported_capacity=4, live_jobs=100, unassigned_jobs=0, queue_bound=100) == 0
     assert jobs_to_plan(reported_capacity=0, live_jobs=0, unassigned_jobs=0, queue_bound=100) == 0
+
+
+def _chosen(candidates, capacity, limits, running=()):
+    return choose_within_limits(candidates, capacity, limits, list(running), key=lambda job: job)
+
+
+def test_caps_on_jobs_in_progress_skip_a_full_tenant_or_index_but_keep_the_queue_order():
+    # Candidates are (index_uid, partition_id), in queue order.
+    queue = [("i1", "busy"), ("i1", "busy"), ("i1", "busy"), ("i2", "busy"), ("i1", "quiet"), ("i2", "quiet")]
+    assert _chosen(queue, 10, InProgressLimits()) == queue
+    assert _chosen(queue, 10, InProgressLimits(per_tenant=2)) == [
+        ("i1", "busy"), ("i1", "busy"), ("i1", "quiet"), ("i2", "quiet")]
+    assert _chosen(queue, 10, InProgressLimits(per_index=2)) == [
+        ("i1", "busy"), ("i1", "busy"), ("i2", "busy"), ("i2", "quiet")]
+    # What already runs counts toward the caps, and toward the total.
+    assert _chosen(queue, 10, InProgressLimits(per_tenant=2), running=[("i9", "busy")]) == [
+        ("i1", "busy"), ("i1", "quiet"), ("i2", "quiet")]
+    assert _chosen(queue, 10, InProgressLimits(total=3, per_tenant=2), running=[("i9", "x")]) == [
+        ("i1", "busy"), ("i1", "busy")]
+    assert _chosen(queue, 1, InProgressLimits(per_tenant=2)) == [("i1", "busy")]
