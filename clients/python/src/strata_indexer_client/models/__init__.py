@@ -4,6 +4,7 @@ from .artifact_config import ArtifactConfig
 from .artifact_in import ArtifactIn
 from .artifact_out import ArtifactOut
 from .bloom_column_config import BloomColumnConfig
+from .bulk_retry_result import BulkRetryResult
 from .column_stats_out import ColumnStatsOut
 from .field_problem import FieldProblem
 from .field_spec import FieldSpec
@@ -32,6 +33,7 @@ from .janitor_report_out import JanitorReportOut
 from .job_status import JobStatus
 from .merge_policy_config import MergePolicyConfig
 from .parquet_config import ParquetConfig
+from .pause_state import PauseState
 from .problem import Problem
 from .query_config import QueryConfig
 from .queue_summary import QueueSummary
@@ -42,6 +44,7 @@ from .register_artifacts_request import RegisterArtifactsRequest
 from .register_artifacts_response import RegisterArtifactsResponse
 from .register_splits_request import RegisterSplitsRequest
 from .register_splits_response import RegisterSplitsResponse
+from .retention_config import RetentionConfig
 from .row_group_out import RowGroupOut
 from .snapshot_out import SnapshotOut
 from .split_artifacts import SplitArtifacts
@@ -57,6 +60,7 @@ __all__ = (
     "ArtifactIn",
     "ArtifactOut",
     "BloomColumnConfig",
+    "BulkRetryResult",
     "ColumnStatsOut",
     "FieldProblem",
     "FieldSpec",
@@ -85,6 +89,7 @@ __all__ = (
     "JobStatus",
     "MergePolicyConfig",
     "ParquetConfig",
+    "PauseState",
     "Problem",
     "QueryConfig",
     "QueueSummary",
@@ -95,6 +100,7 @@ __all__ = (
     "RegisterArtifactsResponse",
     "RegisterSplitsRequest",
     "RegisterSplitsResponse",
+    "RetentionConfig",
     "RowGroupOut",
     "SnapshotOut",
     "SplitArtifacts",

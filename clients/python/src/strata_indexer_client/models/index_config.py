@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from ..models.merge_policy_config import MergePolicyConfig
     from ..models.parquet_config import ParquetConfig
     from ..models.query_config import QueryConfig
+    from ..models.retention_config import RetentionConfig
 
 
 T = TypeVar("T", bound="IndexConfig")
@@ -36,6 +37,7 @@ class IndexConfig:
         artifacts (ArtifactConfig | Unset): Which index artifacts each file gets (built by the indexing jobs).
         query (QueryConfig | Unset):
         parquet (ParquetConfig | Unset):
+        retention (None | RetentionConfig | Unset):
     """
 
     fields: list[FieldSpec]
@@ -50,8 +52,11 @@ class IndexConfig:
     artifacts: ArtifactConfig | Unset = UNSET
     query: QueryConfig | Unset = UNSET
     parquet: ParquetConfig | Unset = UNSET
+    retention: None | RetentionConfig | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.retention_config import RetentionConfig
+
         fields = []
         for fields_item_data in self.fields:
             fields_item = fields_item_data.to_dict()
@@ -91,6 +96,14 @@ class IndexConfig:
         if not isinstance(self.parquet, Unset):
             parquet = self.parquet.to_dict()
 
+        retention: dict[str, Any] | None | Unset
+        if isinstance(self.retention, Unset):
+            retention = UNSET
+        elif isinstance(self.retention, RetentionConfig):
+            retention = self.retention.to_dict()
+        else:
+            retention = self.retention
+
         field_dict: dict[str, Any] = {}
 
         field_dict.update(
@@ -116,6 +129,8 @@ class IndexConfig:
             field_dict["query"] = query
         if parquet is not UNSET:
             field_dict["parquet"] = parquet
+        if retention is not UNSET:
+            field_dict["retention"] = retention
 
         return field_dict
 
@@ -126,6 +141,7 @@ class IndexConfig:
         from ..models.merge_policy_config import MergePolicyConfig
         from ..models.parquet_config import ParquetConfig
         from ..models.query_config import QueryConfig
+        from ..models.retention_config import RetentionConfig
 
         d = dict(src_dict)
         fields = []
@@ -190,6 +206,23 @@ class IndexConfig:
         else:
             parquet = ParquetConfig.from_dict(_parquet)
 
+        def _parse_retention(data: object) -> None | RetentionConfig | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                retention_type_0 = RetentionConfig.from_dict(data)
+
+                return retention_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | RetentionConfig | Unset, data)
+
+        retention = _parse_retention(d.pop("retention", UNSET))
+
         index_config = cls(
             fields=fields,
             timestamp_field=timestamp_field,
@@ -203,6 +236,7 @@ class IndexConfig:
             artifacts=artifacts,
             query=query,
             parquet=parquet,
+            retention=retention,
         )
 
         return index_config

@@ -2,10 +2,12 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
+
+from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
     from ..models.index_settings import IndexSettings
@@ -26,6 +28,8 @@ class IndexOut:
         created_at (datetime.datetime):
         updated_at (datetime.datetime):
         config (IndexSettings): Everything about an index except its id: what PUT replaces.
+        compaction_paused_at (datetime.datetime | None | Unset):
+        indexing_paused_at (datetime.datetime | None | Unset):
     """
 
     index_id: str
@@ -36,6 +40,8 @@ class IndexOut:
     created_at: datetime.datetime
     updated_at: datetime.datetime
     config: IndexSettings
+    compaction_paused_at: datetime.datetime | None | Unset = UNSET
+    indexing_paused_at: datetime.datetime | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -55,6 +61,22 @@ class IndexOut:
 
         config = self.config.to_dict()
 
+        compaction_paused_at: None | str | Unset
+        if isinstance(self.compaction_paused_at, Unset):
+            compaction_paused_at = UNSET
+        elif isinstance(self.compaction_paused_at, datetime.datetime):
+            compaction_paused_at = self.compaction_paused_at.isoformat()
+        else:
+            compaction_paused_at = self.compaction_paused_at
+
+        indexing_paused_at: None | str | Unset
+        if isinstance(self.indexing_paused_at, Unset):
+            indexing_paused_at = UNSET
+        elif isinstance(self.indexing_paused_at, datetime.datetime):
+            indexing_paused_at = self.indexing_paused_at.isoformat()
+        else:
+            indexing_paused_at = self.indexing_paused_at
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -69,6 +91,10 @@ class IndexOut:
                 "config": config,
             }
         )
+        if compaction_paused_at is not UNSET:
+            field_dict["compaction_paused_at"] = compaction_paused_at
+        if indexing_paused_at is not UNSET:
+            field_dict["indexing_paused_at"] = indexing_paused_at
 
         return field_dict
 
@@ -93,6 +119,46 @@ class IndexOut:
 
         config = IndexSettings.from_dict(d.pop("config"))
 
+        def _parse_compaction_paused_at(
+            data: object,
+        ) -> datetime.datetime | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                compaction_paused_at_type_0 = datetime.datetime.fromisoformat(data)
+
+                return compaction_paused_at_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(datetime.datetime | None | Unset, data)
+
+        compaction_paused_at = _parse_compaction_paused_at(
+            d.pop("compaction_paused_at", UNSET)
+        )
+
+        def _parse_indexing_paused_at(data: object) -> datetime.datetime | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                indexing_paused_at_type_0 = datetime.datetime.fromisoformat(data)
+
+                return indexing_paused_at_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(datetime.datetime | None | Unset, data)
+
+        indexing_paused_at = _parse_indexing_paused_at(
+            d.pop("indexing_paused_at", UNSET)
+        )
+
         index_out = cls(
             index_id=index_id,
             index_uid=index_uid,
@@ -102,6 +168,8 @@ class IndexOut:
             created_at=created_at,
             updated_at=updated_at,
             config=config,
+            compaction_paused_at=compaction_paused_at,
+            indexing_paused_at=indexing_paused_at,
         )
 
         index_out.additional_properties = d

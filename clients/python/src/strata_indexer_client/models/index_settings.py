@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from ..models.merge_policy_config import MergePolicyConfig
     from ..models.parquet_config import ParquetConfig
     from ..models.query_config import QueryConfig
+    from ..models.retention_config import RetentionConfig
 
 
 T = TypeVar("T", bound="IndexSettings")
@@ -36,6 +37,7 @@ class IndexSettings:
         artifacts (ArtifactConfig | Unset): Which index artifacts each file gets (built by the indexing jobs).
         query (QueryConfig | Unset):
         parquet (ParquetConfig | Unset):
+        retention (None | RetentionConfig | Unset):
     """
 
     fields: list[FieldSpec]
@@ -49,8 +51,11 @@ class IndexSettings:
     artifacts: ArtifactConfig | Unset = UNSET
     query: QueryConfig | Unset = UNSET
     parquet: ParquetConfig | Unset = UNSET
+    retention: None | RetentionConfig | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.retention_config import RetentionConfig
+
         fields = []
         for fields_item_data in self.fields:
             fields_item = fields_item_data.to_dict()
@@ -88,6 +93,14 @@ class IndexSettings:
         if not isinstance(self.parquet, Unset):
             parquet = self.parquet.to_dict()
 
+        retention: dict[str, Any] | None | Unset
+        if isinstance(self.retention, Unset):
+            retention = UNSET
+        elif isinstance(self.retention, RetentionConfig):
+            retention = self.retention.to_dict()
+        else:
+            retention = self.retention
+
         field_dict: dict[str, Any] = {}
 
         field_dict.update(
@@ -112,6 +125,8 @@ class IndexSettings:
             field_dict["query"] = query
         if parquet is not UNSET:
             field_dict["parquet"] = parquet
+        if retention is not UNSET:
+            field_dict["retention"] = retention
 
         return field_dict
 
@@ -122,6 +137,7 @@ class IndexSettings:
         from ..models.merge_policy_config import MergePolicyConfig
         from ..models.parquet_config import ParquetConfig
         from ..models.query_config import QueryConfig
+        from ..models.retention_config import RetentionConfig
 
         d = dict(src_dict)
         fields = []
@@ -184,6 +200,23 @@ class IndexSettings:
         else:
             parquet = ParquetConfig.from_dict(_parquet)
 
+        def _parse_retention(data: object) -> None | RetentionConfig | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                retention_type_0 = RetentionConfig.from_dict(data)
+
+                return retention_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | RetentionConfig | Unset, data)
+
+        retention = _parse_retention(d.pop("retention", UNSET))
+
         index_settings = cls(
             fields=fields,
             timestamp_field=timestamp_field,
@@ -196,6 +229,7 @@ class IndexSettings:
             artifacts=artifacts,
             query=query,
             parquet=parquet,
+            retention=retention,
         )
 
         return index_settings

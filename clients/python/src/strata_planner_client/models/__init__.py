@@ -2,6 +2,8 @@
 
 from .assigned_input import AssignedInput
 from .assignment import Assignment
+from .bulk_retry_result import BulkRetryResult
+from .dropped_window_out import DroppedWindowOut
 from .field_problem import FieldProblem
 from .health import Health
 from .job_out import JobOut
@@ -14,6 +16,7 @@ from .output_row_group import OutputRowGroup
 from .output_split import OutputSplit
 from .output_split_column_stats import OutputSplitColumnStats
 from .parquet_config import ParquetConfig
+from .pause_state import PauseState
 from .plan_request import PlanRequest
 from .plan_response import PlanResponse
 from .plan_response_skipped import PlanResponseSkipped
@@ -26,6 +29,8 @@ from .queue_summary import QueueSummary
 from .queue_summary_counts import QueueSummaryCounts
 from .readiness import Readiness
 from .readiness_checks import ReadinessChecks
+from .retention_apply_request import RetentionApplyRequest
+from .retention_report import RetentionReport
 from .status_update import StatusUpdate
 from .status_update_status import StatusUpdateStatus
 from .update_result import UpdateResult
@@ -36,6 +41,8 @@ from .window_page import WindowPage
 __all__ = (
     "AssignedInput",
     "Assignment",
+    "BulkRetryResult",
+    "DroppedWindowOut",
     "FieldProblem",
     "Health",
     "JobOut",
@@ -48,6 +55,7 @@ __all__ = (
     "OutputSplit",
     "OutputSplitColumnStats",
     "ParquetConfig",
+    "PauseState",
     "PlanRequest",
     "PlanResponse",
     "PlanResponseSkipped",
@@ -60,6 +68,8 @@ __all__ = (
     "QueueSummaryCounts",
     "Readiness",
     "ReadinessChecks",
+    "RetentionApplyRequest",
+    "RetentionReport",
     "StatusUpdate",
     "StatusUpdateStatus",
     "UpdateResult",

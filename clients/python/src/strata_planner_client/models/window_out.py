@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
+from ..types import UNSET, Unset
+
 if TYPE_CHECKING:
     from ..models.window_out_levels import WindowOutLevels
 
@@ -28,6 +30,8 @@ class WindowOut:
         marked_for_deletion (int):
         closed (bool):
         last_compacted_at (datetime.datetime | None):
+        expired (bool | Unset):  Default: False.
+        dropped_at (datetime.datetime | None | Unset):
     """
 
     window_start: int
@@ -40,6 +44,8 @@ class WindowOut:
     marked_for_deletion: int
     closed: bool
     last_compacted_at: datetime.datetime | None
+    expired: bool | Unset = False
+    dropped_at: datetime.datetime | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -67,6 +73,16 @@ class WindowOut:
         else:
             last_compacted_at = self.last_compacted_at
 
+        expired = self.expired
+
+        dropped_at: None | str | Unset
+        if isinstance(self.dropped_at, Unset):
+            dropped_at = UNSET
+        elif isinstance(self.dropped_at, datetime.datetime):
+            dropped_at = self.dropped_at.isoformat()
+        else:
+            dropped_at = self.dropped_at
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -83,6 +99,10 @@ class WindowOut:
                 "last_compacted_at": last_compacted_at,
             }
         )
+        if expired is not UNSET:
+            field_dict["expired"] = expired
+        if dropped_at is not UNSET:
+            field_dict["dropped_at"] = dropped_at
 
         return field_dict
 
@@ -124,6 +144,25 @@ class WindowOut:
 
         last_compacted_at = _parse_last_compacted_at(d.pop("last_compacted_at"))
 
+        expired = d.pop("expired", UNSET)
+
+        def _parse_dropped_at(data: object) -> datetime.datetime | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                dropped_at_type_0 = datetime.datetime.fromisoformat(data)
+
+                return dropped_at_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(datetime.datetime | None | Unset, data)
+
+        dropped_at = _parse_dropped_at(d.pop("dropped_at", UNSET))
+
         window_out = cls(
             window_start=window_start,
             window_duration_secs=window_duration_secs,
@@ -135,6 +174,8 @@ class WindowOut:
             marked_for_deletion=marked_for_deletion,
             closed=closed,
             last_compacted_at=last_compacted_at,
+            expired=expired,
+            dropped_at=dropped_at,
         )
 
         window_out.additional_properties = d
