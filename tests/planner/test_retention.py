@@ -77,7 +77,9 @@ async def test_retention_drops_exactly_the_expired_windows_and_cancels_their_liv
     assert dry.json()["cutoff"] == a + 450 - PERIOD
     assert [(w["window_start"], w["splits"]) for w in dry.json()["windows"]] == [(old, 3), (edge, 1)]
     assert dry.json()["windows"][0]["cancelled_job_ids"] == [job_id]
-    listing = {w["window_start"]: w for w in (await _windows(planner, keys, index_id))["windows"]}
+    page = await _windows(planner, keys, index_id)
+    assert (page["retention_period_secs"], page["retention_cutoff"]) == (PERIOD, a + 450 - PERIOD)
+    listing = {w["window_start"]: w for w in page["windows"]}
     assert {s for s, w in listing.items() if w["expired"]} == {old, edge}
     assert len(await _splits(indexer, keys, index_id, "published")) == 6, "a dry run changes nothing"
 

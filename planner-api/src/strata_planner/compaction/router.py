@@ -99,8 +99,11 @@ async def list_windows(index_id: IndexId, session: Session, state: State,
     windows = await window_summaries(session, index, state.clock(), start_gte=window_start_gte,
                                      start_lt=window_start_lt, limit=limit)
     retention = IndexSettings.model_validate(index.config).retention
-    return WindowPage(index_id=index_id, windows=windows, compaction_paused_at=index.compaction_paused_at,
-                      retention_period_secs=None if retention is None else retention.period_secs)
+    return WindowPage(
+        index_id=index_id, windows=windows, compaction_paused_at=index.compaction_paused_at,
+        retention_period_secs=None if retention is None else retention.period_secs,
+        retention_cutoff=None if retention is None else retention_cutoff(int(state.clock().timestamp()),
+                                                                          retention.period_secs))
 
 
 def _report(outcome: RetentionOutcome) -> RetentionReport:

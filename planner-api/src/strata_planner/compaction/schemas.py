@@ -205,6 +205,8 @@ class WindowPage(BaseModel):
     windows: list[WindowOut]
     compaction_paused_at: datetime | None = Field(None, description="set while compaction of the index is paused")
     retention_period_secs: int | None = Field(None, description="the index's retention period; none: kept")
+    retention_cutoff: int | None = Field(None, description="windows ending at or before this (epoch seconds) are "
+                                                           "expired: the next retention pass drops them")
 
 
 class RetentionApplyRequest(_Strict):

@@ -24,12 +24,15 @@ class WindowPage:
         windows (list[WindowOut]):
         compaction_paused_at (datetime.datetime | None | Unset): set while compaction of the index is paused
         retention_period_secs (int | None | Unset): the index's retention period; none: kept
+        retention_cutoff (int | None | Unset): windows ending at or before this (epoch seconds) are expired: the next
+            retention pass drops them
     """
 
     index_id: str
     windows: list[WindowOut]
     compaction_paused_at: datetime.datetime | None | Unset = UNSET
     retention_period_secs: int | None | Unset = UNSET
+    retention_cutoff: int | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -54,6 +57,12 @@ class WindowPage:
         else:
             retention_period_secs = self.retention_period_secs
 
+        retention_cutoff: int | None | Unset
+        if isinstance(self.retention_cutoff, Unset):
+            retention_cutoff = UNSET
+        else:
+            retention_cutoff = self.retention_cutoff
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -66,6 +75,8 @@ class WindowPage:
             field_dict["compaction_paused_at"] = compaction_paused_at
         if retention_period_secs is not UNSET:
             field_dict["retention_period_secs"] = retention_period_secs
+        if retention_cutoff is not UNSET:
+            field_dict["retention_cutoff"] = retention_cutoff
 
         return field_dict
 
@@ -115,11 +126,21 @@ class WindowPage:
             d.pop("retention_period_secs", UNSET)
         )
 
+        def _parse_retention_cutoff(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        retention_cutoff = _parse_retention_cutoff(d.pop("retention_cutoff", UNSET))
+
         window_page = cls(
             index_id=index_id,
             windows=windows,
             compaction_paused_at=compaction_paused_at,
             retention_period_secs=retention_period_secs,
+            retention_cutoff=retention_cutoff,
         )
 
         window_page.additional_properties = d
