@@ -207,3 +207,21 @@ async def test_per_tenant_cap_on_merges_in_progress_holds_under_a_backlog_of_two
         await planner.post(f"/v1/compaction/jobs/{busy['job_id']}/cancel", headers=keys.header(keys.admin))
         [third] = (await poll(planner, keys, "greedy", capacity=10))["assignments"]
         assert third["partition_id"] == "busy" and third["job_id"] not in {a["job_id"] for a in taken}
+
+
+async def test_a_paused_index_backlog_does_not_stop_planning_for_other_indexes(indexer, planner, keys):
+    window = open_window()
+    paused_index = await create_index(indexer, keys)
+    for i in range(8):
+        await ingest_split(indexer, keys, paused_index, window, 20, seed=i)
+    admin = keys.header(keys.admin)
+    assert len((await planner.post(f"/v1/indexes/{paused_index}/compaction/trigger", json={},
+                                   headers=admin)).json()["created_job_ids"]) == 2
+    await planner.post(f"/v1/indexes/{paused_index}/compaction/pause", headers=admin)
+    other = await create_index(indexer, keys)
+    for i in range(3):
+        await ingest_split(indexer, keys, other, window, 20, seed=i)
+    # Two jobs wait, for a paused index: they fill none of the two free slots, so the poll plans the other's.
+    taken = (await poll(planner, keys, "w", capacity=2))["assignments"]
+    other_uid = (await indexer.get(f"/v1/indexes/{other}", headers=admin)).json()["index_uid"]
+    assert [a["index_uid"] for a in taken] == [other_uid]

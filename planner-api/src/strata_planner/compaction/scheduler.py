@@ -15,7 +15,7 @@ from strata_shared.domain.column_stats import ColumnStats
 from strata_shared.domain.fields import FieldType
 from strata_shared.domain.index_config import IndexSettings
 from strata_shared.domain.jobs import JobStatus
-from strata_shared.domain.scheduler_rules import InProgressLimits, jobs_to_plan
+from strata_shared.domain.scheduler_rules import COMPACTION_ASSIGNMENT_ORDER, InProgressLimits, jobs_to_plan
 from strata_shared.domain.split import RowGroupSpan, SplitMetadata, SplitState
 from strata_shared.metastore.compaction_models import CompactionJobRow
 from strata_shared.metastore.compaction_repository import CompactionRepository, PublishConflict
@@ -35,17 +35,21 @@ def compaction_queue(state: AppState) -> QueueSpec[StatusUpdate, Assignment]:
         outputs = await _outputs_as_splits(session, state.storage, job, update) if job else []
         return await repo.publish(update.job_id, update.fencing_token, outputs, now)
 
+    limits = InProgressLimits(per_tenant=settings.compaction_max_in_progress_per_tenant,
+                              per_index=settings.compaction_max_in_progress_per_index)
+
     async def plan_new_jobs(session: AsyncSession, capacity: int, now: datetime) -> None:
-        counts = await CompactionRepository(session).count_by_status()
+        repo = CompactionRepository(session)
+        counts = await repo.count_by_status()
         live = counts.get(JobStatus.UNASSIGNED, 0) + counts.get(JobStatus.IN_PROGRESS, 0)
-        budget = jobs_to_plan(capacity, live, counts.get(JobStatus.UNASSIGNED, 0), settings.compaction_queue_bound)
+        # Waiting jobs a worker could take now: a paused index's or a capped tenant's backlog plans no less.
+        waiting = await repo.queue.assignable(COMPACTION_ASSIGNMENT_ORDER, capacity, limits)
+        budget = jobs_to_plan(capacity, live, waiting, settings.compaction_queue_bound)
         if budget > 0:
             await plan_incrementally(session, now, budget)
 
     async def assign(session: AsyncSession, worker_id: str, capacity: int, now: datetime, lease) -> Sequence:
-        return await CompactionRepository(session).assign(worker_id, capacity, now, lease, InProgressLimits(
-            per_tenant=settings.compaction_max_in_progress_per_tenant,
-            per_index=settings.compaction_max_in_progress_per_index))
+        return await CompactionRepository(session).assign(worker_id, capacity, now, lease, limits)
 
     async def describe(session: AsyncSession, jobs: Sequence[CompactionJobRow]) -> list[Assignment]:
         return await build_assignments(session, state.storage, jobs, settings.compaction_lease_secs)

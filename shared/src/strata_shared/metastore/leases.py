@@ -144,20 +144,33 @@ class LeaseQueue(Generic[J]):
         await self.session.flush()
         return list(rows)
 
-    async def waiting(self, order: Sequence[SortKey], limit: int, where: Sequence[Any] = ()) -> list[J]:
-        """Unassigned jobs in the queue's declared order (`domain.scheduler_rules`), locked; rows other
-        schedulers hold are skipped."""
+    async def waiting(self, order: Sequence[SortKey], limit: int, where: Sequence[Any] = (), *,
+                      lock: bool = True) -> list[J]:
+        """Unassigned jobs of indexes not paused, in the queue's declared order (`domain.scheduler_rules`),
+        locked (rows other schedulers hold are skipped) unless only counted."""
         columns = [(getattr(self.model, key.column), key) for key in order]
         keys = [column.asc().nulls_first() if key.nulls_first else column.asc() for column, key in columns]
         stmt: Select = select(self.model).where(self.model.status == JobStatus.UNASSIGNED, self._not_paused(),
                                                 *where)
-        stmt = stmt.order_by(*keys).limit(limit).with_for_update(skip_locked=True)
+        stmt = stmt.order_by(*keys).limit(limit)
+        if lock:
+            stmt = stmt.with_for_update(skip_locked=True)
         return list((await self.session.execute(stmt)).scalars().all())
 
     async def lease_within(self, order: Sequence[SortKey], worker_id: str, capacity: int, now: datetime,
                            lease: timedelta, limits: InProgressLimits) -> list[J]:
         """Lease up to `capacity` waiting jobs in `order`, within the caps on jobs in progress in total, per tenant
         and per index (`scheduler_rules.choose_within_limits`)."""
+        return await self.lease(await self._within(order, capacity, limits, lock=True), worker_id, now, lease)
+
+    async def assignable(self, order: Sequence[SortKey], capacity: int, limits: InProgressLimits) -> int:
+        """How many of `capacity` slots the waiting jobs could fill now. Planning counts these, not every waiting
+        job: jobs of a paused index, or of a tenant at its cap, wait for nothing a worker can give, and counting
+        them would stop new jobs being planned for everyone else."""
+        return len(await self._within(order, capacity, limits, lock=False))
+
+    async def _within(self, order: Sequence[SortKey], capacity: int, limits: InProgressLimits, *,
+                      lock: bool) -> list[J]:
         if capacity <= 0:
             return []
         m = self.model
@@ -168,9 +181,8 @@ class LeaseQueue(Generic[J]):
             return []
         capped = limits.per_tenant is not None or limits.per_index is not None
         # With caps, look past the head of the queue, so one busy tenant's backlog does not starve the others.
-        candidates = await self.waiting(order, limit=budget * 8 + 32 if capped else budget)
-        chosen = choose_within_limits(candidates, budget, limits, running, lambda j: (j.index_uid, j.partition_id))
-        return await self.lease(chosen, worker_id, now, lease)
+        candidates = await self.waiting(order, limit=budget * 8 + 32 if capped else budget, lock=lock)
+        return choose_within_limits(candidates, budget, limits, running, lambda j: (j.index_uid, j.partition_id))
 
     async def get(self, job_id: str, *, for_update: bool = False) -> J | None:
         return await self.session.get(self.model, job_id, with_for_update=for_update)
