@@ -15,6 +15,9 @@ from strata_services.local.keys import key_with_scope, local_keys
 from strata_services.local.stack import STATE_FILE
 from strata_shared.config import Settings
 
+# Which API serves each job queue.
+QUEUE_API = {"compaction": "planner-api", "indexing": "indexer-api"}
+
 
 class CliError(Exception):
     pass

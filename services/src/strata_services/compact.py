@@ -14,7 +14,7 @@ from datetime import datetime
 
 import httpx
 
-from strata_services.client import CliError, api_key, api_url, problem_text
+from strata_services.client import QUEUE_API, CliError, api_key, api_url, problem_text
 from strata_shared.config import Settings
 
 TERMINAL = {"success", "excluded", "cancelled"}
@@ -130,9 +130,6 @@ def _executor(kind: str, settings: Settings, spark):
     return build_runner
 
 
-WORKER_API = {"compaction": "planner-api", "indexing": "indexer-api"}
-
-
 def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     from strata_shared.observability.logs import configure_logging
     from strata_shared.spark.session import SparkSessionFactory
@@ -140,7 +137,7 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     if not settings.spark_remote:
         raise CliError(f"STRATA_SPARK_REMOTE is not set: a {args.kind} worker submits its jobs to a Spark Connect "
                        f"server")
-    base = args.url or api_url(settings, WORKER_API[args.kind])
+    base = args.url or api_url(settings, QUEUE_API[args.kind])
     key = api_key(settings, "worker")
     worker_id = args.worker_id or f"{socket.gethostname()}:{os.getpid()}:{args.kind}"
     configure_logging(f"strata-{args.kind}-worker", settings.log_format, os.environ.get("STRATA_LOG_LEVEL", "INFO"))
@@ -176,7 +173,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     compact.set_defaults(func=cmd_compact)
     worker = sub.add_parser("worker", help="run a standalone worker that polls a job queue and runs its jobs on "
                                            "Spark (STRATA_SPARK_REMOTE) until Ctrl-C or SIGTERM")
-    worker.add_argument("--kind", choices=sorted(WORKER_API), default="compaction",
+    worker.add_argument("--kind", choices=sorted(QUEUE_API), default="compaction",
                         help="compaction (merges, polls planner-api; default) or indexing (artifacts, polls "
                              "indexer-api)")
     worker.add_argument("--url", help="base URL of the API the worker polls (default: the local stack's)")

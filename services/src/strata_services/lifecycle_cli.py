@@ -5,25 +5,12 @@ Compaction and retention are planner-api's, indexing is indexer-api's; every cal
 from __future__ import annotations
 
 import argparse
-import sys
-from datetime import UTC, datetime
 from typing import Any
 
-from strata_services.client import CliError, call
+from strata_services.client import QUEUE_API, CliError, call
 from strata_services.compact import parse_time
-from strata_services.output import FORMATS, emit
+from strata_services.output import FORMATS, emit, iso_time
 from strata_shared.config import Settings
-
-QUEUE_API = {"compaction": "planner-api", "indexing": "indexer-api"}
-
-
-def _emit(rows: list[dict[str, Any]], columns: list[str], fmt: str, document: Any = None) -> None:
-    # The stream is looked up at each call (emit's default is bound when output.py is imported).
-    emit(rows, columns, fmt, document=document, out=sys.stdout)
-
-
-def _when(epoch_secs: int) -> str:
-    return datetime.fromtimestamp(epoch_secs, UTC).isoformat(timespec="seconds")
 
 
 def cmd_pause(args: argparse.Namespace, settings: Settings) -> int:
@@ -31,7 +18,7 @@ def cmd_pause(args: argparse.Namespace, settings: Settings) -> int:
                  what=f"pausing {args.queue} of {args.index!r}",
                  params={"cancel_running": "true"} if args.cancel_running else {})
     if args.format != "table":
-        _emit([state], [], args.format, document=state)
+        emit([state], [], args.format, document=state)
         return 0
     cancelled = state["cancelled_job_ids"]
     print(f"{args.queue} of {args.index} paused since {state['paused_at']}: no new jobs are handed out"
@@ -44,7 +31,7 @@ def cmd_resume(args: argparse.Namespace, settings: Settings) -> int:
     state = call(settings, QUEUE_API[args.queue], "POST", f"/v1/indexes/{args.index}/{args.queue}/resume", "admin",
                  what=f"resuming {args.queue} of {args.index!r}")
     if args.format != "table":
-        _emit([state], [], args.format, document=state)
+        emit([state], [], args.format, document=state)
         return 0
     print(f"{args.queue} of {args.index} resumed: its waiting jobs are handed out from the next poll")
     return 0
@@ -59,28 +46,28 @@ def cmd_retry(args: argparse.Namespace, settings: Settings) -> int:
                    what=f"retrying {args.queue} job {args.job_id}")
         rows = [{"job_id": job["job_id"], "status": job["status"], "stage": job["stage"],
                  "failures_logged": len(job["failure_log"])}]
-        _emit(rows, ["job_id", "status", "stage", "failures_logged"], args.format, document=job)
+        emit(rows, ["job_id", "status", "stage", "failures_logged"], args.format, document=job)
         return 0
     result = call(settings, api, "POST", f"/v1/indexes/{args.index}/{args.queue}/jobs/retry", "admin",
                   what=f"retrying the excluded {args.queue} jobs of {args.index!r}")
     rows = [{"job_id": j, "outcome": "retried"} for j in result["retried"]] + \
            [{"job_id": j, "outcome": "cancelled (inputs changed)"} for j in result["cancelled"]]
-    _emit(rows, ["job_id", "outcome"], args.format, document=result)
+    emit(rows, ["job_id", "outcome"], args.format, document=result)
     return 0
 
 
 def _print_report(report: dict[str, Any], fmt: str) -> None:
-    rows = [{"window": _when(w["window_start"]), "splits": w["splits"], "rows": w["rows"],
+    rows = [{"window": iso_time(w["window_start"]), "splits": w["splits"], "rows": w["rows"],
              "mb": round(w["bytes"] / 1e6, 2), "cancelled_jobs": len(w["cancelled_job_ids"])}
             for w in report["windows"]]
     if fmt != "table":
-        _emit(rows, [], fmt, document=report)
+        emit(rows, [], fmt, document=report)
         return
     verb = "would drop" if report["dry_run"] else "dropped"
-    print(f"{report['index_id']}: {verb} {len(rows)} windows ending at or before {_when(report['cutoff'])} "
+    print(f"{report['index_id']}: {verb} {len(rows)} windows ending at or before {iso_time(report['cutoff'])} "
           f"({report['splits']} splits, {report['rows']:,} rows, {report['bytes'] / 1e6:.2f} MB)")
     if rows:
-        _emit(rows, ["window", "splits", "rows", "mb", "cancelled_jobs"], fmt)
+        emit(rows, ["window", "splits", "rows", "mb", "cancelled_jobs"], fmt)
     if not report["dry_run"] and rows:
         print("their files are deleted by the garbage collector after its grace period")
 

@@ -9,18 +9,13 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-from strata_services.client import call
+from strata_services.client import QUEUE_API, call
 from strata_services.compact import parse_time
-from strata_services.output import FORMATS, emit
+from strata_services.output import FORMATS, emit, iso_time
 from strata_shared.config import Settings
 from strata_shared.domain.jobs import LIVE_STATUSES, JobStatus
 
-QUEUE_API = {"compaction": "planner-api", "indexing": "indexer-api"}
 READ_SCOPES = ("admin", "worker", "writer")
-
-
-def _when(epoch_secs: int | None) -> str | None:
-    return None if epoch_secs is None else datetime.fromtimestamp(epoch_secs, UTC).isoformat(timespec="seconds")
 
 
 def cmd_indexes(args: argparse.Namespace, settings: Settings) -> int:
@@ -58,7 +53,7 @@ def cmd_windows(args: argparse.Namespace, settings: Settings) -> int:
         params["window_start_lt"] = parse_time(args.end)
     page = call(settings, "planner-api", "GET", f"/v1/indexes/{args.index}/windows", *READ_SCOPES, "query",
                 what=f"listing the windows of {args.index!r}", params=params)
-    rows = [{**w, "window": _when(w["window_start"]), "mb": round(w["bytes"] / 1e6, 2),
+    rows = [{**w, "window": iso_time(w["window_start"]), "mb": round(w["bytes"] / 1e6, 2),
              "levels": " ".join(f"L{level}:{n}" for level, n in sorted(w["levels"].items()))}
             for w in page["windows"]]
     emit(rows, ["window", "splits", "rows", "mb", "levels", "live_jobs", "marked_for_deletion", "closed",
@@ -79,7 +74,7 @@ def _jobs(args: argparse.Namespace, settings: Settings) -> list[dict[str, Any]]:
 
 def _job_rows(queue: str, jobs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
     what = ("window", "kind", "level") if queue == "compaction" else ("split_id", "reason")
-    rows = [{**job, "window": _when(job.get("window_start")),
+    rows = [{**job, "window": iso_time(job.get("window_start")),
              "error": (job["last_error"] or "").splitlines()[0] if job["last_error"] else None} for job in jobs]
     return rows, ["job_id", "status", "stage", "progress", "failures", *what, "worker_id", "created_at", "error"]
 

@@ -6,12 +6,17 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, TextIO
 
 FORMATS = ("table", "json", "ndjson")
 # A cell wider than this is cut with an ellipsis in tables (the JSON formats carry every value whole).
 MAX_CELL = 60
+
+
+def iso_time(epoch_secs: int | None) -> str | None:
+    """Epoch seconds as the RFC 3339 time (UTC) the APIs' datetimes use."""
+    return None if epoch_secs is None else datetime.fromtimestamp(epoch_secs, UTC).isoformat(timespec="seconds")
 
 
 def cell(value: Any) -> str:
@@ -31,8 +36,10 @@ def cell(value: Any) -> str:
     return text if len(text) <= MAX_CELL else text[:MAX_CELL - 1] + "…"
 
 
-def table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], out: TextIO = sys.stdout) -> None:
-    """Left-aligned text, right-aligned numbers; an empty listing says so instead of printing a lone header."""
+def table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], out: TextIO | None = None) -> None:
+    """Left-aligned text, right-aligned numbers; an empty listing says so instead of printing a lone header.
+    `out` defaults to the stdout of the moment of the call (a default bound at import would miss a redirect)."""
+    out = out or sys.stdout
     if not rows:
         print("(none)", file=out)
         return
@@ -54,8 +61,9 @@ def table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], out: TextIO
 
 
 def emit(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], fmt: str, document: Any = None,
-         out: TextIO = sys.stdout) -> None:
+         out: TextIO | None = None) -> None:
     """`document` is what `json` prints (the API's whole answer, when there is one); `ndjson` prints the rows."""
+    out = out or sys.stdout
     if fmt == "json":
         print(json.dumps(document if document is not None else list(rows), indent=2, default=str), file=out)
     elif fmt == "ndjson":
@@ -64,6 +72,7 @@ def emit(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], fmt: str, do
         table(rows, columns, out)
 
 
-def ndjson(rows: Iterable[Mapping[str, Any]], out: TextIO = sys.stdout) -> None:
+def ndjson(rows: Iterable[Mapping[str, Any]], out: TextIO | None = None) -> None:
+    out = out or sys.stdout
     for row in rows:
         print(json.dumps(row, separators=(",", ":"), default=str), file=out)
