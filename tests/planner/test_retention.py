@@ -16,7 +16,8 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from strata_planner.compaction.gc import collect_garbage
 from strata_planner.compaction.metrics import CompactionMetrics
-from strata_planner.compaction.retention import RetentionSchedule, retention_cutoff, window_expired
+from strata_planner.compaction.retention import RetentionSchedule
+from strata_shared.domain.windows import retention_cutoff, window_expired
 from tests.planner.compaction_helpers import create_index, ingest_split, poll
 
 pytestmark = [pytest.mark.spark]

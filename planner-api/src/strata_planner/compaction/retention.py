@@ -18,31 +18,16 @@ import logging
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from sqlalchemy import func, select, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-
 from strata_shared.domain.index_config import IndexSettings
-from strata_shared.domain.jobs import LIVE_STATUSES
-from strata_shared.domain.split import SplitState
-from strata_shared.metastore.compaction_models import CompactionJobRow, CompactionWindowRow
+from strata_shared.domain.windows import retention_cutoff
 from strata_shared.metastore.compaction_repository import CompactionRepository
-from strata_shared.metastore.models import IndexRow, SplitRow
+from strata_shared.metastore.models import IndexRow
 from strata_shared.metastore.repositories import IndexRepository
+from strata_shared.metastore.window_repository import CompactionWindowRepository
 from strata_shared.observability.tracing import traced
 from strata_shared.web.state import AppState
 
 log = logging.getLogger("strata.retention")
-
-
-def retention_cutoff(now_secs: int, period_secs: int) -> int:
-    """Windows ending at or before this are expired."""
-    return now_secs - period_secs
-
-
-def window_expired(window_start: int, window_duration_secs: int, cutoff: int) -> bool:
-    """The one retention rule: a window goes when its end is at or before the cutoff (all its rows are older,
-    TW-1); a window straddling the cutoff stays."""
-    return window_start + window_duration_secs <= cutoff
 
 
 @dataclass(slots=True)
@@ -75,30 +60,15 @@ class RetentionOutcome:
         return sum(w.bytes for w in self.windows)
 
 
-# The rule above as a column expression, so SQL and Python state it once.
-_EXPIRED = SplitRow.window_start + SplitRow.window_duration_secs
-
-
 @traced("retention_drop")
 async def drop_windows(state: AppState, index: IndexRow, cutoff: int, now: datetime, *,
                        dry_run: bool) -> RetentionOutcome:
     """Drop (or, dry run, list) every window of the index whose end is at or before `cutoff`."""
     async with state.sessions() as session:
-        expired = (await session.execute(
-            select(SplitRow.window_duration_secs, SplitRow.window_start, func.count(),
-                   func.coalesce(func.sum(SplitRow.num_rows), 0), func.coalesce(func.sum(SplitRow.size_bytes), 0))
-            .where(SplitRow.index_uid == index.index_uid, SplitRow.state == SplitState.PUBLISHED,
-                   _EXPIRED <= cutoff)
-            .group_by(SplitRow.window_duration_secs, SplitRow.window_start)
-            .order_by(SplitRow.window_start, SplitRow.window_duration_secs))).all()
+        windows = CompactionWindowRepository(session)
+        expired = await windows.expired_windows(index.index_uid, cutoff)
         if dry_run:
-            job = CompactionJobRow
-            live = {}
-            for d, s, job_id in (await session.execute(
-                    select(job.window_duration_secs, job.window_start, job.job_id)
-                    .where(job.index_uid == index.index_uid, job.status.in_(LIVE_STATUSES))
-                    .order_by(job.job_id))).all():
-                live.setdefault((d, s), []).append(job_id)
+            live = await windows.live_jobs_by_window(index.index_uid)
             return RetentionOutcome(index.index_id, cutoff, True, [
                 DroppedWindow(s, d, n, int(r), int(b), live.get((d, s), [])) for d, s, n, r, b in expired])
     dropped = []
@@ -120,19 +90,7 @@ async def _drop_window(state: AppState, index_uid: str, duration: int, start: in
     async with state.sessions() as session:
         # Jobs before splits: a publishing worker locks its job, then the job's splits, in that order.
         cancelled = await CompactionRepository(session).cancel_window_jobs(index_uid, duration, start, now)
-        # Read under the split locks the UPDATE takes: a merge that published just before is dropped with the rest.
-        marked = (await session.execute(
-            update(SplitRow)
-            .where(SplitRow.index_uid == index_uid, SplitRow.window_duration_secs == duration,
-                   SplitRow.window_start == start, SplitRow.state == SplitState.PUBLISHED, _EXPIRED <= cutoff)
-            .values(state=SplitState.MARKED_FOR_DELETION, marked_for_deletion_at=now, updated_at=now)
-            .returning(SplitRow.num_rows, SplitRow.size_bytes))).all()
-        # The window needs no more planning: nothing published is left in it.
-        await session.execute(pg_insert(CompactionWindowRow).values(
-            index_uid=index_uid, window_duration_secs=duration, window_start=start, dirty=False,
-            final_planned=True, changed_at=now, dropped_at=now,
-        ).on_conflict_do_update(index_elements=["index_uid", "window_duration_secs", "window_start"],
-                                set_={"dirty": False, "final_planned": True, "dropped_at": now}))
+        marked = await CompactionWindowRepository(session).drop_window(index_uid, duration, start, cutoff, now)
         await session.commit()
     return DroppedWindow(start, duration, len(marked), sum(r for r, _ in marked), sum(b for _, b in marked),
                          cancelled)

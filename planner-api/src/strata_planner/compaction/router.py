@@ -10,7 +10,7 @@ from fastapi import APIRouter, Depends, Query
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from strata_planner.compaction.planning import WindowRange, plan_index, skipped_summary
-from strata_planner.compaction.retention import RetentionOutcome, drop_windows, retention_cutoff
+from strata_planner.compaction.retention import RetentionOutcome, drop_windows
 from strata_planner.compaction.scheduler import cancel_job, compaction_queue
 from strata_planner.compaction.schemas import (
     DroppedWindowOut,
@@ -28,6 +28,7 @@ from strata_planner.compaction.schemas import (
 )
 from strata_planner.compaction.status import window_summaries
 from strata_shared.domain.index_config import IndexSettings
+from strata_shared.domain.windows import retention_cutoff
 from strata_shared.domain.wire_types import IndexId, Int64
 from strata_shared.errors import Conflict, InvalidInput
 from strata_shared.metastore.compaction_repository import CompactionJobFilter, CompactionRepository

@@ -8,11 +8,10 @@ from datetime import datetime
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from strata_planner.compaction.planning import policy_params
-from strata_planner.compaction.retention import retention_cutoff, window_expired
 from strata_planner.compaction.schemas import WindowOut
 from strata_shared.domain.index_config import IndexSettings
 from strata_shared.domain.merge_policy import split_level
-from strata_shared.domain.windows import is_window_closed
+from strata_shared.domain.windows import is_window_closed, retention_cutoff, window_expired
 from strata_shared.metastore.models import IndexRow
 from strata_shared.metastore.window_repository import CompactionWindowRepository
 

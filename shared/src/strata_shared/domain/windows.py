@@ -49,3 +49,14 @@ def is_window_closed(start_secs: int, duration_secs: int, late_data_acceptance_s
     Arithmetic and one comparison only: given SQL column expressions for the start and the duration, the same
     function builds the condition the planner's repository selects newly closed windows with."""
     return window_end(start_secs, duration_secs) + late_data_acceptance_secs <= now_secs
+
+
+def retention_cutoff(now_secs: int, period_secs: int) -> int:
+    """Windows ending at or before this are expired."""
+    return now_secs - period_secs
+
+
+def window_expired(start_secs: int, duration_secs: int, cutoff: int) -> bool:
+    """The one retention rule: a window goes when its end is at or before the cutoff (every row of it is older,
+    TW-1); a window straddling the cutoff stays. Like `is_window_closed`, it also builds the SQL condition."""
+    return window_end(start_secs, duration_secs) <= cutoff

@@ -26,7 +26,7 @@ from strata_shared.domain.merge_policy import (
     mature_when,
 )
 from strata_shared.domain.split import CompactionScope, SplitState
-from strata_shared.domain.windows import is_window_closed
+from strata_shared.domain.windows import is_window_closed, window_expired
 from strata_shared.metastore.compaction_models import CompactionJobInputRow, CompactionJobRow, CompactionWindowRow
 from strata_shared.metastore.models import IndexRow, SplitRow
 
@@ -195,3 +195,46 @@ class CompactionWindowRepository:
             last_compacted_at=compacted.get((r.window_duration_secs, r.window_start), (None, None))[0],
             dropped_at=compacted.get((r.window_duration_secs, r.window_start), (None, None))[1],
         ) for r in rows]
+
+    # --- retention ------------------------------------------------------------------------------------------
+
+    async def expired_windows(self, index_uid: str, cutoff: int) -> list[tuple[int, int, int, int, int]]:
+        """(duration, start, splits, rows, bytes) of every window holding published splits whose end is at or
+        before `cutoff` (`windows.window_expired` as a column expression), oldest first."""
+        return [tuple(row) for row in (await self.session.execute(
+            select(SplitRow.window_duration_secs, SplitRow.window_start, func.count(),
+                   func.coalesce(func.sum(SplitRow.num_rows), 0), func.coalesce(func.sum(SplitRow.size_bytes), 0))
+            .where(SplitRow.index_uid == index_uid, SplitRow.state == SplitState.PUBLISHED,
+                   window_expired(SplitRow.window_start, SplitRow.window_duration_secs, cutoff))
+            .group_by(SplitRow.window_duration_secs, SplitRow.window_start)
+            .order_by(SplitRow.window_start, SplitRow.window_duration_secs))).all()]
+
+    async def live_jobs_by_window(self, index_uid: str) -> dict[tuple[int, int], list[str]]:
+        job = CompactionJobRow
+        live: dict[tuple[int, int], list[str]] = {}
+        for duration, start, job_id in (await self.session.execute(
+                select(job.window_duration_secs, job.window_start, job.job_id)
+                .where(job.index_uid == index_uid, job.status.in_(LIVE_STATUSES))
+                .order_by(job.job_id))).all():
+            live.setdefault((duration, start), []).append(job_id)
+        return live
+
+    async def drop_window(self, index_uid: str, duration: int, start: int, cutoff: int,
+                          now: datetime) -> list[tuple[int, int]]:
+        """Marks the window's published splits for deletion and records the drop on its planning row (nothing
+        published is left to plan); returns (rows, bytes) per split marked. The caller cancels the window's live
+        jobs first, in the same transaction: a publishing worker locks its job, then its splits, in that order.
+        The UPDATE reads under the split locks it takes, so a merge that published just before goes too."""
+        marked = (await self.session.execute(
+            update(SplitRow)
+            .where(SplitRow.index_uid == index_uid, SplitRow.window_duration_secs == duration,
+                   SplitRow.window_start == start, SplitRow.state == SplitState.PUBLISHED,
+                   window_expired(SplitRow.window_start, SplitRow.window_duration_secs, cutoff))
+            .values(state=SplitState.MARKED_FOR_DELETION, marked_for_deletion_at=now, updated_at=now)
+            .returning(SplitRow.num_rows, SplitRow.size_bytes))).all()
+        await self.session.execute(pg_insert(CompactionWindowRow).values(
+            index_uid=index_uid, window_duration_secs=duration, window_start=start, dirty=False,
+            final_planned=True, changed_at=now, dropped_at=now,
+        ).on_conflict_do_update(index_elements=["index_uid", "window_duration_secs", "window_start"],
+                                set_={"dirty": False, "final_planned": True, "dropped_at": now}))
+        return [(rows, size) for rows, size in marked]
