@@ -22,8 +22,9 @@ from strata_query.planning.cascade import (
     CandidateFile,
     CascadeResult,
     PublishedArtifact,
+    passes_split_stats,
     run_cascade,
-    split_min_max,
+    split_stage_count,
 )
 from strata_query.planning.schemas import FilePartOut, PlanOut, StageOut, TimeRangeOut
 from strata_query.sql import ParsedQuery, parse_query
@@ -118,24 +119,32 @@ async def build_plan(session: AsyncSession, sql: str, *, tenant: str | None, now
     window = settings.window_duration_secs
     lo = seconds.lower
     hi = seconds.upper
-    summaries = [] if seconds.is_empty else await splits.published_summaries(
-        index.index_uid, tenant, None if lo is None else lo - lo % window, hi,
-        include_window_zero=seconds.includes_null, limit=max_files * 4 + 1000,
-        stats_columns=set(columns_of(predicate)) & set(types))
-    in_range = [s for s in summaries
-                if (s.time_range_start is None and seconds.includes_null)
-                or (s.time_range_start is not None and seconds.overlaps(s.time_range_start, s.time_range_end))]
     constants = {PARTITION_COLUMN: lambda s: s.partition_id}
-    # Stage 1 on the summaries: full metadata and artifacts are read only for the files it cannot rule out.
-    survivors, split_stage = split_min_max(predicate, in_range, constants)
-    # Split-level statistics served stage 1 already; the later stages read row groups and artifacts.
-    full = await splits.get_many([s.split_id for s in survivors], stats_columns=set())
-    published = await IndexingRepository(session).published_artifacts(list(full))
-    candidates = [CandidateFile(full[s.split_id], None if s.split_id not in published else [
-        PublishedArtifact(a.artifact_type, a.column_name, a.uri, a.content_hash) for a in published[s.split_id]])
-        for s in survivors]
-    if extra_filter is not None and in_range and all(
-            sp.time_range_start is not None and sp.time_range_start >= lookback_start for sp in in_range):
+    # Time range and split min/max in PostgreSQL, in one statement: only the splits it cannot rule out come back
+    # (a busy range has hundreds of candidates and keeps a few), with the counts of every candidate.
+    found = None if seconds.is_empty else await splits.published_candidates(
+        index.index_uid, tenant, None if lo is None else lo - lo % window, hi,
+        include_window_zero=seconds.includes_null, ranges=seconds, predicate=predicate,
+        split_columns={PARTITION_COLUMN: "partition_id"}, stats_columns=set(columns_of(predicate)) & set(types),
+        limit=max_files * 4 + 1000)
+    if found is not None and found.truncated:
+        raise PlanTooLarge(
+            f"split statistics leave more than {max_files * 4 + 1000} files to examine, so the query would read "
+            f"more than the limit of {max_files}; narrow its time range or add predicates", errors=[
+                {"field": "sql", "message": f"plan exceeds the file limit of {max_files}"}])
+    # The reference rule over what PostgreSQL kept: the SQL never drops a split it keeps, and where the SQL is
+    # unsure (an edge of types) the reference decides, so the plan is the one the reference alone would make.
+    survivors = [] if found is None else [
+        m for m in found.splits if passes_split_stats(predicate, m.summary(), constants)]
+    split_stage = split_stage_count(
+        (0, 0, 0) if found is None else (found.files, found.row_groups, found.row_group_bytes),
+        [m.summary() for m in survivors])
+    published = await IndexingRepository(session).published_artifacts([m.split_id for m in survivors])
+    candidates = [CandidateFile(m, None if m.split_id not in published else [
+        PublishedArtifact(a.artifact_type, a.column_name, a.uri, a.content_hash) for a in published[m.split_id]])
+        for m in survivors]
+    if extra_filter is not None and found is not None and found.files and not found.null_time_range_starts and (
+            found.min_time_range_start >= lookback_start):
         # Every candidate lies inside the lookback: the filter holds for every row, so the scan skips it (and the
         # timestamp column, unless the query names it).
         extra_filter = None
@@ -147,17 +156,17 @@ async def build_plan(session: AsyncSession, sql: str, *, tenant: str | None, now
     with tracer.start_as_current_span("index_prune") as span:
         cascade: CascadeResult = await asyncio.to_thread(
             run_cascade, predicate, split_stage, candidates, needed, artifacts, footers, constants)
-        span.set_attribute("strata.candidate_files", len(in_range))
+        span.set_attribute("strata.candidate_files", 0 if found is None else found.files)
         span.set_attribute("strata.kept_files", len(cascade.files))
     if len(cascade.files) > max_files:
         raise PlanTooLarge(f"the query would read {len(cascade.files)} files, more than the limit of {max_files}; "
                            "narrow its time range or add predicates", errors=[
                                {"field": "sql", "message": f"plan exceeds the file limit of {max_files}"}])
 
-    stages = [StageOut(stage="time_range", files_before=total_files, files_after=len(in_range),
-                       row_groups_before=sum(s.num_row_groups for s in summaries),
-                       row_groups_after=sum(s.num_row_groups for s in in_range), bytes_before=total_bytes,
-                       bytes_after=sum(s.size_bytes for s in in_range))]
+    stages = [StageOut(stage="time_range", files_before=total_files, files_after=0 if found is None else found.files,
+                       row_groups_before=0 if found is None else found.window_row_groups,
+                       row_groups_after=0 if found is None else found.row_groups, bytes_before=total_bytes,
+                       bytes_after=0 if found is None else found.size_bytes)]
     stages += [StageOut(**asdict(s)) for s in cascade.stages]
     scan_columns = [(name, types[name]) for name in sorted(needed | (set(parsed.columns_needed) & {PARTITION_COLUMN}))]
     out = PlanOut(

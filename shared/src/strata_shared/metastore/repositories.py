@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -19,8 +19,10 @@ from sqlalchemy import (
     cast,
     column,
     delete,
+    false,
     func,
     insert,
+    literal,
     or_,
     select,
     true,
@@ -31,11 +33,14 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from strata_shared.domain.column_stats import ColumnStats
-from strata_shared.domain.split import RowGroupSpan, SplitMetadata, SplitState, SplitSummary
+from strata_shared.domain.split import RowGroupSpan, SplitMetadata, SplitState
 from strata_shared.errors import NotFound
 from strata_shared.metastore.indexing_repository import IndexingRepository
 from strata_shared.metastore.models import IndexRow, PublishedTotalsRow, SplitColumnStatsRow, SplitRow
+from strata_shared.metastore.split_pruning import constant_source, may_match_sql, stats_source
 from strata_shared.metastore.window_repository import CompactionWindowRepository
+from strata_shared.query.predicate import Predicate
+from strata_shared.query.time_range import TimeRanges
 
 
 def utcnow() -> datetime:
@@ -226,36 +231,68 @@ class SplitRepository:
         stats = await self._stats_of([r.split_id for r in rows])
         return [_to_metadata(r, stats.get(r.split_id, {})) for r in rows]
 
-    async def published_summaries(self, index_uid: str, partition_id: str | None, window_gte: int | None,
-                                  window_lte: int | None, include_window_zero: bool, limit: int,
-                                  stats_columns: set[str]) -> list[SplitSummary]:
-        """Published splits whose window starts in [window_gte, window_lte] (None: unbounded), plus window 0
-        (null timestamps) when asked, as light summaries with the statistics of `stats_columns` (the columns a
-        query's predicate names). Read as plain rows, not ORM objects: a query over a busy range sees thousands
-        of candidates and keeps a few, so the full metadata is left to `get_many` on the survivors."""
-        rg = func.jsonb_array_elements(SplitRow.row_groups).table_valued(column("value", JSONB)).alias("rg")
+    async def published_candidates(self, index_uid: str, partition_id: str | None, window_gte: int | None,
+                                   window_lte: int | None, include_window_zero: bool, ranges: TimeRanges,
+                                   predicate: Predicate, split_columns: Mapping[str, str],
+                                   stats_columns: set[str], limit: int) -> PublishedCandidates:
+        """The candidates of a query in one statement: published splits whose window starts in [window_gte,
+        window_lte] (None: unbounded), plus window 0 (null timestamps) when asked; of these, the ones whose time
+        range overlaps `ranges` (seconds) are counted, and of those only the ones the split statistics cannot rule
+        out for `predicate` (NNF; `split_min_max_sql`) come back, as full metadata with the statistics of
+        `stats_columns`, at most `limit` of them in (window_start, split_id) order.
+
+        `split_columns`: predicate columns that are columns of `splits` (one value per split, e.g. partition_id).
+        The counts are aggregates over the same snapshot, so every stage of a plan agrees with the next; only the
+        few survivors cross the wire, as plain rows."""
+        s = SplitRow.__table__
+        window = and_(s.c.window_start >= _bigint(window_gte) if window_gte is not None else true(),
+                      s.c.window_start <= _bigint(window_lte) if window_lte is not None else true())
+        candidates = select(s, _in_time(s, ranges).label("in_time")).where(
+            s.c.index_uid == index_uid, s.c.state == SplitState.PUBLISHED,
+            or_(window, s.c.window_start == 0) if include_window_zero else window)
+        if partition_id is not None:
+            candidates = candidates.where(s.c.partition_id == partition_id)
+        c = candidates.cte("candidates")
+        rg = func.jsonb_array_elements(c.c.row_groups).table_valued(column("value", JSONB)).alias("rg")
         span_bytes = (select(func.sum(rg.c.value["byte_length"].astext.cast(BigInteger)))
                       .select_from(rg).scalar_subquery())
-        num_groups = func.jsonb_array_length(SplitRow.row_groups)
-        stmt = select(SplitRow.split_id, SplitRow.partition_id, SplitRow.time_range_start, SplitRow.time_range_end,
-                      SplitRow.num_rows, SplitRow.size_bytes, num_groups,
-                      case((num_groups > 0, span_bytes), else_=SplitRow.size_bytes)).where(
-            SplitRow.index_uid == index_uid, SplitRow.state == SplitState.PUBLISHED)
-        if partition_id is not None:
-            stmt = stmt.where(SplitRow.partition_id == partition_id)
-        in_range = and_(SplitRow.window_start >= window_gte if window_gte is not None else true(),
-                        SplitRow.window_start <= window_lte if window_lte is not None else true())
-        stmt = stmt.where(or_(in_range, SplitRow.window_start == 0) if include_window_zero else in_range)
-        rows = (await self.session.execute(stmt.order_by(SplitRow.window_start, SplitRow.split_id).limit(limit)
-                                           )).all()
-        stats = await self._stats_of([r[0] for r in rows], stats_columns)
-        return [SplitSummary(split_id, partition, start, end, num_rows, size, groups, int(group_bytes or 0),
-                             stats.get(split_id, {}))
-                for split_id, partition, start, end, num_rows, size, groups, group_bytes in rows]
+        groups = func.jsonb_array_length(c.c.row_groups)
+        in_time = c.c.in_time
+        totals = select(
+            func.coalesce(func.sum(groups), 0).label("totals_window_row_groups"),
+            func.count().filter(in_time).label("totals_files"),
+            func.coalesce(func.sum(groups).filter(in_time), 0).label("totals_row_groups"),
+            func.coalesce(func.sum(c.c.size_bytes).filter(in_time), 0).label("totals_size_bytes_total"),
+            func.coalesce(func.sum(case((groups > 0, span_bytes), else_=c.c.size_bytes)).filter(in_time), 0
+                          ).label("totals_row_group_bytes"),
+            func.min(c.c.time_range_start).filter(in_time).label("totals_min_start"),
+            func.count().filter(and_(in_time, c.c.time_range_start.is_(None))).label("totals_null_starts"),
+        ).select_from(c).subquery("totals")
+        joined, sources = c, {}
+        for name in sorted(stats_columns):
+            stats = _STATS_TABLE.alias(f"stats_{len(sources)}")
+            joined = joined.outerjoin(stats, and_(stats.c.split_id == c.c.split_id, stats.c.column_name == name))
+            sources[name] = stats_source(stats, c.c.num_rows)
+        for name, split_column in split_columns.items():
+            sources[name] = constant_source(c.c[split_column], c.c.num_rows)
+        kept = (select(*(c.c[name] for name in s.columns.keys())).select_from(joined)
+                .where(in_time, may_match_sql(predicate, sources))
+                .order_by(c.c.window_start, c.c.split_id).limit(limit + 1).lateral("kept"))
+        rows = (await self.session.execute(select(totals, kept).select_from(totals.outerjoin(kept, true())))).all()
+        first = rows[0]
+        found = [r for r in rows if r.split_id is not None]
+        stats = await self._stats_of([r.split_id for r in found[:limit]], stats_columns)
+        return PublishedCandidates(
+            window_row_groups=int(first.totals_window_row_groups), files=first.totals_files,
+            row_groups=int(first.totals_row_groups),
+            size_bytes=int(first.totals_size_bytes_total), row_group_bytes=int(first.totals_row_group_bytes),
+            min_time_range_start=first.totals_min_start, null_time_range_starts=first.totals_null_starts,
+            splits=[_to_metadata(r, stats.get(r.split_id, {})) for r in found[:limit]],
+            truncated=len(found) > limit)
 
     async def published_totals(self, index_uid: str, partition_id: str | None) -> tuple[int, int]:
         """(files, bytes) published in an index (for one tenant): what a query would read without any pruning.
-        Read from the trigger-kept counters, so it agrees with `published_summaries` in the same snapshot."""
+        Read from the trigger-kept counters, so it agrees with `published_candidates` in the same snapshot."""
         stmt = select(func.coalesce(func.sum(PublishedTotalsRow.files), 0),
                       func.coalesce(func.sum(PublishedTotalsRow.bytes), 0)).where(
             PublishedTotalsRow.index_uid == index_uid)
@@ -277,6 +314,43 @@ class SplitRepository:
         for row in (await self.session.execute(stmt)).all():
             out.setdefault(row[_STATS_SPLIT], {})[row[_STATS_NAME]] = _stats_from_row(row)
         return out
+
+
+@dataclass(frozen=True, slots=True)
+class PublishedCandidates:
+    """What `published_candidates` found. window_row_groups: row groups of every split of the candidate windows;
+    files .. row_group_bytes: of the splits whose time range overlaps the query's (`row_group_bytes` sums the
+    spans' byte lengths, or a file's size when it has none, as the later stages count); min_time_range_start and
+    null_time_range_starts over those too; splits: the ones split statistics cannot rule out."""
+
+    window_row_groups: int
+    files: int
+    row_groups: int
+    size_bytes: int
+    row_group_bytes: int
+    min_time_range_start: int | None
+    null_time_range_starts: int
+    splits: list[SplitMetadata]
+    truncated: bool
+
+
+_BIGINT = (-(2**63), 2**63 - 1)
+
+
+def _bigint(value: int) -> Any:
+    """A bound that always fits a BIGINT: beyond the type's range it is clamped, which changes no comparison with
+    a BIGINT column except at the very end of the range, where it can only keep more."""
+    return cast(literal(min(max(value, _BIGINT[0]), _BIGINT[1])), BigInteger)
+
+
+def _in_time(s: Any, ranges: TimeRanges) -> Any:
+    """The split's time range overlaps `ranges` (`TimeRanges.overlaps`), or its timestamps are null and the ranges
+    allow null."""
+    start, end = s.c.time_range_start, s.c.time_range_end
+    overlaps = [and_(or_(end.is_(None), end >= _bigint(i.lo)) if i.lo is not None else true(),
+                     start <= _bigint(i.hi) if i.hi is not None else true()) for i in ranges.intervals]
+    timed = and_(start.is_not(None), or_(*overlaps)) if overlaps else false()
+    return or_(start.is_(None), timed) if ranges.includes_null else timed
 
 
 def _split_values(split: SplitMetadata, now: datetime) -> dict[str, Any]:
