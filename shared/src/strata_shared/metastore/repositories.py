@@ -10,26 +10,18 @@ from typing import Any
 
 from sqlalchemy import (
     ARRAY,
-    BigInteger,
     Row,
     String,
-    and_,
     any_,
-    case,
     cast,
-    column,
     delete,
-    false,
     func,
     insert,
-    literal,
-    or_,
     select,
-    true,
+    text,
     tuple_,
     update,
 )
-from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from strata_shared.domain.column_stats import ColumnStats
@@ -37,7 +29,7 @@ from strata_shared.domain.split import RowGroupSpan, SplitMetadata, SplitState
 from strata_shared.errors import NotFound
 from strata_shared.metastore.indexing_repository import IndexingRepository
 from strata_shared.metastore.models import IndexRow, PublishedTotalsRow, SplitColumnStatsRow, SplitRow
-from strata_shared.metastore.split_pruning import constant_source, may_match_sql, stats_source
+from strata_shared.metastore.split_pruning import Params, constant_source, may_match_sql, stats_source
 from strata_shared.metastore.window_repository import CompactionWindowRepository
 from strata_shared.query.predicate import Predicate
 from strata_shared.query.time_range import TimeRanges
@@ -244,49 +236,65 @@ class SplitRepository:
         `split_columns`: predicate columns that are columns of `splits` (one value per split, e.g. partition_id).
         The counts are aggregates over the same snapshot, so every stage of a plan agrees with the next; only the
         few survivors cross the wire, as plain rows."""
-        s = SplitRow.__table__
-        window = and_(s.c.window_start >= _bigint(window_gte) if window_gte is not None else true(),
-                      s.c.window_start <= _bigint(window_lte) if window_lte is not None else true())
-        candidates = select(s, _in_time(s, ranges).label("in_time")).where(
-            s.c.index_uid == index_uid, s.c.state == SplitState.PUBLISHED,
-            or_(window, s.c.window_start == 0) if include_window_zero else window)
+        params = Params()
+        where = [f"index_uid = {params.bind(index_uid)}", "state = 'published'"]
         if partition_id is not None:
-            candidates = candidates.where(s.c.partition_id == partition_id)
-        c = candidates.cte("candidates")
-        rg = func.jsonb_array_elements(c.c.row_groups).table_valued(column("value", JSONB)).alias("rg")
-        span_bytes = (select(func.sum(rg.c.value["byte_length"].astext.cast(BigInteger)))
-                      .select_from(rg).scalar_subquery())
-        groups = func.jsonb_array_length(c.c.row_groups)
-        in_time = c.c.in_time
-        totals = select(
-            func.coalesce(func.sum(groups), 0).label("totals_window_row_groups"),
-            func.count().filter(in_time).label("totals_files"),
-            func.coalesce(func.sum(groups).filter(in_time), 0).label("totals_row_groups"),
-            func.coalesce(func.sum(c.c.size_bytes).filter(in_time), 0).label("totals_size_bytes_total"),
-            func.coalesce(func.sum(case((groups > 0, span_bytes), else_=c.c.size_bytes)).filter(in_time), 0
-                          ).label("totals_row_group_bytes"),
-            func.min(c.c.time_range_start).filter(in_time).label("totals_min_start"),
-            func.count().filter(and_(in_time, c.c.time_range_start.is_(None))).label("totals_null_starts"),
-        ).select_from(c).subquery("totals")
-        joined, sources = c, {}
-        for name in sorted(stats_columns):
-            stats = _STATS_TABLE.alias(f"stats_{len(sources)}")
-            joined = joined.outerjoin(stats, and_(stats.c.split_id == c.c.split_id, stats.c.column_name == name))
-            sources[name] = stats_source(stats, c.c.num_rows)
+            where.append(f"partition_id = {params.bind(partition_id)}")
+        window = [f"window_start >= {_bigint(window_gte, params)}" if window_gte is not None else "TRUE",
+                  f"window_start <= {_bigint(window_lte, params)}" if window_lte is not None else "TRUE"]
+        window_sql = " AND ".join(window)
+        where.append(f"(({window_sql}) OR window_start = 0)" if include_window_zero else f"({window_sql})")
+        in_time = _in_time(ranges, params)
+        joins, sources = [], {}
+        stats_columns = stats_columns - set(split_columns)
+        for n, name in enumerate(sorted(stats_columns)):
+            joins.append(f"LEFT JOIN split_column_stats st{n} ON st{n}.split_id = c.split_id "
+                         f"AND st{n}.column_name = {params.bind(name)}")
+            sources[name] = stats_source(f"st{n}", "c.num_rows")
         for name, split_column in split_columns.items():
-            sources[name] = constant_source(c.c[split_column], c.c.num_rows)
-        kept = (select(*(c.c[name] for name in s.columns.keys())).select_from(joined)
-                .where(in_time, may_match_sql(predicate, sources))
-                .order_by(c.c.window_start, c.c.split_id).limit(limit + 1).lateral("kept"))
-        rows = (await self.session.execute(select(totals, kept).select_from(totals.outerjoin(kept, true())))).all()
+            if split_column not in _SPLIT_COLUMNS:
+                raise ValueError(f"{split_column!r} is not a column of splits")
+            sources[name] = constant_source(f"c.{split_column}", "c.num_rows")
+        prune = may_match_sql(predicate, sources, params)
+        # One statement, so the counts and the survivors are one snapshot even outside a REPEATABLE READ
+        # transaction. Candidates: the windows' rows (one index range scan), each marked whether its time range
+        # meets the query's. Totals: aggregates over them. Kept: the candidates split statistics cannot rule out
+        # (one primary-key probe of split_column_stats per candidate and predicate column); only their full rows
+        # are returned, each beside the totals (a LEFT JOIN, so the totals come back when nothing is kept).
+        sql = f"""
+WITH c AS MATERIALIZED (
+  SELECT split_id, window_start, partition_id, num_rows, size_bytes, time_range_start, row_groups,
+         ({in_time}) AS in_time
+  FROM splits WHERE {" AND ".join(where)}
+), totals AS (
+  SELECT coalesce(sum(jsonb_array_length(row_groups)), 0) AS totals_window_row_groups,
+         count(*) FILTER (WHERE in_time) AS totals_files,
+         coalesce(sum(jsonb_array_length(row_groups)) FILTER (WHERE in_time), 0) AS totals_row_groups,
+         coalesce(sum(size_bytes) FILTER (WHERE in_time), 0) AS totals_size_bytes,
+         coalesce(sum(CASE WHEN jsonb_array_length(row_groups) > 0
+                           THEN (SELECT sum(CAST(rg ->> 'byte_length' AS bigint))
+                                 FROM jsonb_array_elements(row_groups) AS rg)
+                           ELSE size_bytes END) FILTER (WHERE in_time), 0) AS totals_row_group_bytes,
+         min(time_range_start) FILTER (WHERE in_time) AS totals_min_start,
+         count(*) FILTER (WHERE in_time AND time_range_start IS NULL) AS totals_null_starts
+  FROM c
+), kept AS (
+  SELECT c.split_id FROM c {" ".join(joins)}
+  WHERE c.in_time AND {prune}
+  ORDER BY c.window_start, c.split_id LIMIT {params.bind(limit + 1)}
+)
+SELECT totals.*, splits.* FROM totals LEFT JOIN (kept JOIN splits ON splits.split_id = kept.split_id) ON TRUE
+ORDER BY splits.window_start, splits.split_id"""
+        statement = text(sql).columns(row_groups=SplitRow.__table__.c.row_groups.type)
+        rows = (await self.session.execute(statement, params.values)).all()
         first = rows[0]
         found = [r for r in rows if r.split_id is not None]
         stats = await self._stats_of([r.split_id for r in found[:limit]], stats_columns)
         return PublishedCandidates(
             window_row_groups=int(first.totals_window_row_groups), files=first.totals_files,
-            row_groups=int(first.totals_row_groups),
-            size_bytes=int(first.totals_size_bytes_total), row_group_bytes=int(first.totals_row_group_bytes),
-            min_time_range_start=first.totals_min_start, null_time_range_starts=first.totals_null_starts,
+            row_groups=int(first.totals_row_groups), size_bytes=int(first.totals_size_bytes),
+            row_group_bytes=int(first.totals_row_group_bytes), min_time_range_start=first.totals_min_start,
+            null_time_range_starts=first.totals_null_starts,
             splits=[_to_metadata(r, stats.get(r.split_id, {})) for r in found[:limit]],
             truncated=len(found) > limit)
 
@@ -335,22 +343,25 @@ class PublishedCandidates:
 
 
 _BIGINT = (-(2**63), 2**63 - 1)
+_SPLIT_COLUMNS = frozenset(SplitRow.__table__.columns.keys())
 
 
-def _bigint(value: int) -> Any:
+def _bigint(value: int, params: Params) -> str:
     """A bound that always fits a BIGINT: beyond the type's range it is clamped, which changes no comparison with
     a BIGINT column except at the very end of the range, where it can only keep more."""
-    return cast(literal(min(max(value, _BIGINT[0]), _BIGINT[1])), BigInteger)
+    return f"CAST({params.bind(min(max(value, _BIGINT[0]), _BIGINT[1]))} AS bigint)"
 
 
-def _in_time(s: Any, ranges: TimeRanges) -> Any:
+def _in_time(ranges: TimeRanges, params: Params) -> str:
     """The split's time range overlaps `ranges` (`TimeRanges.overlaps`), or its timestamps are null and the ranges
     allow null."""
-    start, end = s.c.time_range_start, s.c.time_range_end
-    overlaps = [and_(or_(end.is_(None), end >= _bigint(i.lo)) if i.lo is not None else true(),
-                     start <= _bigint(i.hi) if i.hi is not None else true()) for i in ranges.intervals]
-    timed = and_(start.is_not(None), or_(*overlaps)) if overlaps else false()
-    return or_(start.is_(None), timed) if ranges.includes_null else timed
+    overlaps = []
+    for i in ranges.intervals:
+        lower = "TRUE" if i.lo is None else f"(time_range_end IS NULL OR time_range_end >= {_bigint(i.lo, params)})"
+        upper = "TRUE" if i.hi is None else f"time_range_start <= {_bigint(i.hi, params)}"
+        overlaps.append(f"({lower} AND {upper})")
+    timed = f"(time_range_start IS NOT NULL AND ({' OR '.join(overlaps)}))" if overlaps else "FALSE"
+    return f"(time_range_start IS NULL OR {timed})" if ranges.includes_null else timed
 
 
 def _split_values(split: SplitMetadata, now: datetime) -> dict[str, Any]:

@@ -13,17 +13,19 @@ Ordering follows the reference: strings compare by code point (COLLATE "C" on UT
 point order), integers exactly (as numeric), floats as float8 (PostgreSQL, like Spark, puts NaN above every
 number). A float column's statistics carry no NaN count, so the reference assumes NaN may be present and never
 prunes such a column from above; neither does this.
+
+The condition is SQL text with bound parameters, not an expression tree: a plan runs it once, and building and
+caching a tree of this size cost more than PostgreSQL takes to evaluate it over a busy range (measured in
+docs/benchmarks.md). Every value is a parameter; only fixed names (aliases, columns, value kinds) are written in.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
-
-from sqlalchemy import Double, Numeric, Text, and_, cast, false, func, literal, not_, or_, true
-from sqlalchemy.sql.elements import ColumnElement
+from typing import Any
 
 from strata_shared.query.predicate import (
     And,
@@ -44,111 +46,122 @@ from strata_shared.query.predicate import (
 KINDS = ("string", "i64", "u64", "f64")
 # Integers beyond this are not all exact as float8: against a float column they are left to the reference.
 _FLOAT_EXACT = 2**53
+_CAST = {"string": 'CAST({} AS text) COLLATE "C"', "i64": "CAST({} AS numeric)", "u64": "CAST({} AS numeric)",
+         "f64": "CAST({} AS float8)"}
+
+
+@dataclass
+class Params:
+    """The bound values of a statement being written: `bind` names each one."""
+
+    values: dict[str, Any] = field(default_factory=dict)
+
+    def bind(self, value: Any) -> str:
+        name = f"p{len(self.values)}"
+        self.values[name] = value
+        return f":{name}"
 
 
 @dataclass(frozen=True)
 class ColumnSource:
-    """Where one column's statistics of a split are in the statement.
+    """Where one column's statistics of a split are in the statement (SQL expressions over its aliases).
 
     present: TRUE when the split has statistics for the column (else nothing is known: the split is kept).
-    value_type: an expression, or a constant kind when every split has the same (a metadata column).
+    value_type: an expression, or None when every split has the one kind of `bounds` (a metadata column).
     bounds: (min, max) per value kind.
     """
 
-    present: ColumnElement[bool]
-    value_type: ColumnElement | str
-    bounds: Mapping[str, tuple[ColumnElement, ColumnElement]]
-    null_count: ColumnElement
-    num_rows: ColumnElement
+    present: str
+    value_type: str | None
+    bounds: Mapping[str, tuple[str, str]]
+    null_count: str
+    num_rows: str
 
 
-def stats_source(stats, num_rows: ColumnElement) -> ColumnSource:
-    """A column's statistics from `stats`, an alias of split_column_stats joined (LEFT) on split and column."""
-    return ColumnSource(
-        present=stats.c.split_id.is_not(None), value_type=stats.c.value_type,
-        bounds={kind: (stats.c[f"min_{kind}"], stats.c[f"max_{kind}"]) for kind in KINDS},
-        null_count=stats.c.null_count, num_rows=num_rows)
+def stats_source(alias: str, num_rows: str) -> ColumnSource:
+    """A column's statistics from `alias`, split_column_stats joined (LEFT) on the split and the column."""
+    return ColumnSource(present=f"{alias}.split_id IS NOT NULL", value_type=f"{alias}.value_type",
+                        bounds={kind: (f"{alias}.min_{kind}", f"{alias}.max_{kind}") for kind in KINDS},
+                        null_count=f"{alias}.null_count", num_rows=num_rows)
 
 
-def constant_source(value: ColumnElement, num_rows: ColumnElement) -> ColumnSource:
+def constant_source(value: str, num_rows: str) -> ColumnSource:
     """A metadata column with one string value per split (as the reference's constant columns: min = max = the
     value, no nulls)."""
-    return ColumnSource(present=true(), value_type="string", bounds={"string": (value, value)},
-                        null_count=literal(0), num_rows=num_rows)
+    return ColumnSource(present="TRUE", value_type=None, bounds={"string": (value, value)}, null_count="0",
+                        num_rows=num_rows)
 
 
-def may_match_sql(pred: Predicate, columns: Mapping[str, ColumnSource]) -> ColumnElement[bool]:
+def may_match_sql(pred: Predicate, columns: Mapping[str, ColumnSource], params: Params) -> str:
     """FALSE only where `may_match(pred, RangeOracle(split statistics))` is False; never NULL. `pred` in NNF."""
     match pred:
         case Const(value):
-            return true() if value else false()
+            return "TRUE" if value else "FALSE"
         case And(children):
-            return and_(*(may_match_sql(child, columns) for child in children))
+            return "(" + " AND ".join(may_match_sql(child, columns, params) for child in children) + ")"
         case Or(children):
-            return or_(*(may_match_sql(child, columns) for child in children))
+            return "(" + " OR ".join(may_match_sql(child, columns, params) for child in children) + ")"
         case Unknown() | Not():
-            return true()
+            return "TRUE"
         case Compare(_, _, None):
-            return false()
+            return "FALSE"
     source = columns.get(pred.column)
     if source is None:
-        return true()
-    rule = _rules_out(pred, source)
-    if rule is None:
-        return true()
+        return "TRUE"
+    rule = _rules_out(pred, source, params)
     # coalesce: a NULL anywhere in the rule (no statistics row, no bound) must keep the split.
-    return or_(not_(source.present), not_(func.coalesce(rule, false())))
+    return f"(NOT ({source.present}) OR NOT coalesce({rule}, FALSE))"
 
 
-def _rules_out(atom: Predicate, source: ColumnSource) -> ColumnElement[bool] | None:
-    """TRUE when the statistics prove no row of the split satisfies `atom` (None: they never can)."""
-    all_null = source.null_count >= source.num_rows
+def _rules_out(atom: Predicate, source: ColumnSource, params: Params) -> str:
+    """TRUE when the statistics prove no row of the split satisfies `atom`."""
+    all_null = f"{source.null_count} >= {source.num_rows}"
     if isinstance(atom, IsNull):
-        return all_null if atom.negated else source.null_count <= 0
-    typed = []
+        return all_null if atom.negated else f"{source.null_count} <= 0"
+    # No comparison, IN, LIKE or text match holds on NULL: an all-null column rules out every such atom.
+    typed = [all_null]
     for kind, (low, high) in source.bounds.items():
-        if isinstance(source.value_type, str) and source.value_type != kind:
-            continue
-        rule = _typed_rule(atom, kind, low, high)
+        if kind == "string":
+            low, high = f'{low} COLLATE "C"', f'{high} COLLATE "C"'
+        elif kind in ("i64", "u64"):
+            low, high = f"CAST({low} AS numeric)", f"CAST({high} AS numeric)"
+        rule = _typed_rule(atom, kind, low, high, params)
         if rule is None:
             continue
-        is_kind = true() if isinstance(source.value_type, str) else source.value_type == kind
-        typed.append(and_(is_kind, low.is_not(None), high.is_not(None), rule))
-    # No comparison, IN, LIKE or text match holds on NULL: an all-null column rules out every such atom.
-    return or_(all_null, *typed)
+        is_kind = "" if source.value_type is None else f"{source.value_type} = '{kind}' AND "
+        typed.append(f"({is_kind}{low} IS NOT NULL AND {high} IS NOT NULL AND {rule})")
+    return "(" + " OR ".join(typed) + ")"
 
 
-def _typed_rule(atom: Predicate, kind: str, low: ColumnElement, high: ColumnElement) -> ColumnElement | None:
+def _typed_rule(atom: Predicate, kind: str, low: str, high: str, params: Params) -> str | None:
     """The reference's `_may_satisfy_range`, negated, for statistics of one kind; None where it is not sure."""
-    if kind == "string":
-        low, high = low.collate("C"), high.collate("C")
-    elif kind in ("i64", "u64"):
-        low, high = cast(low, Numeric), cast(high, Numeric)
     # A float column may hold NaN (the statistics do not say): its upper bound is NaN, above everything.
     bounded_above = kind != "f64"
     match atom:
         case Compare(_, op, value):
-            key = _literal(value, kind)
+            key = _literal(value, kind, params)
             return None if key is None else _compare_rules_out(op, low, high, key, bounded_above)
         case InList(_, values, negated):
             if negated:
                 if any(v is None for v in values):
-                    return true()
+                    return "TRUE"
                 if not bounded_above or not values:
                     return None
-                keys = [_literal(v, kind) for v in values]
+                keys = [_literal(v, kind, params) for v in values]
                 if any(k is None for k in keys):
                     return None
-                return and_(low == high, or_(*(low == k for k in keys)))
-            keys = [_literal(v, kind) for v in values if v is not None]
+                return f"({low} = {high} AND {low} IN ({', '.join(keys)}))"  # type: ignore[arg-type]
+            keys = [_literal(v, kind, params) for v in values if v is not None]
             if any(k is None for k in keys):
                 return None
-            return and_(*(_outside(low, high, k, bounded_above) for k in keys)) if keys else true()
+            if not keys:
+                return "TRUE"
+            return "(" + " AND ".join(_outside(low, high, k, bounded_above) for k in keys) + ")"  # type: ignore
         case Like(_, pattern, negated):
             if kind != "string":
                 return None
             shape = like_shape(pattern)
-            prefix = _literal(shape.prefix, kind)
+            prefix = _literal(shape.prefix, kind, params)
             if prefix is None:
                 return None
             if shape.kind == "exact":
@@ -156,42 +169,42 @@ def _typed_rule(atom: Predicate, kind: str, low: ColumnElement, high: ColumnElem
             if negated:
                 if shape.kind != "prefix":
                     return None
-                return and_(func.starts_with(low, prefix), func.starts_with(high, prefix))
+                return f"(starts_with({low}, {prefix}) AND starts_with({high}, {prefix}))"
             if not shape.prefix:
                 return None
-            return or_(high < prefix, and_(low > prefix, not_(func.starts_with(low, prefix))))
+            return f"({high} < {prefix} OR ({low} > {prefix} AND NOT starts_with({low}, {prefix})))"
         case TextMatch():
             return None
     return None
 
 
-def _outside(low: ColumnElement, high: ColumnElement, key: ColumnElement, bounded_above: bool) -> ColumnElement:
-    return or_(key < low, key > high) if bounded_above else key < low
+def _outside(low: str, high: str, key: str, bounded_above: bool) -> str:
+    return f"({key} < {low} OR {key} > {high})" if bounded_above else f"{key} < {low}"
 
 
-def _compare_rules_out(op: str, low: ColumnElement, high: ColumnElement, key: ColumnElement,
-                       bounded_above: bool) -> ColumnElement | None:
+def _compare_rules_out(op: str, low: str, high: str, key: str, bounded_above: bool) -> str | None:
     match op:
         case "=":
             return _outside(low, high, key, bounded_above)
         case "!=":
-            return and_(low == high, low == key) if bounded_above else None
+            return f"({low} = {high} AND {low} = {key})" if bounded_above else None
         case "<":
-            return low >= key
+            return f"{low} >= {key}"
         case "<=":
-            return low > key
+            return f"{low} > {key}"
         case ">":
-            return high <= key if bounded_above else None
+            return f"{high} <= {key}" if bounded_above else None
         case ">=":
-            return high < key if bounded_above else None
+            return f"{high} < {key}" if bounded_above else None
     return None
 
 
-def _literal(value: Value | None, kind: str) -> ColumnElement | None:
-    """The value as a bound literal comparable with statistics of `kind` exactly as Python compares them; None
+def _literal(value: Value | None, kind: str, params: Params) -> str | None:
+    """The value bound as a parameter comparable with statistics of `kind` exactly as Python compares them; None
     when Python would raise (other types) or when PostgreSQL could compare differently."""
     if value is None:
         return None
+    bound: Any
     if kind == "string":
         if not isinstance(value, str) or "\x00" in value:
             return None
@@ -199,17 +212,20 @@ def _literal(value: Value | None, kind: str) -> ColumnElement | None:
             value.encode("utf-8")
         except UnicodeEncodeError:
             return None
-        return literal(value, Text).collate("C")
-    if isinstance(value, str):
+        bound = value
+    elif isinstance(value, str):
         return None
-    if kind == "f64":
+    elif kind == "f64":
         if isinstance(value, float):
-            return literal(value, Double)
-        if abs(int(value)) > _FLOAT_EXACT:
+            bound = value
+        elif abs(int(value)) > _FLOAT_EXACT:
             return None
-        return literal(float(value), Double)
-    if isinstance(value, float):
+        else:
+            bound = float(value)
+    elif isinstance(value, float):
         if not math.isfinite(value):
             return None
-        return literal(Decimal(value), Numeric)
-    return literal(Decimal(int(value)), Numeric)
+        bound = Decimal(value)
+    else:
+        bound = Decimal(int(value))
+    return _CAST[kind].format(params.bind(bound))
