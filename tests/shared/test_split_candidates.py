@@ -55,11 +55,12 @@ async def _check(url: str) -> None:
         repo = SplitRepository(session)
 
         async def candidates(partition=None, gte=None, lte=None, zero=False, ranges=EVERYTHING, predicate=TRUE,
-                             limit=100):
+                             limit=100, prune_columns=None):
             return await repo.published_candidates("i:1", partition, gte, lte, include_window_zero=zero,
                                                    ranges=ranges, predicate=to_nnf(predicate),
                                                    split_columns={"partition_id": "partition_id"},
-                                                   stats_columns={"host", "count"}, limit=limit)
+                                                   stats_columns={"host", "count"}, limit=limit,
+                                                   prune_columns=prune_columns)
 
         found = await candidates(gte=WINDOW, lte=2 * WINDOW)
         assert [s.split_id for s in found.splits] == ["s001", "s002", "s003"]  # published, in range, in order
@@ -85,6 +86,11 @@ async def _check(url: str) -> None:
         # Split statistics and the split's own partition rule out splits inside PostgreSQL; the counts stay.
         pruned = await candidates(gte=WINDOW, lte=2 * WINDOW, predicate=Compare("host", "=", "h07"))
         assert [s.split_id for s in pruned.splits] == ["s002", "s003"] and pruned.files == 3
+        # A column left out of the SQL's pruning only keeps more; its statistics still come back.
+        unpruned = await candidates(gte=WINDOW, lte=2 * WINDOW, predicate=Compare("host", "=", "h07"),
+                                    prune_columns={"count"})
+        assert [s.split_id for s in unpruned.splits] == ["s001", "s002", "s003"]
+        assert all("host" in s.column_stats for s in unpruned.splits)
         tenant_b = await candidates(gte=WINDOW, lte=2 * WINDOW, predicate=Compare("partition_id", "=", "b"))
         assert [s.split_id for s in tenant_b.splits] == ["s002"]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 
 from opentelemetry import trace
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -21,6 +21,7 @@ from strata_query.planning.caches import ArtifactCache, FooterCache
 from strata_query.planning.cascade import (
     CandidateFile,
     CascadeResult,
+    FilePart,
     PublishedArtifact,
     passes_split_stats,
     run_cascade,
@@ -41,6 +42,7 @@ from strata_shared.query.predicate import And, Compare, columns_of, describe, to
 from strata_shared.query.time_range import TimeRanges, extract_time_range
 
 PARTITION_COLUMN = "partition_id"
+_FILE_PART_FIELDS = tuple(f.name for f in fields(FilePart))
 tracer = trace.get_tracer("strata.query")
 
 
@@ -58,9 +60,10 @@ class QueryPlan:
     extra_filter: exp.Expression | None
 
 
-def table_of(sql: str) -> str:
-    """The one table the query names (the index id); syntax errors surface with their position."""
-    tree = statement_of(parse_sql(sql))
+def table_of(sql: str, statements: list[exp.Expression | None] | None = None) -> str:
+    """The one table the query names (the index id); syntax errors surface with their position. `statements`:
+    `parse_sql(sql)` when the caller has it (a plan parses its SQL once)."""
+    tree = statement_of(parse_sql(sql) if statements is None else statements)
     tables = {t.name for t in tree.find_all(exp.Table)}
     if len(tables) != 1:
         raise QueryValidationError("a query reads exactly one index, named as its table", "from")
@@ -85,13 +88,14 @@ async def build_plan(session: AsyncSession, sql: str, *, tenant: str | None, now
     totals, the candidates and their artifacts are one snapshot and every stage's counts agree."""
     started = time.perf_counter()
     await session.connection(execution_options={"isolation_level": "REPEATABLE READ", "postgresql_readonly": True})
-    index_id = table_of(sql)
+    statements = parse_sql(sql)
+    index_id = table_of(sql, statements)
     index = await IndexRepository(session).get_live(index_id)
     if index is None:
         raise QueryValidationError(f"there is no index {index_id!r} to query", "from") from NotFound(index_id)
     settings = IndexSettings.model_validate(index.config)
     query_settings = _query_settings(settings)
-    parsed = parse_query(sql, index_id=index_id, settings=query_settings)
+    parsed = parse_query(sql, index_id=index_id, settings=query_settings, statements=statements)
     types = query_settings.field_types()
     ts = settings.timestamp_field
     is_seconds = types[ts] is not FieldType.TIMESTAMP
@@ -122,11 +126,14 @@ async def build_plan(session: AsyncSession, sql: str, *, tenant: str | None, now
     constants = {PARTITION_COLUMN: lambda s: s.partition_id}
     # Time range and split min/max in PostgreSQL, in one statement: only the splits it cannot rule out come back
     # (a busy range has hundreds of candidates and keeps a few), with the counts of every candidate.
+    stats_columns = set(columns_of(predicate)) & set(types)
     found = None if seconds.is_empty else await splits.published_candidates(
         index.index_uid, tenant, None if lo is None else lo - lo % window, hi,
         include_window_zero=seconds.includes_null, ranges=seconds, predicate=predicate,
-        split_columns={PARTITION_COLUMN: "partition_id"}, stats_columns=set(columns_of(predicate)) & set(types),
-        limit=max_files * 4 + 1000)
+        split_columns={PARTITION_COLUMN: "partition_id"}, stats_columns=stats_columns,
+        # The timestamp's statistics are the split's time range, which `ranges` applies already: PostgreSQL skips
+        # them (one index probe per candidate less), the reference below still uses them.
+        prune_columns=stats_columns - {ts}, limit=max_files * 4 + 1000)
     if found is not None and found.truncated:
         raise PlanTooLarge(
             f"split statistics leave more than {max_files * 4 + 1000} files to examine, so the query would read "
@@ -178,7 +185,8 @@ async def build_plan(session: AsyncSession, sql: str, *, tenant: str | None, now
             source="where" if source == "where" else "default_lookback",
             default_lookback_secs=None if source == "where" else lookback),
         stages=stages,
-        files=[FilePartOut(**asdict(f)) for f in cascade.files],
+        # Shallow: asdict would deep-copy every byte range, and the model copies what it keeps anyway.
+        files=[FilePartOut(**{name: getattr(f, name) for name in _FILE_PART_FIELDS}) for f in cascade.files],
         total_files=len(cascade.files), total_row_groups=sum(len(f.row_groups) for f in cascade.files),
         total_bytes=sum(f.bytes for f in cascade.files), total_rows=sum(f.rows for f in cascade.files),
         planning_ms=round((time.perf_counter() - started) * 1000, 3))

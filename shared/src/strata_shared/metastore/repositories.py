@@ -226,14 +226,17 @@ class SplitRepository:
     async def published_candidates(self, index_uid: str, partition_id: str | None, window_gte: int | None,
                                    window_lte: int | None, include_window_zero: bool, ranges: TimeRanges,
                                    predicate: Predicate, split_columns: Mapping[str, str],
-                                   stats_columns: set[str], limit: int) -> PublishedCandidates:
+                                   stats_columns: set[str], limit: int,
+                                   prune_columns: set[str] | None = None) -> PublishedCandidates:
         """The candidates of a query in one statement: published splits whose window starts in [window_gte,
         window_lte] (None: unbounded), plus window 0 (null timestamps) when asked; of these, the ones whose time
         range overlaps `ranges` (seconds) are counted, and of those only the ones the split statistics cannot rule
-        out for `predicate` (NNF; `split_min_max_sql`) come back, as full metadata with the statistics of
+        out for `predicate` (NNF; `split_pruning.may_match_sql`) come back, as full metadata with the statistics of
         `stats_columns`, at most `limit` of them in (window_start, split_id) order.
 
         `split_columns`: predicate columns that are columns of `splits` (one value per split, e.g. partition_id).
+        `prune_columns`: the columns whose statistics PostgreSQL prunes on (default `stats_columns`); leaving one
+        out only keeps more splits.
         The counts are aggregates over the same snapshot, so every stage of a plan agrees with the next; only the
         few survivors cross the wire, as plain rows."""
         params = Params()
@@ -247,7 +250,8 @@ class SplitRepository:
         in_time = _in_time(ranges, params)
         joins, sources = [], {}
         stats_columns = stats_columns - set(split_columns)
-        for n, name in enumerate(sorted(stats_columns)):
+        prune_columns = stats_columns if prune_columns is None else prune_columns & stats_columns
+        for n, name in enumerate(sorted(prune_columns)):
             joins.append(f"LEFT JOIN split_column_stats st{n} ON st{n}.split_id = c.split_id "
                          f"AND st{n}.column_name = {params.bind(name)}")
             sources[name] = stats_source(f"st{n}", "c.num_rows")
