@@ -506,13 +506,13 @@ async def _capture_sql(engine, sessions, sql: str, caches) -> list[tuple[str, tu
 STEP_LOOKUP = "index lookup (get_live)"
 STEP_PARSE = "parse_query (SQL to predicate)"
 STEP_TOTALS = "published_totals (files and bytes of the whole index)"
-STEP_CANDIDATES = "published_summaries (candidate summaries and their predicate columns' statistics)"
-STEP_SPLIT_STAGE = "split_min_max (stage 1 on the summaries)"
-STEP_FULL = "get_many (full metadata of stage 1's survivors)"
-STEP_STATS = "... _stats_of (the statistics rows, within both reads above)"
+STEP_CANDIDATES = ("published_candidates (one statement: time range and split min/max in PostgreSQL, the counts of "
+                   "every candidate, full rows of the survivors; then their statistics)")
+STEP_STATS = "... _stats_of (the survivors' statistics, within the step above)"
+STEP_SPLIT_STAGE = "passes_split_stats (the Python reference, re-run on the survivors)"
 STEP_ARTIFACTS = "published_artifacts (snapshots and artifact rows of the survivors)"
 STEP_CASCADE = "run_cascade (the later stages, in a worker thread)"
-STEP_ORDER = (STEP_LOOKUP, STEP_PARSE, STEP_TOTALS, STEP_CANDIDATES, STEP_SPLIT_STAGE, STEP_FULL, STEP_STATS,
+STEP_ORDER = (STEP_LOOKUP, STEP_PARSE, STEP_TOTALS, STEP_CANDIDATES, STEP_STATS, STEP_SPLIT_STAGE,
               STEP_ARTIFACTS, STEP_CASCADE)
 
 
@@ -526,12 +526,11 @@ def _stage_timer():
     timer = StageTimer()
     timer.wrap_async(IndexRepository, "get_live", STEP_LOOKUP)
     timer.wrap_async(SplitRepository, "published_totals", STEP_TOTALS)
-    timer.wrap_async(SplitRepository, "published_summaries", STEP_CANDIDATES)
-    timer.wrap_async(SplitRepository, "get_many", STEP_FULL)
+    timer.wrap_async(SplitRepository, "published_candidates", STEP_CANDIDATES)
     timer.wrap_async(SplitRepository, "_stats_of", STEP_STATS)
     timer.wrap_async(IndexingRepository, "published_artifacts", STEP_ARTIFACTS)
     timer.wrap_sync(planner, "parse_query", STEP_PARSE)
-    timer.wrap_sync(planner, "split_min_max", STEP_SPLIT_STAGE)
+    timer.wrap_sync(planner, "passes_split_stats", STEP_SPLIT_STAGE)
     timer.wrap_sync(planner, "run_cascade", STEP_CASCADE)
     return timer
 

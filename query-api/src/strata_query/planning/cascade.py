@@ -116,12 +116,17 @@ def passes_split_stats(pred: Predicate, split: SplitSummary,
 
 def split_min_max(pred: Predicate, splits: list[SplitSummary],
                   constants: Mapping[str, Callable[[SplitSummary], Value]]) -> tuple[list[SplitSummary], StageCount]:
-    """Stage 1, on the light summaries of every candidate: only its survivors need their full metadata, their
-    artifacts and the later stages."""
+    """Stage 1 on every candidate's summary, the reference the planner's SQL (`published_candidates`) follows."""
     kept = [s for s in splits if passes_split_stats(pred, s, constants)]
-    return kept, StageCount("split_min_max", len(splits), len(kept), sum(s.num_row_groups for s in splits),
-                            sum(s.num_row_groups for s in kept), sum(s.row_group_bytes for s in splits),
-                            sum(s.row_group_bytes for s in kept))
+    return kept, split_stage_count(
+        (len(splits), sum(s.num_row_groups for s in splits), sum(s.row_group_bytes for s in splits)), kept)
+
+
+def split_stage_count(before: tuple[int, int, int], kept: list[SplitSummary]) -> StageCount:
+    """Stage 1's counts: `before` is (files, row groups, row-group bytes) of every candidate, `kept` its survivors."""
+    files, row_groups, group_bytes = before
+    return StageCount("split_min_max", files, len(kept), row_groups, sum(s.num_row_groups for s in kept),
+                      group_bytes, sum(s.row_group_bytes for s in kept))
 
 
 def run_full_cascade(pred: Predicate, candidates: list[CandidateFile], needed_columns: set[str],

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 
 from opentelemetry import trace
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -21,9 +21,11 @@ from strata_query.planning.caches import ArtifactCache, FooterCache
 from strata_query.planning.cascade import (
     CandidateFile,
     CascadeResult,
+    FilePart,
     PublishedArtifact,
+    passes_split_stats,
     run_cascade,
-    split_min_max,
+    split_stage_count,
 )
 from strata_query.planning.schemas import FilePartOut, PlanOut, StageOut, TimeRangeOut
 from strata_query.sql import ParsedQuery, parse_query
@@ -40,6 +42,7 @@ from strata_shared.query.predicate import And, Compare, columns_of, describe, to
 from strata_shared.query.time_range import TimeRanges, extract_time_range
 
 PARTITION_COLUMN = "partition_id"
+_FILE_PART_FIELDS = tuple(f.name for f in fields(FilePart))
 tracer = trace.get_tracer("strata.query")
 
 
@@ -57,9 +60,10 @@ class QueryPlan:
     extra_filter: exp.Expression | None
 
 
-def table_of(sql: str) -> str:
-    """The one table the query names (the index id); syntax errors surface with their position."""
-    tree = statement_of(parse_sql(sql))
+def table_of(sql: str, statements: list[exp.Expression | None] | None = None) -> str:
+    """The one table the query names (the index id); syntax errors surface with their position. `statements`:
+    `parse_sql(sql)` when the caller has it (a plan parses its SQL once)."""
+    tree = statement_of(parse_sql(sql) if statements is None else statements)
     tables = {t.name for t in tree.find_all(exp.Table)}
     if len(tables) != 1:
         raise QueryValidationError("a query reads exactly one index, named as its table", "from")
@@ -84,13 +88,14 @@ async def build_plan(session: AsyncSession, sql: str, *, tenant: str | None, now
     totals, the candidates and their artifacts are one snapshot and every stage's counts agree."""
     started = time.perf_counter()
     await session.connection(execution_options={"isolation_level": "REPEATABLE READ", "postgresql_readonly": True})
-    index_id = table_of(sql)
+    statements = parse_sql(sql)
+    index_id = table_of(sql, statements)
     index = await IndexRepository(session).get_live(index_id)
     if index is None:
         raise QueryValidationError(f"there is no index {index_id!r} to query", "from") from NotFound(index_id)
     settings = IndexSettings.model_validate(index.config)
     query_settings = _query_settings(settings)
-    parsed = parse_query(sql, index_id=index_id, settings=query_settings)
+    parsed = parse_query(sql, index_id=index_id, settings=query_settings, statements=statements)
     types = query_settings.field_types()
     ts = settings.timestamp_field
     is_seconds = types[ts] is not FieldType.TIMESTAMP
@@ -118,24 +123,35 @@ async def build_plan(session: AsyncSession, sql: str, *, tenant: str | None, now
     window = settings.window_duration_secs
     lo = seconds.lower
     hi = seconds.upper
-    summaries = [] if seconds.is_empty else await splits.published_summaries(
-        index.index_uid, tenant, None if lo is None else lo - lo % window, hi,
-        include_window_zero=seconds.includes_null, limit=max_files * 4 + 1000,
-        stats_columns=set(columns_of(predicate)) & set(types))
-    in_range = [s for s in summaries
-                if (s.time_range_start is None and seconds.includes_null)
-                or (s.time_range_start is not None and seconds.overlaps(s.time_range_start, s.time_range_end))]
     constants = {PARTITION_COLUMN: lambda s: s.partition_id}
-    # Stage 1 on the summaries: full metadata and artifacts are read only for the files it cannot rule out.
-    survivors, split_stage = split_min_max(predicate, in_range, constants)
-    # Split-level statistics served stage 1 already; the later stages read row groups and artifacts.
-    full = await splits.get_many([s.split_id for s in survivors], stats_columns=set())
-    published = await IndexingRepository(session).published_artifacts(list(full))
-    candidates = [CandidateFile(full[s.split_id], None if s.split_id not in published else [
-        PublishedArtifact(a.artifact_type, a.column_name, a.uri, a.content_hash) for a in published[s.split_id]])
-        for s in survivors]
-    if extra_filter is not None and in_range and all(
-            sp.time_range_start is not None and sp.time_range_start >= lookback_start for sp in in_range):
+    # Time range and split min/max in PostgreSQL, in one statement: only the splits it cannot rule out come back
+    # (a busy range has hundreds of candidates and keeps a few), with the counts of every candidate.
+    stats_columns = set(columns_of(predicate)) & set(types)
+    found = None if seconds.is_empty else await splits.published_candidates(
+        index.index_uid, tenant, None if lo is None else lo - lo % window, hi,
+        include_window_zero=seconds.includes_null, ranges=seconds, predicate=predicate,
+        split_columns={PARTITION_COLUMN: "partition_id"}, stats_columns=stats_columns,
+        # The timestamp's statistics are the split's time range, which `ranges` applies already: PostgreSQL skips
+        # them (one index probe per candidate less), the reference below still uses them.
+        prune_columns=stats_columns - {ts}, limit=max_files * 4 + 1000)
+    if found is not None and found.truncated:
+        raise PlanTooLarge(
+            f"split statistics leave more than {max_files * 4 + 1000} files to examine, so the query would read "
+            f"more than the limit of {max_files}; narrow its time range or add predicates", errors=[
+                {"field": "sql", "message": f"plan exceeds the file limit of {max_files}"}])
+    # The reference rule over what PostgreSQL kept: the SQL never drops a split it keeps, and where the SQL is
+    # unsure (an edge of types) the reference decides, so the plan is the one the reference alone would make.
+    survivors = [] if found is None else [
+        m for m in found.splits if passes_split_stats(predicate, m.summary(), constants)]
+    split_stage = split_stage_count(
+        (0, 0, 0) if found is None else (found.files, found.row_groups, found.row_group_bytes),
+        [m.summary() for m in survivors])
+    published = await IndexingRepository(session).published_artifacts([m.split_id for m in survivors])
+    candidates = [CandidateFile(m, None if m.split_id not in published else [
+        PublishedArtifact(a.artifact_type, a.column_name, a.uri, a.content_hash) for a in published[m.split_id]])
+        for m in survivors]
+    if extra_filter is not None and found is not None and found.files and not found.null_time_range_starts and (
+            found.min_time_range_start >= lookback_start):
         # Every candidate lies inside the lookback: the filter holds for every row, so the scan skips it (and the
         # timestamp column, unless the query names it).
         extra_filter = None
@@ -147,17 +163,17 @@ async def build_plan(session: AsyncSession, sql: str, *, tenant: str | None, now
     with tracer.start_as_current_span("index_prune") as span:
         cascade: CascadeResult = await asyncio.to_thread(
             run_cascade, predicate, split_stage, candidates, needed, artifacts, footers, constants)
-        span.set_attribute("strata.candidate_files", len(in_range))
+        span.set_attribute("strata.candidate_files", 0 if found is None else found.files)
         span.set_attribute("strata.kept_files", len(cascade.files))
     if len(cascade.files) > max_files:
         raise PlanTooLarge(f"the query would read {len(cascade.files)} files, more than the limit of {max_files}; "
                            "narrow its time range or add predicates", errors=[
                                {"field": "sql", "message": f"plan exceeds the file limit of {max_files}"}])
 
-    stages = [StageOut(stage="time_range", files_before=total_files, files_after=len(in_range),
-                       row_groups_before=sum(s.num_row_groups for s in summaries),
-                       row_groups_after=sum(s.num_row_groups for s in in_range), bytes_before=total_bytes,
-                       bytes_after=sum(s.size_bytes for s in in_range))]
+    stages = [StageOut(stage="time_range", files_before=total_files, files_after=0 if found is None else found.files,
+                       row_groups_before=0 if found is None else found.window_row_groups,
+                       row_groups_after=0 if found is None else found.row_groups, bytes_before=total_bytes,
+                       bytes_after=0 if found is None else found.size_bytes)]
     stages += [StageOut(**asdict(s)) for s in cascade.stages]
     scan_columns = [(name, types[name]) for name in sorted(needed | (set(parsed.columns_needed) & {PARTITION_COLUMN}))]
     out = PlanOut(
@@ -169,7 +185,8 @@ async def build_plan(session: AsyncSession, sql: str, *, tenant: str | None, now
             source="where" if source == "where" else "default_lookback",
             default_lookback_secs=None if source == "where" else lookback),
         stages=stages,
-        files=[FilePartOut(**asdict(f)) for f in cascade.files],
+        # Shallow: asdict would deep-copy every byte range, and the model copies what it keeps anyway.
+        files=[FilePartOut(**{name: getattr(f, name) for name in _FILE_PART_FIELDS}) for f in cascade.files],
         total_files=len(cascade.files), total_row_groups=sum(len(f.row_groups) for f in cascade.files),
         total_bytes=sum(f.bytes for f in cascade.files), total_rows=sum(f.rows for f in cascade.files),
         planning_ms=round((time.perf_counter() - started) * 1000, 3))

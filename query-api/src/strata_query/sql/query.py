@@ -64,9 +64,11 @@ class ParsedQuery:
         return statement.sql(dialect=dialect, identify=True)
 
 
-def parse_query(sql: str, *, index_id: str, settings: IndexSettings) -> ParsedQuery:
-    """Parses and validates one SELECT over `index_id`. Raises QuerySyntaxError or QueryValidationError."""
-    select = statement_of(parse_sql(sql))
+def parse_query(sql: str, *, index_id: str, settings: IndexSettings,
+                statements: list[exp.Expression | None] | None = None) -> ParsedQuery:
+    """Parses and validates one SELECT over `index_id`. Raises QuerySyntaxError or QueryValidationError.
+    `statements`: `parse_sql(sql)` when the caller parsed it already (the tree is rewritten in place)."""
+    select = statement_of(parse_sql(sql) if statements is None else statements)
     types = settings.field_types()
     resolution = validate(select, index_id=index_id, types=types)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -10,32 +10,29 @@ from typing import Any
 
 from sqlalchemy import (
     ARRAY,
-    BigInteger,
     Row,
     String,
-    and_,
     any_,
-    case,
     cast,
-    column,
     delete,
     func,
     insert,
-    or_,
     select,
-    true,
+    text,
     tuple_,
     update,
 )
-from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from strata_shared.domain.column_stats import ColumnStats
-from strata_shared.domain.split import RowGroupSpan, SplitMetadata, SplitState, SplitSummary
+from strata_shared.domain.split import RowGroupSpan, SplitMetadata, SplitState
 from strata_shared.errors import NotFound
 from strata_shared.metastore.indexing_repository import IndexingRepository
 from strata_shared.metastore.models import IndexRow, PublishedTotalsRow, SplitColumnStatsRow, SplitRow
+from strata_shared.metastore.split_pruning import Params, constant_source, may_match_sql, stats_source
 from strata_shared.metastore.window_repository import CompactionWindowRepository
+from strata_shared.query.predicate import Predicate
+from strata_shared.query.time_range import TimeRanges
 
 
 def utcnow() -> datetime:
@@ -226,36 +223,88 @@ class SplitRepository:
         stats = await self._stats_of([r.split_id for r in rows])
         return [_to_metadata(r, stats.get(r.split_id, {})) for r in rows]
 
-    async def published_summaries(self, index_uid: str, partition_id: str | None, window_gte: int | None,
-                                  window_lte: int | None, include_window_zero: bool, limit: int,
-                                  stats_columns: set[str]) -> list[SplitSummary]:
-        """Published splits whose window starts in [window_gte, window_lte] (None: unbounded), plus window 0
-        (null timestamps) when asked, as light summaries with the statistics of `stats_columns` (the columns a
-        query's predicate names). Read as plain rows, not ORM objects: a query over a busy range sees thousands
-        of candidates and keeps a few, so the full metadata is left to `get_many` on the survivors."""
-        rg = func.jsonb_array_elements(SplitRow.row_groups).table_valued(column("value", JSONB)).alias("rg")
-        span_bytes = (select(func.sum(rg.c.value["byte_length"].astext.cast(BigInteger)))
-                      .select_from(rg).scalar_subquery())
-        num_groups = func.jsonb_array_length(SplitRow.row_groups)
-        stmt = select(SplitRow.split_id, SplitRow.partition_id, SplitRow.time_range_start, SplitRow.time_range_end,
-                      SplitRow.num_rows, SplitRow.size_bytes, num_groups,
-                      case((num_groups > 0, span_bytes), else_=SplitRow.size_bytes)).where(
-            SplitRow.index_uid == index_uid, SplitRow.state == SplitState.PUBLISHED)
+    async def published_candidates(self, index_uid: str, partition_id: str | None, window_gte: int | None,
+                                   window_lte: int | None, include_window_zero: bool, ranges: TimeRanges,
+                                   predicate: Predicate, split_columns: Mapping[str, str],
+                                   stats_columns: set[str], limit: int,
+                                   prune_columns: set[str] | None = None) -> PublishedCandidates:
+        """The candidates of a query in one statement: published splits whose window starts in [window_gte,
+        window_lte] (None: unbounded), plus window 0 (null timestamps) when asked; of these, the ones whose time
+        range overlaps `ranges` (seconds) are counted, and of those only the ones the split statistics cannot rule
+        out for `predicate` (NNF; `split_pruning.may_match_sql`) come back, as full metadata with the statistics of
+        `stats_columns`, at most `limit` of them in (window_start, split_id) order.
+
+        `split_columns`: predicate columns that are columns of `splits` (one value per split, e.g. partition_id).
+        `prune_columns`: the columns whose statistics PostgreSQL prunes on (default `stats_columns`); leaving one
+        out only keeps more splits.
+        The counts are aggregates over the same snapshot, so every stage of a plan agrees with the next; only the
+        few survivors cross the wire, as plain rows."""
+        params = Params()
+        where = [f"index_uid = {params.bind(index_uid)}", "state = 'published'"]
         if partition_id is not None:
-            stmt = stmt.where(SplitRow.partition_id == partition_id)
-        in_range = and_(SplitRow.window_start >= window_gte if window_gte is not None else true(),
-                        SplitRow.window_start <= window_lte if window_lte is not None else true())
-        stmt = stmt.where(or_(in_range, SplitRow.window_start == 0) if include_window_zero else in_range)
-        rows = (await self.session.execute(stmt.order_by(SplitRow.window_start, SplitRow.split_id).limit(limit)
-                                           )).all()
-        stats = await self._stats_of([r[0] for r in rows], stats_columns)
-        return [SplitSummary(split_id, partition, start, end, num_rows, size, groups, int(group_bytes or 0),
-                             stats.get(split_id, {}))
-                for split_id, partition, start, end, num_rows, size, groups, group_bytes in rows]
+            where.append(f"partition_id = {params.bind(partition_id)}")
+        window = [f"window_start >= {_bigint(window_gte, params)}" if window_gte is not None else "TRUE",
+                  f"window_start <= {_bigint(window_lte, params)}" if window_lte is not None else "TRUE"]
+        window_sql = " AND ".join(window)
+        where.append(f"(({window_sql}) OR window_start = 0)" if include_window_zero else f"({window_sql})")
+        in_time = _in_time(ranges, params)
+        joins, sources = [], {}
+        stats_columns = stats_columns - set(split_columns)
+        prune_columns = stats_columns if prune_columns is None else prune_columns & stats_columns
+        for n, name in enumerate(sorted(prune_columns)):
+            joins.append(f"LEFT JOIN split_column_stats st{n} ON st{n}.split_id = c.split_id "
+                         f"AND st{n}.column_name = {params.bind(name)}")
+            sources[name] = stats_source(f"st{n}", "c.num_rows")
+        for name, split_column in split_columns.items():
+            if split_column not in _SPLIT_COLUMNS:
+                raise ValueError(f"{split_column!r} is not a column of splits")
+            sources[name] = constant_source(f"c.{split_column}", "c.num_rows")
+        prune = may_match_sql(predicate, sources, params)
+        # One statement, so the counts and the survivors are one snapshot even outside a REPEATABLE READ
+        # transaction. Candidates: the windows' rows (one index range scan), each marked whether its time range
+        # meets the query's. Totals: aggregates over them. Kept: the candidates split statistics cannot rule out
+        # (one primary-key probe of split_column_stats per candidate and predicate column); only their full rows
+        # are returned, each beside the totals (a LEFT JOIN, so the totals come back when nothing is kept).
+        sql = f"""
+WITH c AS MATERIALIZED (
+  SELECT split_id, window_start, partition_id, num_rows, size_bytes, time_range_start, row_groups,
+         ({in_time}) AS in_time
+  FROM splits WHERE {" AND ".join(where)}
+), totals AS (
+  SELECT coalesce(sum(jsonb_array_length(row_groups)), 0) AS totals_window_row_groups,
+         count(*) FILTER (WHERE in_time) AS totals_files,
+         coalesce(sum(jsonb_array_length(row_groups)) FILTER (WHERE in_time), 0) AS totals_row_groups,
+         coalesce(sum(size_bytes) FILTER (WHERE in_time), 0) AS totals_size_bytes,
+         coalesce(sum(CASE WHEN jsonb_array_length(row_groups) > 0
+                           THEN (SELECT sum(CAST(rg ->> 'byte_length' AS bigint))
+                                 FROM jsonb_array_elements(row_groups) AS rg)
+                           ELSE size_bytes END) FILTER (WHERE in_time), 0) AS totals_row_group_bytes,
+         min(time_range_start) FILTER (WHERE in_time) AS totals_min_start,
+         count(*) FILTER (WHERE in_time AND time_range_start IS NULL) AS totals_null_starts
+  FROM c
+), kept AS (
+  SELECT c.split_id FROM c {" ".join(joins)}
+  WHERE c.in_time AND {prune}
+  ORDER BY c.window_start, c.split_id LIMIT {params.bind(limit + 1)}
+)
+SELECT totals.*, splits.* FROM totals LEFT JOIN (kept JOIN splits ON splits.split_id = kept.split_id) ON TRUE
+ORDER BY splits.window_start, splits.split_id"""
+        statement = text(sql).columns(row_groups=SplitRow.__table__.c.row_groups.type)
+        rows = (await self.session.execute(statement, params.values)).all()
+        first = rows[0]
+        found = [r for r in rows if r.split_id is not None]
+        stats = await self._stats_of([r.split_id for r in found[:limit]], stats_columns)
+        return PublishedCandidates(
+            window_row_groups=int(first.totals_window_row_groups), files=first.totals_files,
+            row_groups=int(first.totals_row_groups), size_bytes=int(first.totals_size_bytes),
+            row_group_bytes=int(first.totals_row_group_bytes), min_time_range_start=first.totals_min_start,
+            null_time_range_starts=first.totals_null_starts,
+            splits=[_to_metadata(r, stats.get(r.split_id, {})) for r in found[:limit]],
+            truncated=len(found) > limit)
 
     async def published_totals(self, index_uid: str, partition_id: str | None) -> tuple[int, int]:
         """(files, bytes) published in an index (for one tenant): what a query would read without any pruning.
-        Read from the trigger-kept counters, so it agrees with `published_summaries` in the same snapshot."""
+        Read from the trigger-kept counters, so it agrees with `published_candidates` in the same snapshot."""
         stmt = select(func.coalesce(func.sum(PublishedTotalsRow.files), 0),
                       func.coalesce(func.sum(PublishedTotalsRow.bytes), 0)).where(
             PublishedTotalsRow.index_uid == index_uid)
@@ -277,6 +326,46 @@ class SplitRepository:
         for row in (await self.session.execute(stmt)).all():
             out.setdefault(row[_STATS_SPLIT], {})[row[_STATS_NAME]] = _stats_from_row(row)
         return out
+
+
+@dataclass(frozen=True, slots=True)
+class PublishedCandidates:
+    """What `published_candidates` found. window_row_groups: row groups of every split of the candidate windows;
+    files .. row_group_bytes: of the splits whose time range overlaps the query's (`row_group_bytes` sums the
+    spans' byte lengths, or a file's size when it has none, as the later stages count); min_time_range_start and
+    null_time_range_starts over those too; splits: the ones split statistics cannot rule out."""
+
+    window_row_groups: int
+    files: int
+    row_groups: int
+    size_bytes: int
+    row_group_bytes: int
+    min_time_range_start: int | None
+    null_time_range_starts: int
+    splits: list[SplitMetadata]
+    truncated: bool
+
+
+_BIGINT = (-(2**63), 2**63 - 1)
+_SPLIT_COLUMNS = frozenset(SplitRow.__table__.columns.keys())
+
+
+def _bigint(value: int, params: Params) -> str:
+    """A bound that always fits a BIGINT: beyond the type's range it is clamped, which changes no comparison with
+    a BIGINT column except at the very end of the range, where it can only keep more."""
+    return f"CAST({params.bind(min(max(value, _BIGINT[0]), _BIGINT[1]))} AS bigint)"
+
+
+def _in_time(ranges: TimeRanges, params: Params) -> str:
+    """The split's time range overlaps `ranges` (`TimeRanges.overlaps`), or its timestamps are null and the ranges
+    allow null."""
+    overlaps = []
+    for i in ranges.intervals:
+        lower = "TRUE" if i.lo is None else f"(time_range_end IS NULL OR time_range_end >= {_bigint(i.lo, params)})"
+        upper = "TRUE" if i.hi is None else f"time_range_start <= {_bigint(i.hi, params)}"
+        overlaps.append(f"({lower} AND {upper})")
+    timed = f"(time_range_start IS NOT NULL AND ({' OR '.join(overlaps)}))" if overlaps else "FALSE"
+    return f"(time_range_start IS NULL OR {timed})" if ranges.includes_null else timed
 
 
 def _split_values(split: SplitMetadata, now: datetime) -> dict[str, Any]:
