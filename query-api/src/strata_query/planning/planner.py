@@ -119,7 +119,7 @@ async def build_plan(session: AsyncSession, sql: str, *, tenant: str | None, now
     seconds = _split_seconds(ranges, is_seconds)
 
     splits = SplitRepository(session)
-    total_files, total_bytes = await splits.published_totals(index.index_uid, tenant)
+    totals = await splits.published_totals(index.index_uid, tenant)
     window = settings.window_duration_secs
     lo = seconds.lower
     hi = seconds.upper
@@ -170,10 +170,11 @@ async def build_plan(session: AsyncSession, sql: str, *, tenant: str | None, now
                            "narrow its time range or add predicates", errors=[
                                {"field": "sql", "message": f"plan exceeds the file limit of {max_files}"}])
 
-    stages = [StageOut(stage="time_range", files_before=total_files, files_after=0 if found is None else found.files,
-                       row_groups_before=0 if found is None else found.window_row_groups,
-                       row_groups_after=0 if found is None else found.row_groups, bytes_before=total_bytes,
-                       bytes_after=0 if found is None else found.size_bytes)]
+    # In the units of every later stage (row groups, and the bytes of row groups), from the whole index's.
+    stages = [StageOut(stage="time_range", files_before=totals.files, files_after=0 if found is None else found.files,
+                       row_groups_before=totals.row_groups, row_groups_after=0 if found is None else found.row_groups,
+                       bytes_before=totals.row_group_bytes,
+                       bytes_after=0 if found is None else found.row_group_bytes)]
     stages += [StageOut(**asdict(s)) for s in cascade.stages]
     scan_columns = [(name, types[name]) for name in sorted(needed | (set(parsed.columns_needed) & {PARTITION_COLUMN}))]
     out = PlanOut(

@@ -143,7 +143,8 @@ class SplitColumnStatsRow(Base):
 
 
 class PublishedTotalsRow(Base):
-    """Files and bytes published per (index, partition), kept exact by a trigger on `splits` (migration 0004)."""
+    """Files, bytes, row groups and row-group bytes published per (index, partition), kept exact by a trigger on
+    `splits` (migrations 0004 and 0007)."""
 
     __tablename__ = "published_totals"
 
@@ -151,3 +152,6 @@ class PublishedTotalsRow(Base):
     partition_id: Mapped[str] = mapped_column(String(128), primary_key=True)
     files: Mapped[int] = mapped_column(BigInteger)
     bytes: Mapped[int] = mapped_column(BigInteger)
+    # Migration 0007: what a plan's later stages count in, so its first stage starts from the same units.
+    row_groups: Mapped[int] = mapped_column(BigInteger, server_default="0")
+    row_group_bytes: Mapped[int] = mapped_column(BigInteger, server_default="0")

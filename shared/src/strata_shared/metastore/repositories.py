@@ -271,14 +271,11 @@ WITH c AS MATERIALIZED (
          ({in_time}) AS in_time
   FROM splits WHERE {" AND ".join(where)}
 ), totals AS (
-  SELECT coalesce(sum(jsonb_array_length(row_groups)), 0) AS totals_window_row_groups,
-         count(*) FILTER (WHERE in_time) AS totals_files,
+  SELECT count(*) FILTER (WHERE in_time) AS totals_files,
          coalesce(sum(jsonb_array_length(row_groups)) FILTER (WHERE in_time), 0) AS totals_row_groups,
          coalesce(sum(size_bytes) FILTER (WHERE in_time), 0) AS totals_size_bytes,
-         coalesce(sum(CASE WHEN jsonb_array_length(row_groups) > 0
-                           THEN (SELECT sum(CAST(rg ->> 'byte_length' AS bigint))
-                                 FROM jsonb_array_elements(row_groups) AS rg)
-                           ELSE size_bytes END) FILTER (WHERE in_time), 0) AS totals_row_group_bytes,
+         coalesce(sum(strata_row_group_bytes(row_groups, size_bytes)) FILTER (WHERE in_time), 0)
+           AS totals_row_group_bytes,
          min(time_range_start) FILTER (WHERE in_time) AS totals_min_start,
          count(*) FILTER (WHERE in_time AND time_range_start IS NULL) AS totals_null_starts
   FROM c
@@ -295,23 +292,23 @@ ORDER BY splits.window_start, splits.split_id"""
         found = [r for r in rows if r.split_id is not None]
         stats = await self._stats_of([r.split_id for r in found[:limit]], stats_columns)
         return PublishedCandidates(
-            window_row_groups=int(first.totals_window_row_groups), files=first.totals_files,
+            files=first.totals_files,
             row_groups=int(first.totals_row_groups), size_bytes=int(first.totals_size_bytes),
             row_group_bytes=int(first.totals_row_group_bytes), min_time_range_start=first.totals_min_start,
             null_time_range_starts=first.totals_null_starts,
             splits=[_to_metadata(r, stats.get(r.split_id, {})) for r in found[:limit]],
             truncated=len(found) > limit)
 
-    async def published_totals(self, index_uid: str, partition_id: str | None) -> tuple[int, int]:
-        """(files, bytes) published in an index (for one tenant): what a query would read without any pruning.
-        Read from the trigger-kept counters, so it agrees with `published_candidates` in the same snapshot."""
-        stmt = select(func.coalesce(func.sum(PublishedTotalsRow.files), 0),
-                      func.coalesce(func.sum(PublishedTotalsRow.bytes), 0)).where(
-            PublishedTotalsRow.index_uid == index_uid)
+    async def published_totals(self, index_uid: str, partition_id: str | None) -> PublishedTotals:
+        """What the index (for one tenant) holds published: what a query would read without any pruning. Read
+        from the trigger-kept counters, so it agrees with `published_candidates` in the same snapshot."""
+        t = PublishedTotalsRow
+        stmt = select(*(func.coalesce(func.sum(column), 0) for column in (t.files, t.bytes, t.row_groups,
+                                                                          t.row_group_bytes))
+                      ).where(t.index_uid == index_uid)
         if partition_id is not None:
-            stmt = stmt.where(PublishedTotalsRow.partition_id == partition_id)
-        count, size = (await self.session.execute(stmt)).one()
-        return int(count), int(size)
+            stmt = stmt.where(t.partition_id == partition_id)
+        return PublishedTotals(*(int(v) for v in (await self.session.execute(stmt)).one()))
 
     async def _stats_of(self, split_ids: Sequence[str], columns: set[str] | None = None
                         ) -> dict[str, dict[str, ColumnStats]]:
@@ -329,13 +326,21 @@ ORDER BY splits.window_start, splits.split_id"""
 
 
 @dataclass(frozen=True, slots=True)
+class PublishedTotals:
+    """An index's published files, file bytes, row groups and row-group bytes (`strata_row_group_bytes`)."""
+
+    files: int
+    bytes: int
+    row_groups: int
+    row_group_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
 class PublishedCandidates:
-    """What `published_candidates` found. window_row_groups: row groups of every split of the candidate windows;
-    files .. row_group_bytes: of the splits whose time range overlaps the query's (`row_group_bytes` sums the
-    spans' byte lengths, or a file's size when it has none, as the later stages count); min_time_range_start and
+    """What `published_candidates` found. files .. row_group_bytes: of the splits whose time range overlaps the
+    query's (`row_group_bytes` as `strata_row_group_bytes` counts, like the later stages); min_time_range_start and
     null_time_range_starts over those too; splits: the ones split statistics cannot rule out."""
 
-    window_row_groups: int
     files: int
     row_groups: int
     size_bytes: int
