@@ -151,3 +151,13 @@ class PublishedTotalsRow(Base):
     partition_id: Mapped[str] = mapped_column(String(128), primary_key=True)
     files: Mapped[int] = mapped_column(BigInteger)
     bytes: Mapped[int] = mapped_column(BigInteger)
+
+
+class PlanGenerationRow(Base):
+    """Raised by triggers on every change of an index's published splits or artifact snapshots (migration 0005):
+    query-api reuses a kept plan only while it has not moved."""
+
+    __tablename__ = "plan_generations"
+
+    index_uid: Mapped[str] = mapped_column(ForeignKey("indexes.index_uid", ondelete="CASCADE"), primary_key=True)
+    generation: Mapped[int] = mapped_column(BigInteger)
