@@ -20,6 +20,7 @@ from strata_jobs.pruned_scan import scan_arrow_schema, shape_row_group
 from strata_query.execution.hot_tier import HotTier
 from strata_query.execution.result_stream import ResultStream
 from strata_query.execution.scan_request import ScanRequest
+from strata_shared.domain.fields import FieldType
 from strata_shared.errors import StrataError, Unavailable
 
 log = logging.getLogger("strata.query")
@@ -55,7 +56,7 @@ class LocalEngine:
         with self._lock:
             self._cursors[request.query_id] = (cursor, interrupted)
         read_error: list[BaseException] = []
-        scan = pa.RecordBatchReader.from_batches(scan_arrow_schema(request.columns),
+        scan = pa.RecordBatchReader.from_batches(local_scan_schema(request.columns),
                                                  self._scan(request, interrupted, read_error))
 
         def close() -> None:
@@ -104,7 +105,7 @@ class LocalEngine:
 
     def _scan(self, request: ScanRequest, interrupted: threading.Event, errors: list[BaseException]
               ) -> Iterator[pa.RecordBatch]:
-        schema = scan_arrow_schema(request.columns)
+        schema = local_scan_schema(request.columns)
         if request.scan_delay_secs and interrupted.wait(request.scan_delay_secs):
             raise QueryInterrupted(f"query {request.query_id} was interrupted")
         for task in request.tasks:
@@ -117,6 +118,14 @@ class LocalEngine:
                     errors.append(exc)
                     raise
                 yield from shape_row_group(table, task, schema).to_batches(max_chunksize=RESULT_BATCH_ROWS)
+
+
+def local_scan_schema(columns: list[tuple[str, FieldType]]) -> pa.Schema:
+    """The scan's schema with strings as dictionaries, as the RAM tier holds them: DuckDB reads them as its own
+    dictionary vectors, results are plain strings either way."""
+    schema = scan_arrow_schema(columns)
+    return pa.schema([pa.field(f.name, pa.dictionary(pa.int32(), f.type)) if pa.types.is_string(f.type) else f
+                      for f in schema])
 
 
 def _next_batch(reader: pa.RecordBatchReader) -> pa.RecordBatch | None:
