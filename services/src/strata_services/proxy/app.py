@@ -29,6 +29,8 @@ from strata_shared.web.metrics import install_metrics
 from strata_shared.web.openapi import install_openapi
 from strata_shared.web.problems import install_problem_handlers, problem_responses
 
+# Request bodies up to this size are read whole before forwarding (see _body).
+_WHOLE_BODY_BYTES = 256 * 1024
 # Hop-by-hop headers (RFC 9110 section 7.6.1) are not forwarded.
 _HOP_BY_HOP = {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
                "transfer-encoding", "upgrade", "host", "content-length"}
@@ -75,6 +77,16 @@ def _raw_target(request: Request) -> str:
     if query := request.scope.get("query_string"):
         target += b"?" + query
     return target.decode("latin-1")
+
+
+async def _body(request: Request) -> bytes | AsyncIterator[bytes]:
+    """A small body (a query, an EXPLAIN) whole, sent on with its length; anything larger or of unknown length
+    (an ingest) streamed through. Streamed, every request went upstream chunked, which costs both ends more than
+    the few bytes of a query."""
+    length = request.headers.get("content-length")
+    if length is not None and length.isdigit() and int(length) <= _WHOLE_BODY_BYTES:
+        return await request.body()
+    return request.stream()
 
 
 def create_proxy_app(settings: Settings, upstream_urls: list[str]) -> FastAPI:
@@ -164,7 +176,7 @@ def create_proxy_app(settings: Settings, upstream_urls: list[str]) -> FastAPI:
             headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP_BY_HOP}
             headers[REQUEST_ID] = request_id
             upstream_request = client.build_request(request.method, target + _raw_target(request), headers=headers,
-                                                    content=request.stream())
+                                                    content=await _body(request))
             try:
                 upstream = await client.send(upstream_request, stream=True)
             except httpx.HTTPError as exc:
