@@ -4,11 +4,12 @@ plan on the default lookback is reused only while the clock's move cannot change
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import pytest
 
-from strata_query.planning.plan_cache import KeptPlan, reuse
+from strata_query.planning.plan_cache import KeptPlan, PlanCache, reuse
 from strata_query.planning.planner import QueryPlan
 from strata_query.planning.schemas import PlanOut, TimeRangeOut
 from strata_services.sample_data import metrics_index_config
@@ -108,3 +109,21 @@ def test_a_lookback_plan_holds_while_its_files_stay_inside_the_lookback():
     assert reuse(kept, ("i:1", 1, 8), now=6000.0) is None  # the index changed
     assert reuse(kept, ("i:2", 1, 7), now=6000.0) is None  # another incarnation
     assert reuse(kept, None, now=6000.0) is None  # the index is gone
+
+
+def test_the_cache_is_bounded_in_plans_and_in_files_the_least_recently_used_leaving_first():
+    def sized(files: int) -> KeptPlan:
+        kept = _lookback_plan(0, None)
+        return dataclasses.replace(kept, plan=dataclasses.replace(
+            kept.plan, out=kept.plan.out.model_copy(update={"total_files": files})))
+
+    cache = PlanCache(max_plans=3, max_files=100)
+    for name in "abc":
+        cache.put(name, None, sized(10))
+    assert cache.candidate("a", None) is not None  # used: "b" is now the least recently used
+    cache.put("d", None, sized(10))
+    assert cache.candidate("b", None) is None and len(cache) == 3 and cache.files == 30
+    cache.put("e", None, sized(85))  # over the file bound: the oldest ("c", then "a") leave until it fits
+    assert [k for k in "acde" if cache.candidate(k, None) is not None] == ["d", "e"] and cache.files == 95
+    cache.put("e", None, sized(5))  # replaced, not counted twice
+    assert cache.files == 15 and len(cache) == 2

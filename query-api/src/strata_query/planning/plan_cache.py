@@ -24,8 +24,10 @@ from strata_query.planning.planner import QueryPlan
 
 MAX_PLANS = 256
 # Plans reading more files than this are not kept: their planning is a small part of their cost, and their
-# file lists would hold memory.
+# file lists would hold memory. All kept plans together hold at most MAX_FILES_KEPT files (a file of a plan is
+# about half a kilobyte: some 10 MB in all).
 MAX_KEPT_FILES = 2_000
+MAX_FILES_KEPT = 20_000
 
 _STATE = text("""
     SELECT i.index_uid, i.version, coalesce(g.generation, 0)
@@ -95,21 +97,30 @@ def _lookback_start(plan: QueryPlan) -> int | None:
 class PlanCache:
     """Plans by (SQL, tenant), least recently used dropped first."""
 
-    def __init__(self, max_plans: int = MAX_PLANS) -> None:
+    def __init__(self, max_plans: int = MAX_PLANS, max_files: int = MAX_FILES_KEPT) -> None:
         self.max_plans = max_plans
+        self.max_files = max_files
+        self.files = 0
         self._plans: OrderedDict[tuple[str, str | None], KeptPlan] = OrderedDict()
 
     def candidate(self, sql: str, tenant: str | None) -> KeptPlan | None:
-        return self._plans.get((sql, tenant))
+        kept = self._plans.get((sql, tenant))
+        if kept is not None:
+            self._plans.move_to_end((sql, tenant))
+        return kept
 
     def put(self, sql: str, tenant: str | None, kept: KeptPlan) -> None:
+        self.drop(sql, tenant)
         self._plans[(sql, tenant)] = kept
-        self._plans.move_to_end((sql, tenant))
-        while len(self._plans) > self.max_plans:
-            self._plans.popitem(last=False)
+        self.files += kept.plan.out.total_files
+        while len(self._plans) > self.max_plans or self.files > self.max_files:
+            _, oldest = self._plans.popitem(last=False)
+            self.files -= oldest.plan.out.total_files
 
     def drop(self, sql: str, tenant: str | None) -> None:
-        self._plans.pop((sql, tenant), None)
+        kept = self._plans.pop((sql, tenant), None)
+        if kept is not None:
+            self.files -= kept.plan.out.total_files
 
     def __len__(self) -> int:
         return len(self._plans)
