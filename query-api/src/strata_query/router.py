@@ -307,6 +307,10 @@ async def run_sql_query(request: QueryRequest, http: Request, state: State, prin
     headers = {"x-query-id": query_id, "x-strata-engine": choice.engine, "x-strata-engine-reason": choice.reason,
                "x-strata-files-scanned": str(plan.out.total_files),
                "x-strata-bytes-scanned": str(plan.out.total_bytes), "x-strata-row-cap": str(row_cap)}
+    if result.complete:
+        # A small finished result (at most INLINE_ROWS rows, in memory): serialized here and sent whole. Streamed,
+        # the server would pull each chunk from a worker thread, hops that cost more than the serializing.
+        return Response(b"".join(body()), media_type=media, headers=headers)
     return StreamingResponse(body(), media_type=media, headers=headers)
 
 

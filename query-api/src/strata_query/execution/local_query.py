@@ -25,6 +25,8 @@ from strata_shared.errors import StrataError, Unavailable
 
 log = logging.getLogger("strata.query")
 RESULT_BATCH_ROWS = 65_536
+# A result of at most this many rows that the engine has finished is answered whole, not streamed.
+INLINE_ROWS = 1_000
 
 
 class QueryFailed(StrataError):
@@ -74,7 +76,16 @@ class LocalEngine:
                 # No filter of the planner's: the scan itself is the view (a catalog write less per query).
                 cursor.register(request.view, scan)
             reader = cursor.sql(request.sql).to_arrow_reader(RESULT_BATCH_ROWS)
-            first = _next_batch(reader)
+            # The first batches, up to INLINE_ROWS rows: a small result (an aggregate, often in several small
+            # batches) is then complete in hand, and the caller answers it at once instead of streaming it.
+            batches: list[pa.RecordBatch] = []
+            complete, rows = False, 0
+            while rows <= INLINE_ROWS:
+                if (batch := _next_batch(reader)) is None:
+                    complete = True
+                    break
+                batches.append(batch)
+                rows += batch.num_rows
         except duckdb.Error as exc:
             close()
             if interrupted.is_set():
@@ -90,8 +101,8 @@ class LocalEngine:
             while (batch := _next_batch(reader)) is not None:
                 yield batch
 
-        return ResultStream(reader.schema, chain([] if first is None else [first], rest()), close,
-                            request.row_cap)
+        return ResultStream(reader.schema, iter(batches) if complete else chain(batches, rest()), close,
+                            request.row_cap, complete=complete)
 
     def interrupt(self, query_id: str) -> bool:
         """False when no query of that id is running here."""
