@@ -1,4 +1,4 @@
-"""The plan generation (migration 0005's triggers) moves with every change that can change a query plan, and only
+"""The plan generation (migration 0006's triggers) moves with every change that can change a query plan, and only
 with those: a statement touching a split that is or was published, or an index's artifact snapshots, raises its
 index's counter; changes to staged splits leave it. Dropping an index whole removes its counter."""
 

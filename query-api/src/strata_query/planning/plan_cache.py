@@ -3,7 +3,7 @@
 A dashboard re-runs the same SQL every few seconds, and planning (parsing, half a dozen metastore reads, the
 pruning cascade) costs more than running a small pruned plan. A plan is kept with what it was built from, read in
 its own snapshot: the index incarnation and settings version, and the index's plan generation, which triggers
-raise with every change of its published splits or artifact snapshots (migration 0005). Reusing it costs one
+raise with every change of its published splits or artifact snapshots (migration 0006). Reusing it costs one
 metastore read of those three; any change and the plan is built again.
 
 A query without a time bound reads the default lookback, which moves with the clock. Its plan is reused only when

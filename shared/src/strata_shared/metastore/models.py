@@ -154,7 +154,7 @@ class PublishedTotalsRow(Base):
 
 
 class PlanGenerationRow(Base):
-    """Raised by triggers on every change of an index's published splits or artifact snapshots (migration 0005):
+    """Raised by triggers on every change of an index's published splits or artifact snapshots (migration 0006):
     query-api reuses a kept plan only while it has not moved."""
 
     __tablename__ = "plan_generations"

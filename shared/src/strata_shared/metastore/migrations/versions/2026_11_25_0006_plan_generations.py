@@ -1,7 +1,7 @@
 """plan_generations: a counter per index raised by every change of what a query plan reads
 
-Revision ID: 2026_11_25_0005
-Revises: 2026_11_24_0004
+Revision ID: 2026_11_25_0006
+Revises: 2026_11_25_0005
 Create Date: 2026-11-25
 
 query-api keeps the plans of repeated queries (dashboards re-run the same SQL every few seconds). A kept plan is
@@ -15,8 +15,8 @@ index's settings are covered by `indexes.version`, raised on every update.
 import sqlalchemy as sa
 from alembic import op
 
-revision = "2026_11_25_0005"
-down_revision = "2026_11_24_0004"
+revision = "2026_11_25_0006"
+down_revision = "2026_11_25_0005"
 branch_labels = None
 depends_on = None
 
