@@ -237,3 +237,17 @@ async def test_delete_interrupts_a_running_query(settings, keys, dataset, engine
         assert runtime.running == {}
         unknown = await client.delete(f"/v1/query/{query_id}", headers=keys.header(keys.admin))
         assert unknown.status_code == 404
+
+
+async def test_a_small_finished_result_is_sent_whole_and_a_large_one_streams(query, keys, dataset):
+    small = await _query(query, keys, f"SELECT host, count(*) AS n FROM {dataset.table} GROUP BY host")
+    assert small.status_code == 200 and "content-length" in small.headers
+    assert _normal(tuple(r.values()) for r in small.json()["rows"]) == _normal(
+        _duck(dataset, f"SELECT host, count(*) AS n FROM {dataset.table} GROUP BY host"))
+    sql = f"SELECT host, timestamp_secs, value FROM {dataset.table}"
+    for accept in ("application/json", "application/x-ndjson"):
+        large = await _query(query, keys, sql, accept=accept, engine="local")
+        assert large.status_code == 200 and "content-length" not in large.headers
+        rows = large.json()["rows"] if accept == "application/json" else [
+            json.loads(line) for line in large.text.splitlines()]
+        assert len(rows) == len(_duck(dataset, sql)) > 1_000

@@ -210,6 +210,12 @@ class FakeQueryApi:
         async def echo(request: Request) -> dict[str, str | None]:
             return {"request_id": request.headers.get("x-request-id")}
 
+        @app.post("/v1/echo-body")
+        async def echo_body(request: Request) -> dict[str, str | int | None]:
+            body = await request.body()
+            return {"bytes": len(body), "content_length": request.headers.get("content-length"),
+                    "transfer_encoding": request.headers.get("transfer-encoding")}
+
         @app.get("/v1/hold/{name}")
         async def hold(name: str) -> StreamingResponse:
             gate = self.gate(name)
@@ -454,3 +460,17 @@ def test_body_streams_before_the_upstream_finishes(proxy, client: httpx.Client, 
         rest = b"".join(chunks)
     assert rest.endswith(b"last\n")
     assert response.headers["x-request-id"]
+
+
+def test_a_small_request_and_answer_go_through_whole_and_free_the_slot(proxy, client: httpx.Client) -> None:
+    url = proxy(proxy_max_concurrent_per_tenant=1)
+    body = json.dumps({"sql": "SELECT 1", "pad": "x" * 1000}).encode()
+    # With a cap of one, a slot kept after a whole answer would turn the next request into a 429.
+    for _ in range(3):
+        response = client.post(f"{url}/v1/echo-body", content=body,
+                               headers={**auth(ACME), "Content-Type": "application/json"})
+        assert response.status_code == 200, response.text
+        # The upstream got the body with its length, not chunked; the client gets the answer with its length.
+        assert response.json() == {"bytes": len(body), "content_length": str(len(body)), "transfer_encoding": None}
+        assert response.headers["content-length"] == str(len(response.content))
+        assert response.headers["x-request-id"]

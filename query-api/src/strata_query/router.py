@@ -19,6 +19,7 @@ from strata_query.execution.result_stream import ResultStream
 from strata_query.execution.runtime import AsyncPlan, QueryRuntime, RunningQuery
 from strata_query.execution.scan_request import ScanRequest, scan_request
 from strata_query.execution.spark_query import interrupt_spark_query, open_spark_query
+from strata_query.planning.plan_cache import index_state, keepable, reuse
 from strata_query.planning.planner import QueryPlan, build_plan, table_of
 from strata_query.planning.schemas import EngineOut, PlanOut, PlanStatus, QueryRequest, QueryResult, ResultSummary
 from strata_shared.domain.wire_types import Ulid
@@ -54,10 +55,16 @@ async def _plan(state: AppState, principal: Principal, sql: str, engine: Engine 
     runtime = runtime_of(state)
     started = time.perf_counter()
     with tracer.start_as_current_span("plan_build") as span:
-        async with state.sessions() as session:
-            plan = await build_plan(session, sql, tenant=principal.tenant, now=time.time(),
-                                    max_files=state.settings.query_max_files, artifacts=runtime.artifacts,
-                                    footers=runtime.footers)
+        plan = await _kept_plan(state, principal, sql)
+        span.set_attribute("strata.plan_kept", plan is not None)
+        if plan is None:
+            async with state.sessions() as session:
+                plan = await build_plan(session, sql, tenant=principal.tenant, now=time.time(),
+                                        max_files=state.settings.query_max_files, artifacts=runtime.artifacts,
+                                        footers=runtime.footers)
+                kept = await keepable(session, plan)
+            if kept is not None:
+                runtime.plan_cache.put(sql, principal.tenant, kept)
         span.set_attribute("strata.index_id", plan.out.index_id)
         annotate(index=plan.out.index_id)
         span.set_attribute("strata.files", plan.out.total_files)
@@ -69,6 +76,28 @@ async def _plan(state: AppState, principal: Principal, sql: str, engine: Engine 
         plan.out.engine = EngineOut(engine=choice.engine, reason=choice.reason)
     except Unavailable as exc:
         plan.out.engine = EngineOut(engine=None, reason=exc.detail)
+    return plan
+
+
+async def _kept_plan(state: AppState, principal: Principal, sql: str) -> QueryPlan | None:
+    """The kept plan of this query, if it still holds (one metastore read); None to plan it."""
+    runtime = runtime_of(state)
+    kept = runtime.plan_cache.candidate(sql, principal.tenant)
+    if kept is None:
+        runtime.metrics.plan_cache.labels("miss").inc()
+        return None
+    started = time.perf_counter()
+    # One statement, no transaction around it: BEGIN and ROLLBACK would double the round trips.
+    async with state.engine.connect() as connection:
+        connection = await connection.execution_options(isolation_level="AUTOCOMMIT")
+        current = await index_state(connection, kept.plan.out.index_id)
+    plan = reuse(kept, current, time.time())
+    if plan is None:
+        runtime.plan_cache.drop(sql, principal.tenant)
+        runtime.metrics.plan_cache.labels("stale").inc()
+        return None
+    runtime.metrics.plan_cache.labels("hit").inc()
+    plan.out.planning_ms = round((time.perf_counter() - started) * 1000, 3)
     return plan
 
 
@@ -278,6 +307,10 @@ async def run_sql_query(request: QueryRequest, http: Request, state: State, prin
     headers = {"x-query-id": query_id, "x-strata-engine": choice.engine, "x-strata-engine-reason": choice.reason,
                "x-strata-files-scanned": str(plan.out.total_files),
                "x-strata-bytes-scanned": str(plan.out.total_bytes), "x-strata-row-cap": str(row_cap)}
+    if result.complete:
+        # A small finished result (at most INLINE_ROWS rows, in memory): serialized here and sent whole. Streamed,
+        # the server would pull each chunk from a worker thread, hops that cost more than the serializing.
+        return Response(b"".join(body()), media_type=media, headers=headers)
     return StreamingResponse(body(), media_type=media, headers=headers)
 
 

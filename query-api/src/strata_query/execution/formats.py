@@ -20,6 +20,7 @@ ARROW = "application/vnd.apache.arrow.stream"
 NDJSON = "application/x-ndjson"
 JSON = "application/json"
 BATCH_ROWS = 8192
+CHUNK_BYTES = 64 * 1024
 
 
 class NotAcceptable(StrataError):
@@ -110,12 +111,21 @@ def json_stream(result: ResultStream, query_id: str, summary: Callable[[], dict]
     """One document: the columns, the rows, then a summary written after the last row (rows, whether the cap cut
     the result, timings)."""
     head = {"query_id": query_id, "columns": [{"name": f.name, "type": str(f.type)} for f in result.schema]}
-    yield json.dumps(head, separators=(",", ":"))[:-1].encode() + b',"rows":['
+    # Rows are gathered into chunks of about CHUNK_BYTES: the server pulls each chunk from a worker thread, and a
+    # chunk per row made a small result cost a thread hop per row.
+    parts = [json.dumps(head, separators=(",", ":"))[:-1].encode() + b',"rows":[']
+    size = len(parts[0])
     first = True
     for row in _rows(result):
-        yield (b"" if first else b",") + json.dumps(row, separators=(",", ":")).encode()
+        part = (b"" if first else b",") + json.dumps(row, separators=(",", ":")).encode()
         first = False
-    yield b'],"summary":' + json.dumps(summary(), separators=(",", ":")).encode() + b"}"
+        parts.append(part)
+        size += len(part)
+        if size >= CHUNK_BYTES:
+            yield b"".join(parts)
+            parts, size = [], 0
+    parts.append(b'],"summary":' + json.dumps(summary(), separators=(",", ":")).encode() + b"}")
+    yield b"".join(parts)
 
 
 def serialize(result: ResultStream, media: str, query_id: str, summary: Callable[[], dict]) -> Iterator[bytes]:

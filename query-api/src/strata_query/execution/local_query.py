@@ -20,10 +20,13 @@ from strata_jobs.pruned_scan import scan_arrow_schema, shape_row_group
 from strata_query.execution.hot_tier import HotTier
 from strata_query.execution.result_stream import ResultStream
 from strata_query.execution.scan_request import ScanRequest
+from strata_shared.domain.fields import FieldType
 from strata_shared.errors import StrataError, Unavailable
 
 log = logging.getLogger("strata.query")
 RESULT_BATCH_ROWS = 65_536
+# A result of at most this many rows that the engine has finished is answered whole, not streamed.
+INLINE_ROWS = 1_000
 
 
 class QueryFailed(StrataError):
@@ -55,7 +58,7 @@ class LocalEngine:
         with self._lock:
             self._cursors[request.query_id] = (cursor, interrupted)
         read_error: list[BaseException] = []
-        scan = pa.RecordBatchReader.from_batches(scan_arrow_schema(request.columns),
+        scan = pa.RecordBatchReader.from_batches(local_scan_schema(request.columns),
                                                  self._scan(request, interrupted, read_error))
 
         def close() -> None:
@@ -64,12 +67,25 @@ class LocalEngine:
             cursor.close()
 
         try:
-            raw = f"{request.view}_raw"
-            cursor.register(raw, scan)
-            condition = f" WHERE {request.extra_filter}" if request.extra_filter else ""
-            cursor.execute(f'CREATE TEMP VIEW "{request.view}" AS SELECT * FROM "{raw}"{condition}')
+            if request.extra_filter:
+                raw = f"{request.view}_raw"
+                cursor.register(raw, scan)
+                cursor.execute(f'CREATE TEMP VIEW "{request.view}" AS SELECT * FROM "{raw}" '
+                               f"WHERE {request.extra_filter}")
+            else:
+                # No filter of the planner's: the scan itself is the view (a catalog write less per query).
+                cursor.register(request.view, scan)
             reader = cursor.sql(request.sql).to_arrow_reader(RESULT_BATCH_ROWS)
-            first = _next_batch(reader)
+            # The first batches, up to INLINE_ROWS rows: a small result (an aggregate, often in several small
+            # batches) is then complete in hand, and the caller answers it at once instead of streaming it.
+            batches: list[pa.RecordBatch] = []
+            complete, rows = False, 0
+            while rows <= INLINE_ROWS:
+                if (batch := _next_batch(reader)) is None:
+                    complete = True
+                    break
+                batches.append(batch)
+                rows += batch.num_rows
         except duckdb.Error as exc:
             close()
             if interrupted.is_set():
@@ -85,8 +101,8 @@ class LocalEngine:
             while (batch := _next_batch(reader)) is not None:
                 yield batch
 
-        return ResultStream(reader.schema, chain([] if first is None else [first], rest()), close,
-                            request.row_cap)
+        return ResultStream(reader.schema, iter(batches) if complete else chain(batches, rest()), close,
+                            request.row_cap, complete=complete)
 
     def interrupt(self, query_id: str) -> bool:
         """False when no query of that id is running here."""
@@ -104,7 +120,7 @@ class LocalEngine:
 
     def _scan(self, request: ScanRequest, interrupted: threading.Event, errors: list[BaseException]
               ) -> Iterator[pa.RecordBatch]:
-        schema = scan_arrow_schema(request.columns)
+        schema = local_scan_schema(request.columns)
         if request.scan_delay_secs and interrupted.wait(request.scan_delay_secs):
             raise QueryInterrupted(f"query {request.query_id} was interrupted")
         for task in request.tasks:
@@ -117,6 +133,14 @@ class LocalEngine:
                     errors.append(exc)
                     raise
                 yield from shape_row_group(table, task, schema).to_batches(max_chunksize=RESULT_BATCH_ROWS)
+
+
+def local_scan_schema(columns: list[tuple[str, FieldType]]) -> pa.Schema:
+    """The scan's schema with strings as dictionaries, as the RAM tier holds them: DuckDB reads them as its own
+    dictionary vectors, results are plain strings either way."""
+    schema = scan_arrow_schema(columns)
+    return pa.schema([pa.field(f.name, pa.dictionary(pa.int32(), f.type)) if pa.types.is_string(f.type) else f
+                      for f in schema])
 
 
 def _next_batch(reader: pa.RecordBatchReader) -> pa.RecordBatch | None:

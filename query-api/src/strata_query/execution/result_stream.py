@@ -12,8 +12,11 @@ import pyarrow as pa
 
 class ResultStream:
     def __init__(self, schema: pa.Schema, batches: Iterator[pa.RecordBatch], close: Callable[[], None],
-                 row_cap: int | None) -> None:
+                 row_cap: int | None, *, complete: bool = False) -> None:
         self.schema = schema
+        # True when the engine has finished and every batch is in memory (a small result): serializing it
+        # cannot block on the engine.
+        self.complete = complete
         self._batches = batches
         self._close = close
         self.row_cap = row_cap

@@ -1,5 +1,5 @@
-"""What query-api keeps between requests: the planning caches and the RAM tier, the in-process engine, admission,
-the running queries (so DELETE can interrupt them), asynchronous plans, and the query metrics."""
+"""What query-api keeps between requests: the planning caches, kept plans and the RAM tier, the in-process engine,
+admission, the running queries (so DELETE can interrupt them), asynchronous plans, and the query metrics."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from strata_query.execution.engine_choice import Engine, LocalLimits
 from strata_query.execution.hot_tier import HotTier
 from strata_query.execution.local_query import LocalEngine
 from strata_query.planning.caches import ArtifactCache, ByteLru, FooterCache
+from strata_query.planning.plan_cache import PlanCache
 from strata_query.planning.schemas import PlanStatus
 from strata_shared.config import Settings
 from strata_shared.storage import ObjectStore
@@ -57,6 +58,9 @@ class QueryMetrics:
         self.outcomes = Counter("strata_query_total", "Queries by outcome", ["outcome"], registry=registry)
         self.engines = Counter("strata_query_engine_total", "Queries executed, by engine", ["engine"],
                                registry=registry)
+        self.plan_cache = Counter("strata_query_plan_cache_total", "Plan lookups in the plan cache: hit, miss "
+                                  "(never planned here), stale (planned, but its index changed since)",
+                                  ["outcome"], registry=registry)
         self.truncated = Counter("strata_query_truncated_total", "Results cut at the result-row cap",
                                  registry=registry)
 
@@ -101,6 +105,7 @@ class QueryRuntime:
         self.local = LocalEngine(self.hot, settings.query_local_threads)
         self.local_limits = LocalLimits(settings.query_local_max_bytes, settings.query_local_max_rows,
                                         settings.query_local_max_files)
+        self.plan_cache = PlanCache()
         self.admission = FairAdmission(settings.query_max_concurrent, settings.query_max_concurrent_per_tenant,
                                        settings.query_max_waiting_per_tenant)
         self.running: dict[str, RunningQuery] = {}

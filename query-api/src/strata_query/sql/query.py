@@ -44,10 +44,18 @@ class ParsedQuery:
     limit: int | None
     _ast: exp.Select = field(repr=False, compare=False)
     _qualifier: str = field(repr=False, compare=False)
+    # Rendered statements by (view, dialect, max_rows): a kept plan's query is rendered once, not per run.
+    _rendered: dict[tuple[str, str, int | None], str] = field(default_factory=dict, repr=False, compare=False)
 
     def sql_for(self, view_name: str, dialect: Literal["spark", "duckdb"], max_rows: int | None = None) -> str:
         """The query over `view_name` (a view of the pruned scan) instead of the index, in an engine's dialect.
         `max_rows` lowers the LIMIT to it (a result cap)."""
+        key = (view_name, dialect, max_rows)
+        if (rendered := self._rendered.get(key)) is None:
+            rendered = self._rendered[key] = self._render(view_name, dialect, max_rows)
+        return rendered
+
+    def _render(self, view_name: str, dialect: Literal["spark", "duckdb"], max_rows: int | None) -> str:
         statement = self._ast.copy()
         # The view keeps the name columns are qualified with, so `logs.level` still resolves.
         statement.args["from_"].set("this", exp.Table(

@@ -12,7 +12,7 @@ from typing import Annotated
 import anyio
 import httpx
 from fastapi import FastAPI, Request, Security
-from fastapi.responses import StreamingResponse
+from fastapi.responses import Response, StreamingResponse
 from prometheus_client import CollectorRegistry, Counter, Gauge
 from starlette.types import Receive, Scope, Send
 
@@ -29,6 +29,8 @@ from strata_shared.web.metrics import install_metrics
 from strata_shared.web.openapi import install_openapi
 from strata_shared.web.problems import install_problem_handlers, problem_responses
 
+# Request bodies and finished responses up to this size are read whole before forwarding (see _body, forward).
+_WHOLE_BODY_BYTES = 256 * 1024
 # Hop-by-hop headers (RFC 9110 section 7.6.1) are not forwarded.
 _HOP_BY_HOP = {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
                "transfer-encoding", "upgrade", "host", "content-length"}
@@ -75,6 +77,16 @@ def _raw_target(request: Request) -> str:
     if query := request.scope.get("query_string"):
         target += b"?" + query
     return target.decode("latin-1")
+
+
+async def _body(request: Request) -> bytes | AsyncIterator[bytes]:
+    """A small body (a query, an EXPLAIN) whole, sent on with its length; anything larger or of unknown length
+    (an ingest) streamed through. Streamed, every request went upstream chunked, which costs both ends more than
+    the few bytes of a query."""
+    length = request.headers.get("content-length")
+    if length is not None and length.isdigit() and int(length) <= _WHOLE_BODY_BYTES:
+        return await request.body()
+    return request.stream()
 
 
 def create_proxy_app(settings: Settings, upstream_urls: list[str]) -> FastAPI:
@@ -147,7 +159,7 @@ def create_proxy_app(settings: Settings, upstream_urls: list[str]) -> FastAPI:
         return {"status": "ready", "upstreams": upstreams.healthy}
 
     async def forward(path: str, request: Request,
-                      key: Annotated[str | None, Security(presented_key)]) -> StreamingResponse:
+                      key: Annotated[str | None, Security(presented_key)]) -> Response:
         """Forward an authenticated /v1 request to the API that serves its path (a healthy query-api instance,
         planner-api or indexer-api), streaming both ways. A tenant over its request rate or its cap on requests in
         flight gets a 429 with `Retry-After`."""
@@ -164,7 +176,7 @@ def create_proxy_app(settings: Settings, upstream_urls: list[str]) -> FastAPI:
             headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP_BY_HOP}
             headers[REQUEST_ID] = request_id
             upstream_request = client.build_request(request.method, target + _raw_target(request), headers=headers,
-                                                    content=request.stream())
+                                                    content=await _body(request))
             try:
                 upstream = await client.send(upstream_request, stream=True)
             except httpx.HTTPError as exc:
@@ -178,6 +190,21 @@ def create_proxy_app(settings: Settings, upstream_urls: list[str]) -> FastAPI:
             raise
         response_headers = {k: v for k, v in upstream.headers.items() if k.lower() not in _HOP_BY_HOP}
         response_headers[REQUEST_ID] = request_id
+        length = upstream.headers.get("content-length")
+        if length is not None and length.isdigit() and int(length) <= _WHOLE_BODY_BYTES:
+            # A small finished answer (a query's few rows, a plan, a problem) is read whole and sent with its
+            # length: relayed as a stream it cost a task group and a relay per chunk, more than its bytes. Raw
+            # bytes, as the stream relays them: any content encoding stays the upstream's.
+            try:
+                body = b"".join([chunk async for chunk in upstream.aiter_raw()])
+            except httpx.HTTPError as exc:
+                raise Unavailable(f"{api} {target} broke off its answer: {type(exc).__name__}",
+                                  headers={REQUEST_ID: request_id}) from exc
+            finally:
+                slot.release()
+                with anyio.CancelScope(shield=True):
+                    await upstream.aclose()
+            return Response(body, status_code=upstream.status_code, headers=response_headers)
         # From here the response owns the slot: a long streaming query counts as running until its body is done
         # or its client has gone.
         return _UpstreamStream(upstream, slot, response_headers)

@@ -155,3 +155,13 @@ class PublishedTotalsRow(Base):
     # Migration 0007: what a plan's later stages count in, so its first stage starts from the same units.
     row_groups: Mapped[int] = mapped_column(BigInteger, server_default="0")
     row_group_bytes: Mapped[int] = mapped_column(BigInteger, server_default="0")
+
+
+class PlanGenerationRow(Base):
+    """Raised by triggers on every change of an index's published splits or artifact snapshots (migration 0006):
+    query-api reuses a kept plan only while it has not moved."""
+
+    __tablename__ = "plan_generations"
+
+    index_uid: Mapped[str] = mapped_column(ForeignKey("indexes.index_uid", ondelete="CASCADE"), primary_key=True)
+    generation: Mapped[int] = mapped_column(BigInteger)

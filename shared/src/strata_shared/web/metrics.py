@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import time
 
-from fastapi import FastAPI, Request, Response
+from fastapi import FastAPI, Response
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from strata_shared.web.problems import problem_responses
 
@@ -21,28 +22,47 @@ class HttpMetrics:
                                  buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30))
 
 
-def _route_template(request: Request) -> str:
+def _route_template(scope: Scope) -> str:
     # Label by template, never by raw path: ids in paths would explode the series count; the router records
     # the matched route in the shared scope.
-    route = request.scope.get("route")
+    route = scope.get("route")
     return getattr(route, "path", None) or "unmatched"
+
+
+class _ObserveRequests:
+    """Pure ASGI rather than `@app.middleware("http")`: Starlette's BaseHTTPMiddleware runs each request in a
+    task of its own and relays the response through a memory stream, a few hundred microseconds per request on
+    every API and the proxy (docs/benchmarks.md, "Query engines"). The time is until the response is sent."""
+
+    def __init__(self, app: ASGIApp, metrics: HttpMetrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = 500
+
+        async def send_observed(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_observed)
+        finally:
+            route = _route_template(scope)
+            metrics, method = self.metrics, scope["method"]
+            metrics.requests.labels(metrics.service, method, route, str(status)).inc()
+            metrics.latency.labels(metrics.service, method, route).observe(time.perf_counter() - started)
 
 
 def install_metrics(app: FastAPI, registry: CollectorRegistry, service: str) -> HttpMetrics:
     metrics = HttpMetrics(registry, service)
-
-    @app.middleware("http")
-    async def _observe(request: Request, call_next):
-        started = time.perf_counter()
-        status = 500
-        try:
-            response = await call_next(request)
-            status = response.status_code
-            return response
-        finally:
-            route = _route_template(request)
-            metrics.requests.labels(service, request.method, route, str(status)).inc()
-            metrics.latency.labels(service, request.method, route).observe(time.perf_counter() - started)
+    app.add_middleware(_ObserveRequests, metrics=metrics)
 
     @app.get("/metrics", operation_id="metrics", tags=["operations"], include_in_schema=True,
              response_class=Response,

@@ -20,7 +20,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "2026_11_25_0007"
-down_revision = "2026_11_25_0005"
+down_revision = "2026_11_25_0006"
 branch_labels = None
 depends_on = None
 

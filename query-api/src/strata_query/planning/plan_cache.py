@@ -1,0 +1,152 @@
+"""Plans of repeated queries, kept while nothing they read has changed.
+
+A dashboard re-runs the same SQL every few seconds, and planning (parsing, half a dozen metastore reads, the
+pruning cascade) costs more than running a small pruned plan. A plan is kept with what it was built from, read in
+its own snapshot: the index incarnation and settings version, and the index's plan generation, which triggers
+raise with every change of its published splits or artifact snapshots (migration 0006). Reusing it costs one
+metastore read of those three; any change and the plan is built again.
+
+A query without a time bound reads the default lookback, which moves with the clock. Its plan is reused only when
+the move cannot change the result: the plan added no lookback filter (every candidate file lay inside the
+lookback) and every kept file still starts inside it. A file leaving the lookback would need the filter back.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
+
+from strata_query.planning.planner import QueryPlan
+
+MAX_PLANS = 256
+# Plans reading more files than this are not kept: their planning is a small part of their cost, and their
+# file lists would hold memory. All kept plans together hold at most MAX_FILES_KEPT files (a file of a plan is
+# about half a kilobyte: some 10 MB in all).
+MAX_KEPT_FILES = 2_000
+MAX_FILES_KEPT = 20_000
+
+_STATE = text("""
+    SELECT i.index_uid, i.version, coalesce(g.generation, 0)
+      FROM indexes i LEFT JOIN plan_generations g ON g.index_uid = i.index_uid
+     WHERE i.index_id = :index_id AND i.deleted_at IS NULL""")
+_STATE_OF_UID = text("""
+    SELECT i.index_uid, i.version, coalesce(g.generation, 0)
+      FROM indexes i LEFT JOIN plan_generations g ON g.index_uid = i.index_uid
+     WHERE i.index_uid = :index_uid""")
+_EARLIEST_START = text("SELECT min(time_range_start), count(time_range_start) = count(*) FROM splits "
+                       "WHERE split_id = ANY(:split_ids)")
+
+IndexState = tuple[str, int, int]  # (index_uid, version, generation)
+
+
+@dataclass(frozen=True, slots=True)
+class KeptPlan:
+    plan: QueryPlan
+    state: IndexState
+    # For a plan on the default lookback: the lookback's start it was planned with, and the earliest start of
+    # its kept files (None: it keeps none); the plan holds while the lookback's start stays at or before it.
+    lookback_start: int | None
+    earliest_start: int | None
+
+
+async def index_state(connection: AsyncConnection | AsyncSession, index_id: str) -> IndexState | None:
+    """The live index's (uid, settings version, plan generation); None when there is no such index."""
+    row = (await connection.execute(_STATE, {"index_id": index_id})).first()
+    return None if row is None else (row[0], int(row[1]), int(row[2]))
+
+
+async def keepable(session: AsyncSession, plan: QueryPlan) -> KeptPlan | None:
+    """What to keep of a plan just built, read in the plan's own snapshot (`session` is the one that built it);
+    None when the plan is not to be kept."""
+    out = plan.out
+    if out.total_files > MAX_KEPT_FILES:
+        return None
+    row = (await session.execute(_STATE_OF_UID, {"index_uid": out.index_uid})).first()
+    if row is None:
+        return None
+    state = (row[0], int(row[1]), int(row[2]))
+    if out.time_range.source == "where":
+        return KeptPlan(plan, state, None, None)
+    if plan.extra_filter is not None:
+        return None  # the lookback filter's bound moves with every request
+    lookback_start = _lookback_start(plan)
+    if lookback_start is None:
+        return None
+    earliest, all_timed = None, True
+    if out.files:
+        earliest, all_timed = (await session.execute(
+            _EARLIEST_START, {"split_ids": [f.split_id for f in out.files]})).one()
+    if not all_timed:
+        return None  # a file without timestamps: the planner's rule, not this one, decides what it needs
+    return KeptPlan(plan, state, lookback_start, earliest)
+
+
+def _lookback_start(plan: QueryPlan) -> int | None:
+    """The lookback's start in seconds, as the plan's time range shows it (its first interval's lower bound)."""
+    intervals = plan.out.time_range.intervals
+    if not intervals or intervals[0][0] is None:
+        return None
+    lo = intervals[0][0]
+    return lo if plan.out.time_range.unit == "seconds" else lo // 1_000_000
+
+
+class PlanCache:
+    """Plans by (SQL, tenant), least recently used dropped first."""
+
+    def __init__(self, max_plans: int = MAX_PLANS, max_files: int = MAX_FILES_KEPT) -> None:
+        self.max_plans = max_plans
+        self.max_files = max_files
+        self.files = 0
+        self._plans: OrderedDict[tuple[str, str | None], KeptPlan] = OrderedDict()
+
+    def candidate(self, sql: str, tenant: str | None) -> KeptPlan | None:
+        kept = self._plans.get((sql, tenant))
+        if kept is not None:
+            self._plans.move_to_end((sql, tenant))
+        return kept
+
+    def put(self, sql: str, tenant: str | None, kept: KeptPlan) -> None:
+        self.drop(sql, tenant)
+        self._plans[(sql, tenant)] = kept
+        self.files += kept.plan.out.total_files
+        while len(self._plans) > self.max_plans or self.files > self.max_files:
+            _, oldest = self._plans.popitem(last=False)
+            self.files -= oldest.plan.out.total_files
+
+    def drop(self, sql: str, tenant: str | None) -> None:
+        kept = self._plans.pop((sql, tenant), None)
+        if kept is not None:
+            self.files -= kept.plan.out.total_files
+
+    def __len__(self) -> int:
+        return len(self._plans)
+
+
+def reuse(kept: KeptPlan, state: IndexState | None, now: float) -> QueryPlan | None:
+    """The kept plan as it holds now, as a copy (callers set the engine on theirs); None when it no longer
+    holds."""
+    if state != kept.state:
+        return None
+    plan = kept.plan
+    out = plan.out
+    if kept.lookback_start is not None:
+        lookback = out.time_range.default_lookback_secs or 0
+        start = int(now) - lookback
+        if kept.earliest_start is not None and start > kept.earliest_start:
+            return None
+        # The time range as a plan built now would show it: the lookback's start moved with the clock.
+        shift = start - kept.lookback_start
+        if out.time_range.unit != "seconds":
+            shift *= 1_000_000
+        (lo, hi), *rest = out.time_range.intervals
+        if hi is not None and lo + shift > hi:
+            return None
+        time_range = out.time_range.model_copy(update={"intervals": [(lo + shift, hi), *rest]})
+        out = out.model_copy(update={"time_range": time_range})
+    else:
+        out = out.model_copy()
+    return dataclasses.replace(plan, out=out)

@@ -1,0 +1,129 @@
+"""Kept plans (query-api's plan cache): a repeated query reuses its plan only while its index is unchanged; any
+publication, removal or settings change in the index plans it again, and the answer is always the fresh one. A
+plan on the default lookback is reused only while the clock's move cannot change what it reads."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import pytest
+
+from strata_query.planning.plan_cache import KeptPlan, PlanCache, reuse
+from strata_query.planning.planner import QueryPlan
+from strata_query.planning.schemas import PlanOut, TimeRangeOut
+from strata_services.sample_data import metrics_index_config
+from tests.helpers import delete_index, unique_index_id
+from tests.indexer.indexing_helpers import ingest, rows_for
+from tests.planner.compaction_helpers import open_window
+
+
+def _counter(metrics: str, outcome: str) -> float:
+    found = re.search(rf'strata_query_plan_cache_total{{outcome="{outcome}"}} ([0-9.e+]+)', metrics)
+    return float(found.group(1)) if found else 0.0
+
+
+async def _outcomes(query) -> dict[str, float]:
+    text = (await query.get("/metrics")).text
+    return {o: _counter(text, o) for o in ("hit", "miss", "stale")}
+
+
+async def _count(query, keys, sql: str) -> tuple[int, str]:
+    response = await query.post("/v1/query", json={"sql": sql},
+                                headers={**keys.header(keys.admin), "Accept": "application/json"})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    return body["rows"][0]["n"], response.headers["x-strata-files-scanned"]
+
+
+@pytest.fixture
+async def index_id(indexer, keys):
+    index_id = unique_index_id("plans")
+    config = metrics_index_config(index_id, messages=True, query={"default_lookback_secs": 3 * 86400})
+    response = await indexer.post("/v1/indexes", json=config, headers=keys.header(keys.admin))
+    assert response.status_code == 201, response.text
+    return index_id
+
+
+@pytest.mark.parametrize("bounded", [True, False], ids=["time-bounded", "default-lookback"])
+async def test_a_kept_plan_serves_until_its_index_changes(query, indexer, keys, index_id, bounded):
+    window = open_window() - 1800
+    await ingest(indexer, keys, index_id, rows_for(window, 500, seed=1))
+    where = f" WHERE timestamp_secs >= {window - 3600}" if bounded else ""
+    sql = f'SELECT count(*) AS n FROM "{index_id}"{where}'
+
+    before = await _outcomes(query)
+    assert await _count(query, keys, sql) == (500, "1")
+    assert await _count(query, keys, sql) == (500, "1")
+    after = await _outcomes(query)
+    assert after["miss"] - before["miss"] == 1 and after["hit"] - before["hit"] == 1
+
+    # A publication in the index: the kept plan is stale, the answer counts the new file.
+    await ingest(indexer, keys, index_id, rows_for(window, 300, seed=2))
+    assert await _count(query, keys, sql) == (800, "2")
+    stale = await _outcomes(query)
+    assert stale["stale"] - after["stale"] == 1
+    assert await _count(query, keys, sql) == (800, "2")
+    assert (await _outcomes(query))["hit"] - stale["hit"] == 1
+
+
+async def test_a_settings_change_or_a_new_incarnation_plans_again(query, indexer, keys, index_id):
+    window = open_window() - 1800
+    await ingest(indexer, keys, index_id, rows_for(window, 200, seed=3))
+    sql = f'SELECT count(*) AS n FROM "{index_id}" WHERE timestamp_secs >= {window - 3600}'
+    assert (await _count(query, keys, sql))[0] == 200
+    settings = metrics_index_config(index_id, messages=True, query={"default_lookback_secs": 86400})
+    del settings["index_id"]
+    response = await indexer.put(f"/v1/indexes/{index_id}", json=settings, headers=keys.header(keys.admin))
+    assert response.status_code == 200, response.text
+    before = await _outcomes(query)
+    assert (await _count(query, keys, sql))[0] == 200
+    assert (await _outcomes(query))["stale"] - before["stale"] == 1
+
+    # Deleted and created again under the same name: the old plan's files are not the new index's.
+    await delete_index(indexer, keys, index_id)
+    config = metrics_index_config(index_id, messages=True, query={"default_lookback_secs": 3 * 86400})
+    assert (await indexer.post("/v1/indexes", json=config, headers=keys.header(keys.admin))).status_code == 201
+    assert await _count(query, keys, sql) == (0, "0")
+    await ingest(indexer, keys, index_id, rows_for(window, 100, seed=4))
+    assert (await _count(query, keys, sql))[0] == 100
+
+
+def _lookback_plan(lookback_start: int, earliest: int | None) -> KeptPlan:
+    out = PlanOut(index_id="i", index_uid="i:1", tenant=None, sql="", predicate="", columns=[],
+                  time_range=TimeRangeOut(column="ts", unit="seconds", intervals=[(lookback_start, None)],
+                                          includes_null_timestamps=False, source="default_lookback",
+                                          default_lookback_secs=1000),
+                  stages=[], files=[], total_files=0, total_row_groups=0, total_bytes=0, total_rows=0,
+                  planning_ms=1.0)
+    return KeptPlan(QueryPlan(None, None, out, [], None), ("i:1", 1, 7), lookback_start, earliest)
+
+
+def test_a_lookback_plan_holds_while_its_files_stay_inside_the_lookback():
+    kept = _lookback_plan(lookback_start=5000, earliest=5500)
+    moved = reuse(kept, ("i:1", 1, 7), now=6400.0)  # the lookback now starts at 5400, before every kept file
+    assert moved is not None and moved.out.time_range.intervals == [(5400, None)]
+    assert kept.plan.out.time_range.intervals == [(5000, None)], "the kept plan itself is never changed"
+    assert reuse(kept, ("i:1", 1, 7), now=6501.0) is None  # a kept file would start before the lookback
+    assert reuse(_lookback_plan(5000, None), ("i:1", 1, 7), now=1e9) is not None  # it kept no file
+    assert reuse(kept, ("i:1", 1, 8), now=6000.0) is None  # the index changed
+    assert reuse(kept, ("i:2", 1, 7), now=6000.0) is None  # another incarnation
+    assert reuse(kept, None, now=6000.0) is None  # the index is gone
+
+
+def test_the_cache_is_bounded_in_plans_and_in_files_the_least_recently_used_leaving_first():
+    def sized(files: int) -> KeptPlan:
+        kept = _lookback_plan(0, None)
+        return dataclasses.replace(kept, plan=dataclasses.replace(
+            kept.plan, out=kept.plan.out.model_copy(update={"total_files": files})))
+
+    cache = PlanCache(max_plans=3, max_files=100)
+    for name in "abc":
+        cache.put(name, None, sized(10))
+    assert cache.candidate("a", None) is not None  # used: "b" is now the least recently used
+    cache.put("d", None, sized(10))
+    assert cache.candidate("b", None) is None and len(cache) == 3 and cache.files == 30
+    cache.put("e", None, sized(85))  # over the file bound: the oldest ("c", then "a") leave until it fits
+    assert [k for k in "acde" if cache.candidate(k, None) is not None] == ["d", "e"] and cache.files == 95
+    cache.put("e", None, sized(5))  # replaced, not counted twice
+    assert cache.files == 15 and len(cache) == 2
