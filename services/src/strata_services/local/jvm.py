@@ -47,8 +47,10 @@ class JavaProcessError(RuntimeError):
 class JavaProcess:
     """A JVM run as `command` with `env`, its output appended to `log_path`, its working directory `cwd`."""
 
-    def __init__(self, name: str, command: list[str], env: dict[str, str], log_path: Path, cwd: Path) -> None:
+    def __init__(self, name: str, command: list[str], env: dict[str, str], log_path: Path, cwd: Path,
+                 niceness: int = 0) -> None:
         self.name = name
+        self.niceness = niceness
         self.command = command
         self.env = env
         self.log_path = log_path
@@ -71,6 +73,13 @@ class JavaProcess:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
             self.cwd.mkdir(parents=True, exist_ok=True)
             hook = die_with_parent_hook()
+            if self.niceness:
+                bind, niceness = hook, self.niceness
+
+                def hook() -> None:  # the JVM's every thread (and the Python workers it starts) inherit it
+                    if bind is not None:
+                        bind()
+                    os.nice(niceness)
             with open(self.log_path, "ab") as logfile:
                 logfile.write(f"\n=== strata: starting {' '.join(self.command)}\n".encode())
                 logfile.flush()

@@ -52,6 +52,7 @@ class LocalSparkConnectServer:
         shuffle_partitions: int = 4,
         python: str | None = None,
         conf: dict[str, str] | None = None,
+        niceness: int = 0,
     ) -> None:
         self.port = port
         self.host = host
@@ -61,6 +62,7 @@ class LocalSparkConnectServer:
         self.shuffle_partitions = shuffle_partitions
         self.python = python or sys.executable
         self.extra_conf = dict(conf or {})
+        self.niceness = niceness
         self.log_path = self.work_dir / "logs" / "spark-connect.log"
         # Built by start(): resolving Java belongs to starting, not to describing the command.
         self._jvm: JavaProcess | None = None
@@ -134,7 +136,7 @@ class LocalSparkConnectServer:
             (self.work_dir / sub).mkdir(parents=True, exist_ok=True)
         (self.work_dir / FAIR_SCHEDULER_FILE).write_text(FAIR_DEFAULT_POOL)
         self._jvm = JavaProcess("spark connect server", self.command(), self._environment(), self.log_path,
-                                self.work_dir)
+                                self.work_dir, self.niceness)
         self._jvm.start()
 
     def log_tail(self, lines: int = 40) -> str:
