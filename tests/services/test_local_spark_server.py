@@ -236,5 +236,8 @@ def test_a_niced_jvm_process_starts_at_that_niceness(tmp_path: Path) -> None:
     try:
         nice = int(Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()[16])
         assert nice == min(19, os.getpriority(os.PRIO_PROCESS, 0) + 5)
+        autogroup = Path(f"/proc/{process.pid}/autogroup")
+        if autogroup.exists():  # a new session is its own scheduling group: its nice must be lowered too
+            assert autogroup.read_text().split()[-1] == "5"
     finally:
         process.stop()
