@@ -684,7 +684,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="small sizes, printed only")
     parser.add_argument("--part", choices=PARTS, action="append", help="only this part (repeatable); printed only")
     parser.add_argument("--spark-nice", type=int, default=None,
-                        help="the Spark server's niceness instead of LocalSparkConnectServer's default")
+                        help="the Spark server's niceness instead of LocalSparkConnectServer's (SPARK_NICENESS)")
     args = parser.parse_args()
     from bench.report import run_and_write
 
