@@ -395,6 +395,9 @@ async def load_explain_index(url: str, storage_uri: str, splits: int, days: int,
         started = time.perf_counter()
         await conn.execute("VACUUM (ANALYZE) splits")
         await conn.execute("VACUUM (ANALYZE) split_column_stats")
+        # The published-counts trigger updated its few rows once per split loaded: without this the planner's
+        # totals read thousands of dead versions, which a running system's autovacuum would have cleaned.
+        await conn.execute("VACUUM (ANALYZE) published_totals")
         timings["vacuum_secs"] = time.perf_counter() - started
         counts = dict(await conn.fetchrow(
             "SELECT count(*) AS splits, count(DISTINCT window_start) AS windows, "
@@ -756,11 +759,44 @@ def _ipc_bytes(table: pa.Table) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
+def publish_artifacts(client: httpx.Client, storage: Any, index_id: str, incarnation: str, settings: Any,
+                      splits: list[dict[str, Any]], timings: dict[str, float]) -> int:
+    """Build each split's artifacts here (as the indexing worker would), register them through indexer-api,
+    published; the artifacts' bytes."""
+    from strata_shared.artifacts import build_artifacts
+
+    keys = api_keys()
+    artifact_bytes = 0
+    prefix = f"indexes/{index_id}/{incarnation}/artifacts"
+    for split in splits:
+        started = time.perf_counter()
+        with storage.open_input(split["uri"]) as source:
+            data = source.read()
+        built = build_artifacts(data, split["split_id"], settings.artifacts, settings.field_types())
+        timings["artifacts_build"] += time.perf_counter() - started
+        started = time.perf_counter()
+        refs = []
+        for artifact in built.artifacts:
+            uri = storage.uri_for(f"{prefix}/{artifact.key(split['split_id'])}")
+            storage.write_bytes(uri, artifact.data)
+            artifact_bytes += artifact.size_bytes
+            refs.append({"artifact_type": str(artifact.artifact_type), "column": artifact.column,
+                         "format_version": artifact.format_version, "uri": uri,
+                         "size_bytes": artifact.size_bytes, "content_hash": artifact.content_hash})
+        response = client.post(f"/v1/splits/{split['split_id']}/artifacts",
+                               json={"artifacts": refs, "publish": True}, headers=keys.header(keys.writer))
+        timings["artifacts_register"] += time.perf_counter() - started
+        if response.status_code != 200 or not response.json()["snapshot"]["published"]:
+            raise RuntimeError(f"artifact registration answered {response.status_code}: {response.text[:500]}")
+        split["artifacts"] = len(refs)
+        split["skipped"] = built.skipped
+    return artifact_bytes
+
+
 def ingest_and_index(indexer_url: str, storage_root: Path, rows: int, batches: int, row_group_size: int
                      ) -> dict[str, Any]:
     """Create the index, ingest every (collector, batch), build each split's artifacts here and register them
     through indexer-api (published)."""
-    from strata_shared.artifacts import build_artifacts
     from strata_shared.domain.index_config import IndexSettings
     from strata_shared.storage import ObjectStore
 
@@ -773,7 +809,6 @@ def ingest_and_index(indexer_url: str, storage_root: Path, rows: int, batches: i
     storage = ObjectStore(storage_root.resolve().as_uri())
     splits: list[dict[str, Any]] = []
     timings = {"ingest": 0.0, "artifacts_build": 0.0, "artifacts_register": 0.0}
-    artifact_bytes = 0
     with httpx.Client(base_url=indexer_url, timeout=600) as client:
         created = client.post("/v1/indexes", json={"index_id": EXEC_INDEX, **config},
                               headers=keys.header(keys.admin))
@@ -794,29 +829,7 @@ def ingest_and_index(indexer_url: str, storage_root: Path, rows: int, batches: i
                 if outcome["rows_dropped_late"]:
                     raise RuntimeError(f"{outcome['rows_dropped_late']} rows were dropped as late")
                 splits.extend(outcome["splits"])
-        prefix = f"indexes/{EXEC_INDEX}/{incarnation}/artifacts"
-        for split in splits:
-            started = time.perf_counter()
-            with storage.open_input(split["uri"]) as source:
-                data = source.read()
-            built = build_artifacts(data, split["split_id"], settings.artifacts, settings.field_types())
-            timings["artifacts_build"] += time.perf_counter() - started
-            started = time.perf_counter()
-            refs = []
-            for artifact in built.artifacts:
-                uri = storage.uri_for(f"{prefix}/{artifact.key(split['split_id'])}")
-                storage.write_bytes(uri, artifact.data)
-                artifact_bytes += artifact.size_bytes
-                refs.append({"artifact_type": str(artifact.artifact_type), "column": artifact.column,
-                             "format_version": artifact.format_version, "uri": uri,
-                             "size_bytes": artifact.size_bytes, "content_hash": artifact.content_hash})
-            response = client.post(f"/v1/splits/{split['split_id']}/artifacts",
-                                   json={"artifacts": refs, "publish": True}, headers=keys.header(keys.writer))
-            timings["artifacts_register"] += time.perf_counter() - started
-            if response.status_code != 200 or not response.json()["snapshot"]["published"]:
-                raise RuntimeError(f"artifact registration answered {response.status_code}: {response.text[:500]}")
-            split["artifacts"] = len(refs)
-            split["skipped"] = built.skipped
+        artifact_bytes = publish_artifacts(client, storage, EXEC_INDEX, incarnation, settings, splits, timings)
     paths = [storage.resolve(s["uri"]) for s in splits]
     footers = [pq.read_metadata(p) for p in paths]
     return {"first_window": first_window, "splits": splits, "paths": paths, "timings": timings,
@@ -863,12 +876,12 @@ def bytes_without_lookback(plan: dict[str, Any], sql: str, uri_to_path: dict[str
     return total
 
 
-def duckdb_sql(sql: str, paths: list[str]) -> str:
+def duckdb_sql(sql: str, paths: list[str], table: str = f'"{EXEC_INDEX}"') -> str:
     from strata_query.sql.text_match import term_regex
     from strata_shared.artifacts import tokenize
 
     files = "read_parquet([" + ", ".join(f"'{p}'" for p in paths) + "])"
-    out = sql.replace(f'"{EXEC_INDEX}"', files)
+    out = sql.replace(table, files)
     marker = "text_match(message, 'disk full')"
     if marker in out:
         # The same token contract as text_match's Spark form (strata_query.sql.text_match).

@@ -222,3 +222,22 @@ def test_a_short_job_is_not_queued_behind_a_long_one_of_another_session(spark_re
     finally:
         background.stop()
         interactive.stop()
+
+
+@linux_only
+def test_a_niced_jvm_process_starts_at_that_niceness(tmp_path: Path) -> None:
+    """The local Spark server can run below the API servers' priority: the niceness is set in the child before
+    exec, so the JVM (and every thread and Python worker it starts) inherits it."""
+    from strata_services.local.jvm import JavaProcess
+
+    process = JavaProcess("sleeper", ["sleep", "30"], dict(os.environ), tmp_path / "sleeper.log", tmp_path,
+                          niceness=5)
+    process.start()
+    try:
+        nice = int(Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()[16])
+        assert nice == min(19, os.getpriority(os.PRIO_PROCESS, 0) + 5)
+        autogroup = Path(f"/proc/{process.pid}/autogroup")
+        if autogroup.exists():  # a new session is its own scheduling group: its nice must be lowered too
+            assert autogroup.read_text().split()[-1] == "5"
+    finally:
+        process.stop()

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Iterator
 
 import httpx
+import pyarrow as pa
 
 from strata_services.client import CliError, api_key, api_url, arrow_ipc, problem_text
 from strata_services.compact import TERMINAL
@@ -36,19 +38,24 @@ def _check(response: httpx.Response, what: str) -> dict:
     return response.json()
 
 
+def demo_batches(now: int, windows: int, rows_per_window: int, batches: int) -> Iterator[pa.Table]:
+    """The demo's rows, batch by batch (the query benchmark ingests the same data)."""
+    current = now - now % WINDOW
+    first = current - (windows - 1) * WINDOW
+    for batch in range(batches):
+        # Each batch spans every window, as writers send them: each window gets one small split per batch.
+        yield metrics_rows(rows_per_window * windows // batches, start=first, span_secs=now - first, seed=batch,
+                           messages=True)
+
+
 def _ingest(settings: Settings, admin: dict, now: int, windows: int, rows_per_window: int, batches: int) -> int:
     base = api_url(settings, "indexer-api")
     with httpx.Client(base_url=base, timeout=300) as client:
         if client.get(f"/v1/indexes/{DEMO_INDEX}", headers=admin).status_code == 200:
             _check(client.delete(f"/v1/indexes/{DEMO_INDEX}", headers=admin), "removing the previous demo index")
         _check(client.post("/v1/indexes", json=demo_index_config(now), headers=admin), "creating the demo index")
-        current = now - now % WINDOW
-        first = current - (windows - 1) * WINDOW
         written = 0
-        for batch in range(batches):
-            # Each batch spans every window, as writers send them: each window gets one small split per batch.
-            table = metrics_rows(rows_per_window * windows // batches, start=first, span_secs=now - first,
-                                 seed=batch, messages=True)
+        for table in demo_batches(now, windows, rows_per_window, batches):
             result = _check(client.post(f"/v1/indexes/{DEMO_INDEX}/ingest", content=arrow_ipc(table),
                                         headers={**admin, "Content-Type": "application/vnd.apache.arrow.stream"}),
                             "ingesting")

@@ -47,8 +47,10 @@ class JavaProcessError(RuntimeError):
 class JavaProcess:
     """A JVM run as `command` with `env`, its output appended to `log_path`, its working directory `cwd`."""
 
-    def __init__(self, name: str, command: list[str], env: dict[str, str], log_path: Path, cwd: Path) -> None:
+    def __init__(self, name: str, command: list[str], env: dict[str, str], log_path: Path, cwd: Path,
+                 niceness: int = 0) -> None:
         self.name = name
+        self.niceness = niceness
         self.command = command
         self.env = env
         self.log_path = log_path
@@ -71,6 +73,21 @@ class JavaProcess:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
             self.cwd.mkdir(parents=True, exist_ok=True)
             hook = die_with_parent_hook()
+            if self.niceness:
+                bind, niceness = hook, self.niceness
+
+                def hook() -> None:  # the JVM's every thread (and the Python workers it starts) inherit it
+                    if bind is not None:
+                        bind()
+                    os.nice(niceness)
+                    # With the kernel's autogroups (Linux, on by default) a new session's processes are scheduled
+                    # as one group against other sessions', so a niceness inside the group alone would change
+                    # nothing against the API servers: lower the group's own too (raising it needs no privilege).
+                    try:
+                        with open("/proc/self/autogroup", "w") as group:
+                            group.write(str(niceness))
+                    except OSError:
+                        pass  # no autogroups: the process's niceness is what counts
             with open(self.log_path, "ab") as logfile:
                 logfile.write(f"\n=== strata: starting {' '.join(self.command)}\n".encode())
                 logfile.flush()
