@@ -151,7 +151,7 @@ async def _expire(url: str, failures: int, at: datetime) -> CompactionJobRow:
             "window_start": START, "kind": "level", "level": 0, "input_split_ids": [], "input_rows": 1,
             "input_bytes": 1, "output_split_ids": [], "output_bytes": None, "status": JobStatus.IN_PROGRESS,
             "fencing_token": 7, "worker_id": "w", "lease_expires_at": NOW, "failures": failures}])
-        queue = LeaseQueue(session, CompactionJobRow)
+        queue = LeaseQueue(session, CompactionJobRow, "compaction_paused_at")
         await queue.expire_leases(at, max_failures=3)
         return await queue.get("01JBJOBJOBJOBJOBJOBJOBJOBJ")
 

@@ -19,11 +19,12 @@ from strata_query.execution.result_stream import ResultStream
 from strata_query.execution.runtime import AsyncPlan, QueryRuntime, RunningQuery
 from strata_query.execution.scan_request import ScanRequest, scan_request
 from strata_query.execution.spark_query import interrupt_spark_query, open_spark_query
-from strata_query.planning.plan_cache import index_state, keepable, reuse
+from strata_query.planning.plan_cache import keepable, reuse
 from strata_query.planning.planner import QueryPlan, build_plan, table_of
 from strata_query.planning.schemas import EngineOut, PlanOut, PlanStatus, QueryRequest, QueryResult, ResultSummary
 from strata_shared.domain.wire_types import Ulid
 from strata_shared.errors import PROBLEM_BASE, NotFound, StrataError, Unavailable
+from strata_shared.metastore.plan_state import index_state
 from strata_shared.observability.context import annotate
 from strata_shared.spark.errors import spark_problem
 from strata_shared.web.auth import Principal, Scope, require_any
@@ -90,7 +91,7 @@ async def _kept_plan(state: AppState, principal: Principal, sql: str) -> QueryPl
     # One statement, no transaction around it: BEGIN and ROLLBACK would double the round trips.
     async with state.engine.connect() as connection:
         connection = await connection.execution_options(isolation_level="AUTOCOMMIT")
-        current = await index_state(connection, kept.plan.out.index_id)
+        current = await index_state(connection, index_id=kept.plan.out.index_id)
     plan = reuse(kept, current, time.time())
     if plan is None:
         runtime.plan_cache.drop(sql, principal.tenant)

@@ -108,8 +108,8 @@ def _wait(client: httpx.Client, job_ids: list[str], poll_secs: float) -> int:
     return 1 if failed else 0
 
 
-def _executor(kind: str, settings: Settings, spark):
-    """What a worker of `kind` runs each assignment with, and the runner that polls its queue."""
+def _runner_builder(kind: str, settings: Settings, spark):
+    """How to build the runner of a worker of `kind`: it polls its queue and runs each assignment on Spark."""
     if kind == "compaction":
         from strata_planner.compaction.executor import SparkMergeExecutor
         from strata_planner.compaction.runner import CompactionRunner
@@ -149,7 +149,7 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
             loop.add_signal_handler(sig, stop.set)
         spark = SparkSessionFactory.for_jobs(settings)
         async with httpx.AsyncClient(base_url=base) as client:
-            runner = _executor(args.kind, settings, spark)(client, worker_id, args.slots, key)
+            runner = _runner_builder(args.kind, settings, spark)(client, worker_id, args.slots, key)
             print(f"{args.kind} worker {worker_id}: {args.slots} slots, polling {base}", flush=True)
             try:
                 await runner.run(stop)

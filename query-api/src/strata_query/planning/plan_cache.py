@@ -17,31 +17,17 @@ import dataclasses
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from strata_query.planning.planner import QueryPlan
+from strata_shared.metastore.plan_state import IndexState, earliest_start, index_state
 
 MAX_PLANS = 256
 # Plans reading more files than this are not kept: their planning is a small part of their cost, and their
-# file lists would hold memory. All kept plans together hold at most MAX_FILES_KEPT files (a file of a plan is
+# file lists would hold memory. All kept plans together hold at most MAX_FILES_IN_ALL files (a file of a plan is
 # about half a kilobyte: some 10 MB in all).
-MAX_KEPT_FILES = 2_000
-MAX_FILES_KEPT = 20_000
-
-_STATE = text("""
-    SELECT i.index_uid, i.version, coalesce(g.generation, 0)
-      FROM indexes i LEFT JOIN plan_generations g ON g.index_uid = i.index_uid
-     WHERE i.index_id = :index_id AND i.deleted_at IS NULL""")
-_STATE_OF_UID = text("""
-    SELECT i.index_uid, i.version, coalesce(g.generation, 0)
-      FROM indexes i LEFT JOIN plan_generations g ON g.index_uid = i.index_uid
-     WHERE i.index_uid = :index_uid""")
-_EARLIEST_START = text("SELECT min(time_range_start), count(time_range_start) = count(*) FROM splits "
-                       "WHERE split_id = ANY(:split_ids)")
-
-IndexState = tuple[str, int, int]  # (index_uid, version, generation)
-
+MAX_FILES_PER_PLAN = 2_000
+MAX_FILES_IN_ALL = 20_000
 
 @dataclass(frozen=True, slots=True)
 class KeptPlan:
@@ -53,22 +39,15 @@ class KeptPlan:
     earliest_start: int | None
 
 
-async def index_state(connection: AsyncConnection | AsyncSession, index_id: str) -> IndexState | None:
-    """The live index's (uid, settings version, plan generation); None when there is no such index."""
-    row = (await connection.execute(_STATE, {"index_id": index_id})).first()
-    return None if row is None else (row[0], int(row[1]), int(row[2]))
-
-
 async def keepable(session: AsyncSession, plan: QueryPlan) -> KeptPlan | None:
     """What to keep of a plan just built, read in the plan's own snapshot (`session` is the one that built it);
     None when the plan is not to be kept."""
     out = plan.out
-    if out.total_files > MAX_KEPT_FILES:
+    if out.total_files > MAX_FILES_PER_PLAN:
         return None
-    row = (await session.execute(_STATE_OF_UID, {"index_uid": out.index_uid})).first()
-    if row is None:
+    state = await index_state(session, index_uid=out.index_uid)
+    if state is None:
         return None
-    state = (row[0], int(row[1]), int(row[2]))
     if out.time_range.source == "where":
         return KeptPlan(plan, state, None, None)
     if plan.extra_filter is not None:
@@ -78,8 +57,7 @@ async def keepable(session: AsyncSession, plan: QueryPlan) -> KeptPlan | None:
         return None
     earliest, all_timed = None, True
     if out.files:
-        earliest, all_timed = (await session.execute(
-            _EARLIEST_START, {"split_ids": [f.split_id for f in out.files]})).one()
+        earliest, all_timed = await earliest_start(session, [f.split_id for f in out.files])
     if not all_timed:
         return None  # a file without timestamps: the planner's rule, not this one, decides what it needs
     return KeptPlan(plan, state, lookback_start, earliest)
@@ -97,7 +75,7 @@ def _lookback_start(plan: QueryPlan) -> int | None:
 class PlanCache:
     """Plans by (SQL, tenant), least recently used dropped first."""
 
-    def __init__(self, max_plans: int = MAX_PLANS, max_files: int = MAX_FILES_KEPT) -> None:
+    def __init__(self, max_plans: int = MAX_PLANS, max_files: int = MAX_FILES_IN_ALL) -> None:
         self.max_plans = max_plans
         self.max_files = max_files
         self.files = 0

@@ -85,7 +85,7 @@ class JobFilter:
 
 
 class LeaseQueue(Generic[J]):
-    def __init__(self, session: AsyncSession, model: type[J], pause_column: str = "compaction_paused_at") -> None:
+    def __init__(self, session: AsyncSession, model: type[J], pause_column: str) -> None:
         self.session = session
         self.model = model
         # The `indexes` column that pauses this queue for an index (compaction_paused_at, indexing_paused_at).
