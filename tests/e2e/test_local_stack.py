@@ -129,6 +129,10 @@ def test_up_quickstart_status_ingest_proxy_down(stack_env, tmp_path):
                        timeout=600)
         assert demo.returncode == 0, demo.stdout + demo.stderr
         assert demo.stdout.count("pruning: ") == 5 and "every published file has its artifacts" in demo.stdout
+        # Again, as a user re-runs it: the previous demo index is deleted (a 204) and made anew.
+        again = _strata(stack_env, "demo", "--windows", "1", "--rows-per-window", "5000", "--batches", "2",
+                        timeout=600)
+        assert again.returncode == 0 and again.stdout.count("pruning: ") == 5, again.stdout + again.stderr
 
         _operator_commands(stack_env, tmp_path)
 
