@@ -59,11 +59,12 @@ def _rows_holding(column: pa.ChunkedArray, terms: tuple[str, ...]) -> np.ndarray
             return None
         entries = entries_holding(chunk.dictionary, terms)
         indices = chunk.indices
-        rows = entries[indices.fill_null(0).to_numpy(zero_copy_only=False)] if len(entries) else \
-            np.zeros(len(chunk), dtype=bool)
-        if indices.null_count:
-            rows &= indices.is_valid().to_numpy(zero_copy_only=False)
-        parts.append(rows)
+        if not len(entries):
+            parts.append(np.zeros(len(chunk), dtype=bool))
+        elif indices.null_count:
+            parts.append(entries[indices.fill_null(0).to_numpy()] & indices.is_valid().to_numpy(zero_copy_only=False))
+        else:
+            parts.append(entries[indices.to_numpy()])
     return np.concatenate(parts) if parts else np.zeros(0, dtype=bool)
 
 
