@@ -14,9 +14,9 @@ from strata_shared.artifacts import tokenize
 from strata_shared.query.predicate import And, Compare, Or, TextMatch, describe, evaluate_row, to_nnf
 from tests.query_logic.strategies import PREDICATES, ROWS, TERMS, WORDS
 
+REPEATS = st.integers(1, 4)
 # Characters whose Unicode case mapping is ASCII (KELVIN SIGN, LONG S, dotless and dotted I), other non-ASCII,
 # and token boundaries of every kind.
-REPEATS = st.integers(1, 4)
 TEXT = st.text(alphabet="abAB01 -_.\n\u212a\u017f\u0131\u0130éß\U0001f600", max_size=12)
 
 
