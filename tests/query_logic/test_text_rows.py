@@ -89,6 +89,9 @@ def test_a_token_is_found_where_an_occurrence_in_the_value_before_overlaps_it():
         True, False, False, True, False]
     # ... and an occurrence that runs on into the next value is no token of either.
     assert entries_holding(pa.array(["a di", "sk b", "disk"]), ("disk",)).tolist() == [False, False, True]
+    # 64-bit offsets read the same.
+    assert entries_holding(pa.array(["a di", None, "x:DISK"], pa.large_string()), ("disk",)).tolist() == [
+        False, False, True]
 
 
 def test_rows_are_kept_when_nothing_is_decided():
@@ -96,6 +99,9 @@ def test_rows_are_kept_when_nothing_is_decided():
     assert rows_that_may_match(TextMatch("t", ("disk",)), plain) is None  # not dictionary-encoded
     assert rows_that_may_match(Compare("i", "=", 3), plain) is None
     assert rows_that_may_match(TextMatch("absent", ("disk",)), plain) is None
+    views = pa.table({"t": pa.chunked_array([pa.DictionaryArray.from_arrays(
+        pa.array([0, 1] * 4, pa.int32()), pa.array(["disk full", "ok"], pa.string_view()))])})
+    assert rows_that_may_match(TextMatch("t", ("disk",)), views) is None  # a layout entries_holding does not read
     encoded = pa.table({"t": plain.column("t").dictionary_encode(), "i": plain.column("i")})
     both = And((TextMatch("t", ("disk",)), Compare("i", ">", 2)))
     assert rows_that_may_match(both, encoded).tolist() == [True, False] * 4

@@ -35,6 +35,11 @@ _TOKEN_BYTE[list((string.ascii_letters + string.digits).encode())] = True
 _MIN_ROWS_PER_ENTRY = 2
 
 
+def _offset_strings(value_type: pa.DataType) -> bool:
+    """Strings laid out as offsets and one data buffer, as `entries_holding` reads them (not string views)."""
+    return pa.types.is_string(value_type) or pa.types.is_large_string(value_type)
+
+
 def rows_that_may_match(predicate: Predicate, table: pa.Table) -> np.ndarray | None:
     """A boolean per row of `table`, False only where the row cannot satisfy `predicate` (in negation normal
     form); None when nothing is known to drop (no text_match decided on these columns)."""
@@ -55,7 +60,8 @@ def rows_that_may_match(predicate: Predicate, table: pa.Table) -> np.ndarray | N
 def _rows_holding(column: pa.ChunkedArray, terms: tuple[str, ...]) -> np.ndarray | None:
     parts = []
     for chunk in column.chunks:
-        if not isinstance(chunk, pa.DictionaryArray) or len(chunk.dictionary) * _MIN_ROWS_PER_ENTRY > len(chunk):
+        if (not isinstance(chunk, pa.DictionaryArray) or not _offset_strings(chunk.dictionary.type)
+                or len(chunk.dictionary) * _MIN_ROWS_PER_ENTRY > len(chunk)):
             return None
         entries = entries_holding(chunk.dictionary, terms)
         indices = chunk.indices
