@@ -128,9 +128,12 @@ async def test_a_request_on_a_connection_closed_as_it_is_reused_is_sent_again_on
         first = await pool.request("GET", url, "/a", [])
         assert await first.read() == b"first"
         await first.aclose()
-        second = await pool.request("POST", url, "/b", [], b"payload")
+        second = await pool.request("POST", url, "/b", [], b"payload", replayable=True)
         assert await second.read() == b"first"
         await second.aclose()
+        # A POST is not sent twice unless its caller says it may be: it could have been carried out.
+        with pytest.raises(UpstreamError, match="closed the connection"):
+            await pool.request("POST", url, "/c", [], b"payload")
     pool.close()
     assert server.connections == 2
 

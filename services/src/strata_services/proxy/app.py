@@ -177,8 +177,10 @@ def create_proxy_app(settings: Settings, upstream_urls: list[str]) -> FastAPI:
             headers = [(k, v) for k, v in request.scope["headers"] if k.lower() not in _HOP_BY_HOP]
             headers.append((_REQUEST_ID, request_id.encode()))
             try:
+                # query-api's requests only read (a plan submitted twice is one more plan to poll): safe to send
+                # again should a kept-alive connection turn out closed.
                 upstream = await pool.request(request.method, target, _raw_target(request), headers,
-                                              await _body(request))
+                                              await _body(request), replayable=api == QUERY or None)
             except UpstreamError as exc:
                 if api == QUERY:
                     upstreams.mark_down(target)

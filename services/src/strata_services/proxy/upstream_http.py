@@ -23,6 +23,7 @@ _READ_AHEAD_BYTES = 1024 * 1024
 # Idle connections older than this are not reused: uvicorn closes a kept-alive connection after 5 s, and reusing
 # one it is closing would fail the request.
 DEFAULT_IDLE_SECS = 4.0
+_IDEMPOTENT = {"GET", "HEAD", "PUT", "DELETE", "OPTIONS"}
 
 
 class UpstreamError(Exception):
@@ -207,10 +208,12 @@ class UpstreamPool:
         self._tls: ssl.SSLContext | None = None
 
     async def request(self, method: str, base_url: str, target: str, headers: list[tuple[bytes, bytes]],
-                      body: bytes | AsyncIterator[bytes] | None = None) -> UpstreamResponse:
+                      body: bytes | AsyncIterator[bytes] | None = None, *, replayable: bool | None = None
+                      ) -> UpstreamResponse:
         """Sends the request to `base_url` + `target` (a path with its query, still encoded) and returns once the
         answer's status and headers are in. Raises UpstreamError when the upstream cannot be reached or breaks
-        off before answering."""
+        off before answering. `replayable`: whether sending the request twice does no harm (by default, when its
+        method is idempotent, RFC 9110 section 9.2.2)."""
         parts = urlsplit(base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"an upstream is an http(s) URL, not {base_url!r}")
@@ -229,15 +232,18 @@ class UpstreamPool:
         else:
             head.append(b"transfer-encoding: chunked\r\n\r\n")
         request_head = b"".join(head)
-        # A kept-alive connection the upstream closed meanwhile fails before any answer; a request whose whole
-        # body is in hand is then sent again once, on a new connection. A streamed body cannot be replayed, so it
-        # always goes on a new connection.
+        # A kept-alive connection the upstream closed meanwhile fails before any answer. A request that may be sent
+        # twice is then sent again once, on a new connection; any other could have been carried out by an
+        # upstream that died before answering, so it fails. A streamed body cannot be replayed: it always goes on
+        # a new connection.
+        if replayable is None:
+            replayable = method in _IDEMPOTENT
         reused = self._take_idle(key) if not isinstance(body, AsyncIterator) else None
         if reused is not None:
             try:
                 return await self._exchange(reused, request_head, None)
             except UpstreamError:
-                if reused.received_any:
+                if reused.received_any or not replayable:
                     raise
         connection = await self._connect(key)
         return await self._exchange(connection, request_head, body if isinstance(body, AsyncIterator) else None)
