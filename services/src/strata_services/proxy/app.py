@@ -24,6 +24,7 @@ from strata_shared.config import Settings
 from strata_shared.errors import TooManyRequests, Unavailable
 from strata_shared.observability.context import current_request_id
 from strata_shared.observability.http import REQUEST_ID, install_request_context
+from strata_shared.observability.tracing import client_span
 from strata_shared.web.auth import ApiKeyRegistry, Principal, presented_key
 from strata_shared.web.metrics import install_metrics
 from strata_shared.web.openapi import install_openapi
@@ -36,6 +37,8 @@ _WHOLE_BODY_BYTES = 256 * 1024
 _HOP_BY_HOP = {b"connection", b"keep-alive", b"proxy-authenticate", b"proxy-authorization", b"te", b"trailer",
                b"transfer-encoding", b"upgrade", b"host", b"content-length", b"expect"}
 _REQUEST_ID = REQUEST_ID.encode()
+# A caller's trace context is not passed on as sent: the proxy's own client span, continuing it, is the parent.
+_TRACE_CONTEXT = {b"traceparent", b"tracestate"}
 # What a forwarded request can answer: whatever the API serving its path answers (its successes in its media
 # types, its errors), plus the proxy's own 401, 429 and 502/503 when no upstream answers.
 _RESULT_MEDIA_TYPES = ("application/json", "application/x-ndjson", "application/vnd.apache.arrow.stream")
@@ -174,22 +177,30 @@ def create_proxy_app(settings: Settings, upstream_urls: list[str]) -> FastAPI:
             target = upstreams.pick() if api == QUERY else other_apis[api]
             if target is None:
                 raise Unavailable("no healthy query-api upstream", headers={REQUEST_ID: request_id})
-            headers = [(k, v) for k, v in request.scope["headers"] if k.lower() not in _HOP_BY_HOP]
-            headers.append((_REQUEST_ID, request_id.encode()))
-            try:
-                # query-api's requests only read (a plan submitted twice is one more plan to poll): safe to send
-                # again should a kept-alive connection turn out closed.
-                upstream = await pool.request(request.method, target, _raw_target(request), headers,
-                                              await _body(request), replayable=api == QUERY or None)
-            except UpstreamError as exc:
-                if api == QUERY:
-                    upstreams.mark_down(target)
-                raise Unavailable(f"{api} {target} did not answer: {exc}", headers={REQUEST_ID: request_id}) from exc
+            raw_target = _raw_target(request)
+            with client_span(request.method, target + raw_target) as (span, trace_headers):
+                headers = [(k, v) for k, v in request.scope["headers"]
+                           if k.lower() not in _HOP_BY_HOP and not (trace_headers and k.lower() in _TRACE_CONTEXT)]
+                headers.append((_REQUEST_ID, request_id.encode()))
+                headers.extend((k.encode(), v.encode()) for k, v in trace_headers.items())
+                try:
+                    # query-api's requests only read (a plan submitted twice is one more plan to poll): safe to
+                    # send again should a kept-alive connection turn out closed.
+                    upstream = await pool.request(request.method, target, raw_target, headers, await _body(request),
+                                                  replayable=api == QUERY or None)
+                except UpstreamError as exc:
+                    if api == QUERY:
+                        upstreams.mark_down(target)
+                    raise Unavailable(f"{api} {target} did not answer: {exc}",
+                                      headers={REQUEST_ID: request_id}) from exc
+                span.set_attribute("http.response.status_code", upstream.status)
         except BaseException:
             # Nothing is streaming yet, so nothing else will give the slot back.
             slot.release()
             raise
-        response_headers = [(k, v) for k, v in upstream.headers if k.lower() not in _HOP_BY_HOP]
+        # The upstream echoes the request id it was given; it is set here once, whatever the upstream said.
+        response_headers = [(k, v) for k, v in upstream.headers
+                            if k.lower() not in _HOP_BY_HOP and k.lower() != _REQUEST_ID]
         response_headers.append((_REQUEST_ID, request_id.encode()))
         length = upstream.content_length
         if length is not None and length <= _WHOLE_BODY_BYTES:
