@@ -453,6 +453,12 @@ async def _register_artifacts(url: str, storage, info: ExplainIndex, real: list[
     return counts
 
 
+def unkept_sql(sql: str, seconds: int) -> str:
+    """The EXPLAIN query with its range ending `seconds` earlier (another SQL text, the same candidates)."""
+    head, end = sql.rsplit("< ", 1)
+    return f"{head}< {int(end) - seconds}"
+
+
 def explain_sql(info: ExplainIndex) -> str:
     start = info.query_start
     return (f'SELECT timestamp_secs, host, service, value FROM "{EXPLAIN_INDEX}" '
@@ -572,9 +578,9 @@ class ExplainClient:
         self.sql = sql
         self.body: dict[str, Any] = {}
 
-    async def once(self) -> float:
+    async def once(self, sql: str | None = None) -> float:
         started = time.perf_counter()
-        response = await self.client.post("/v1/query/explain", json={"sql": self.sql})
+        response = await self.client.post("/v1/query/explain", json={"sql": sql or self.sql})
         elapsed = time.perf_counter() - started
         if response.status_code != 200:
             raise RuntimeError(f"explain answered {response.status_code}: {response.text[:500]}")
@@ -607,16 +613,25 @@ async def measure_explain(url: str, storage_uri: str, info: ExplainIndex, sql: s
         for _ in range(5):
             await _timed_plans(sessions, sql, 1, lambda: shared)
             await http.once()
-        print("[query] warm plans, in process and over HTTP in turn ...", flush=True)
-        # In turn, so both see the same machine: other work runs on it and comes and goes.
-        warm, over_http, server = [], [], []
-        for _ in range(runs):
+        print("[query] warm plans, in process and over HTTP (kept plan, new plan) in turn ...", flush=True)
+        # In turn, so all see the same machine: other work runs on it and comes and goes.
+        warm, over_http, server, unkept, unkept_server = [], [], [], [], []
+        for i in range(runs):
             seconds, plan = await _timed_plans(sessions, sql, 1, lambda: shared)
             warm.append(seconds[0])
             over_http.append(await http.once())
             server.append(http.body["planning_ms"] / 1000)
+            body = http.body
+            # query-api keeps plans by SQL text: an end bound i + 1 seconds earlier is a query it has not seen,
+            # over the same candidates (the range still ends in the second window), so it is planned in full.
+            unkept.append(await http.once(unkept_sql(sql, i + 1)))
+            unkept_server.append(http.body["planning_ms"] / 1000)
+            if http.body["total_files"] != body["total_files"]:
+                raise RuntimeError("a new plan of the shifted range read other files than the kept one")
+            http.body = body
         out["warm"] = latency_summary(warm)
         out["http"] = {"latency": latency_summary(over_http), "server_planning": latency_summary(server),
+                       "unkept": latency_summary(unkept), "unkept_server_planning": latency_summary(unkept_server),
                        "response_bytes": len(json.dumps(http.body)), "total_files": http.body["total_files"]}
         print("[query] in-process build_plan, cold caches ...", flush=True)
         cold, _ = await _timed_plans(sessions, sql, cold_runs, fresh)
@@ -1225,11 +1240,17 @@ def render_explain(r: dict[str, Any]) -> list[str]:
         row("`build_plan` in process, warm caches", warm),
         row("`POST /v1/query/explain`, HTTP to query-api (`strata serve query-api` child, keep-alive client), "
             "warm", lat),
+        *([row("`POST /v1/query/explain` over HTTP as above, each request a new SQL text (the range's end moved "
+               "by 1 s more each time, same candidates), so never a kept plan: planned in full, warm caches",
+               http["unkept"])] if "unkept" in http else []),
         row("`build_plan` in process, cold caches (new `ArtifactCache` and `FooterCache` each run, so each plan "
             "reads its footers and artifacts again; OS page cache and PostgreSQL buffers warm)", cold),
         "",
-        "The two warm rows were measured in turn (one plan in process, one request over HTTP, and again), so "
-        "both saw the same load from the rest of the machine.",
+        "The three warm rows were measured in turn (one plan in process, one request over HTTP that reuses the "
+        "kept plan, one over HTTP with a new SQL text, and again), so all saw the same load from the rest of the "
+        "machine." + (f" query-api's own `planning_ms` of the new plans: p50 "
+                      f"{_ms(http['unkept_server_planning']['p50'])}, p99 {_ms(http['unkept_server_planning']['p99'])}."
+                      if "unkept" in http else ""),
         "",
         f"First plan of the process (connections opening, caches empty): {_ms(inp['first'][0])} in process, "
         f"{_ms(http['first'])} over HTTP. Over HTTP the server's own `planning_ms` has p50 "
