@@ -395,8 +395,9 @@ async def load_explain_index(url: str, storage_uri: str, splits: int, days: int,
         started = time.perf_counter()
         await conn.execute("VACUUM (ANALYZE) splits")
         await conn.execute("VACUUM (ANALYZE) split_column_stats")
-        # The published-counts trigger updated its few rows once per split loaded: without this the planner's
-        # totals read thousands of dead versions, which a running system's autovacuum would have cleaned.
+        # Row-level counters (before migration 0008) updated their few rows once per split loaded: without this
+        # the planner's totals read thousands of dead versions, which a running system's autovacuum would have
+        # cleaned. Statement-level ones leave one per COPY chunk; kept so loads at either revision compare.
         await conn.execute("VACUUM (ANALYZE) published_totals")
         timings["vacuum_secs"] = time.perf_counter() - started
         counts = dict(await conn.fetchrow(

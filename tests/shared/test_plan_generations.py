@@ -1,6 +1,7 @@
-"""The plan generation (migration 0006's triggers) moves with every change that can change a query plan, and only
-with those: a statement touching a split that is or was published, or an index's artifact snapshots, raises its
-index's counter; changes to staged splits leave it. Dropping an index whole removes its counter."""
+"""The plan generation (the triggers of migrations 0006 and 0008) moves with every change that can change a query
+plan, and only with those: a statement touching a split that is or was published, or an index's artifact
+snapshots, raises its index's counter (once, however many rows); changes to staged splits leave it. Dropping an
+index whole removes its counter."""
 
 from __future__ import annotations
 

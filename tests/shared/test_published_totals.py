@@ -1,6 +1,7 @@
-"""The published-split counters (the trigger of migrations 0004 and 0007) equal a count of the published splits
-(files, bytes, row groups, row-group bytes) after any sequence of inserts, state changes, row-group rewrites and
-deletes, per (index, partition) and for an index dropped whole. The truth is kept in Python beside the database."""
+"""The published-split counters (the triggers of migrations 0004, 0007 and 0008) equal a count of the published
+splits (files, bytes, row groups, row-group bytes) after any sequence of inserts, state changes, row-group rewrites
+and deletes, one row or many per statement, per (index, partition) and for an index dropped whole. The truth is
+kept in Python beside the database."""
 
 from __future__ import annotations
 
