@@ -7,7 +7,8 @@ Create Date: 2026-11-25
 Both counters were kept by FOR EACH ROW triggers, each call updating one hot row per index (or per index and
 partition): a statement writing N splits of one index updated the same row N times, and left N dead versions of
 it. Loading 1,000,000 splits with COPY went from about 174 s to about 596 s once both existed; with the triggers
-below the COPY took 34 s where the row triggers took 873 s in the same conditions (docs/benchmarks.md, query (1)).
+below the COPY took 34 s, against 873 s for the row triggers in a run of the same benchmark half an hour earlier
+(docs/benchmarks.md, query (1)).
 The same counts are now kept once per statement, from the statement's transition tables (every row
 it inserted, or every row before and after it updated or deleted): one aggregated write per (index, partition)
 for the totals, and one raise per affected index for the generation, in the same transaction as before.
