@@ -403,6 +403,13 @@ def _demo_queries(client, proxy_url: str, query_url: str, demo: dict[str, Any], 
     from strata_services.demo import TABLE, demo_queries
 
     duck = _duck_timer(demo["paths"], TABLE)
+    # The floor of any answer through the proxy: a request query-api answers without planning or running anything
+    # (an unknown plan id, 404), over the same two HTTP hops.
+    floor = []
+    for _ in range(runs + 1):
+        started = time.perf_counter()
+        client.get(proxy_url + "/v1/query/plans/01JQ0000000000000000000000").read()
+        floor.append(time.perf_counter() - started)
     out = []
     for title, sql in demo_queries(demo["now"]):
         plan = client.post(proxy_url + "/v1/query/explain", json={"sql": sql}).json()
@@ -425,7 +432,8 @@ def _demo_queries(client, proxy_url: str, query_url: str, demo: dict[str, Any], 
         out.append(entry)
         print(f"[engines] demo {title!r} ({entry['row_groups']}/{entry['row_groups_before']} row groups): strata "
               f"({engine}) {entry['strata'] * 1000:.1f} ms, duckdb {entry['duckdb'] * 1000:.1f} ms", flush=True)
-    return {**{k: v for k, v in demo.items() if k not in ("paths", "now")}, "queries": out, "runs": runs}
+    return {**{k: v for k, v in demo.items() if k not in ("paths", "now")}, "queries": out, "runs": runs,
+            "floor": _p50(floor[1:])}
 
 
 def _ingest_more(indexer_url: str, rows: int, first_window: int) -> int:
@@ -663,6 +671,9 @@ def render(r: dict[str, Any]) -> str:
                          f"{ms(q['planning'])} |")
         lines += ["", f"Goals: each under 50 ms **{'met' if under else 'not met'}**; <= 1.0x DuckDB on the "
                       f"selective ones **{'met' if selective_met else 'not met'}**."]
+        if "floor" in d:
+            lines += ["", f"The floor through the proxy: a request that query-api answers without planning or running "
+                          f"anything (an unknown plan id, 404) takes {ms(d['floor'])} p50 over the same two hops."]
     if "heavy" in r and "error" in r["heavy"]:
         lines += ["", f"### A heavy scan: not measured ({r['heavy']['error']})"]
     elif "heavy" in r:

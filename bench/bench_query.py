@@ -395,8 +395,9 @@ async def load_explain_index(url: str, storage_uri: str, splits: int, days: int,
         started = time.perf_counter()
         await conn.execute("VACUUM (ANALYZE) splits")
         await conn.execute("VACUUM (ANALYZE) split_column_stats")
-        # The published-counts trigger updated its few rows once per split loaded: without this the planner's
-        # totals read thousands of dead versions, which a running system's autovacuum would have cleaned.
+        # Row-level counters (before migration 0008) updated their few rows once per split loaded: without this
+        # the planner's totals read thousands of dead versions, which a running system's autovacuum would have
+        # cleaned. Statement-level ones leave one per COPY chunk; kept so loads at either revision compare.
         await conn.execute("VACUUM (ANALYZE) published_totals")
         timings["vacuum_secs"] = time.perf_counter() - started
         counts = dict(await conn.fetchrow(
@@ -451,6 +452,12 @@ async def _register_artifacts(url: str, storage, info: ExplainIndex, real: list[
     finally:
         await engine.dispose()
     return counts
+
+
+def unkept_sql(sql: str, n: int) -> str:
+    """The EXPLAIN query as a SQL text query-api has not seen (it keeps plans by text): the same query, led by a
+    comment."""
+    return f"/* new plan {n} */ {sql}"
 
 
 def explain_sql(info: ExplainIndex) -> str:
@@ -572,9 +579,9 @@ class ExplainClient:
         self.sql = sql
         self.body: dict[str, Any] = {}
 
-    async def once(self) -> float:
+    async def once(self, sql: str | None = None) -> float:
         started = time.perf_counter()
-        response = await self.client.post("/v1/query/explain", json={"sql": self.sql})
+        response = await self.client.post("/v1/query/explain", json={"sql": sql or self.sql})
         elapsed = time.perf_counter() - started
         if response.status_code != 200:
             raise RuntimeError(f"explain answered {response.status_code}: {response.text[:500]}")
@@ -607,16 +614,23 @@ async def measure_explain(url: str, storage_uri: str, info: ExplainIndex, sql: s
         for _ in range(5):
             await _timed_plans(sessions, sql, 1, lambda: shared)
             await http.once()
-        print("[query] warm plans, in process and over HTTP in turn ...", flush=True)
-        # In turn, so both see the same machine: other work runs on it and comes and goes.
-        warm, over_http, server = [], [], []
-        for _ in range(runs):
+        print("[query] warm plans, in process and over HTTP (kept plan, new plan) in turn ...", flush=True)
+        # In turn, so all see the same machine: other work runs on it and comes and goes.
+        warm, over_http, server, unkept, unkept_server = [], [], [], [], []
+        for i in range(runs):
             seconds, plan = await _timed_plans(sessions, sql, 1, lambda: shared)
             warm.append(seconds[0])
             over_http.append(await http.once())
             server.append(http.body["planning_ms"] / 1000)
+            body = http.body
+            unkept.append(await http.once(unkept_sql(sql, i)))
+            unkept_server.append(http.body["planning_ms"] / 1000)
+            if http.body["stages"] != body["stages"]:
+                raise RuntimeError("the new plan of the same query pruned differently from the kept one")
+            http.body = body
         out["warm"] = latency_summary(warm)
         out["http"] = {"latency": latency_summary(over_http), "server_planning": latency_summary(server),
+                       "unkept": latency_summary(unkept), "unkept_server_planning": latency_summary(unkept_server),
                        "response_bytes": len(json.dumps(http.body)), "total_files": http.body["total_files"]}
         print("[query] in-process build_plan, cold caches ...", flush=True)
         cold, _ = await _timed_plans(sessions, sql, cold_runs, fresh)
@@ -1225,11 +1239,17 @@ def render_explain(r: dict[str, Any]) -> list[str]:
         row("`build_plan` in process, warm caches", warm),
         row("`POST /v1/query/explain`, HTTP to query-api (`strata serve query-api` child, keep-alive client), "
             "warm", lat),
+        *([row("`POST /v1/query/explain` over HTTP as above, each request a new SQL text (the same query led by "
+               "a numbered comment), so never a kept plan: planned in full, warm caches",
+               http["unkept"])] if "unkept" in http else []),
         row("`build_plan` in process, cold caches (new `ArtifactCache` and `FooterCache` each run, so each plan "
             "reads its footers and artifacts again; OS page cache and PostgreSQL buffers warm)", cold),
         "",
-        "The two warm rows were measured in turn (one plan in process, one request over HTTP, and again), so "
-        "both saw the same load from the rest of the machine.",
+        "The three warm rows were measured in turn (one plan in process, one request over HTTP that reuses the "
+        "kept plan, one over HTTP with a new SQL text, and again), so all saw the same load from the rest of the "
+        "machine." + (f" query-api's own `planning_ms` of the new plans: p50 "
+                      f"{_ms(http['unkept_server_planning']['p50'])}, p99 {_ms(http['unkept_server_planning']['p99'])}."
+                      if "unkept" in http else ""),
         "",
         f"First plan of the process (connections opening, caches empty): {_ms(inp['first'][0])} in process, "
         f"{_ms(http['first'])} over HTTP. Over HTTP the server's own `planning_ms` has p50 "

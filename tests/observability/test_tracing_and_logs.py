@@ -74,7 +74,7 @@ def test_one_query_is_one_trace_across_proxy_and_query_api_and_its_log_lines_car
     assert {s.service for s in trace} == {"strata-proxy", "strata-query"}
     [query_server] = [s for s in trace if s.service == "strata-query" and s.kind == SERVER]
     parent = by_id[query_server.parent_span_id]
-    assert (parent.service, parent.kind) == ("strata-proxy", CLIENT), "the proxy's httpx call carried the context"
+    assert (parent.service, parent.kind) == ("strata-proxy", CLIENT), "the proxy's upstream call carried the context"
     names = {s.name for s in trace if s.service == "strata-query"}
     assert {"plan_build", "fetch_parquet", "execute", "serialize_result"} <= names
     sql = [s for s in trace if "db.statement" in s.attributes or "db.query.text" in s.attributes]

@@ -8,6 +8,7 @@ import dataclasses
 import re
 
 import pytest
+from sqlalchemy import text
 
 from strata_query.planning.plan_cache import KeptPlan, PlanCache, reuse
 from strata_query.planning.planner import QueryPlan
@@ -65,6 +66,24 @@ async def test_a_kept_plan_serves_until_its_index_changes(query, indexer, keys, 
     assert stale["stale"] - after["stale"] == 1
     assert await _count(query, keys, sql) == (800, "2")
     assert (await _outcomes(query))["hit"] - stale["hit"] == 1
+
+
+async def test_a_kept_plan_is_checked_on_a_new_connection_when_its_own_was_dropped(query, indexer, keys, index_id):
+    """The check runs on connections that are not pinged before use (one round trip instead of four); one that
+    PostgreSQL dropped is replaced, and the query is still answered from its kept plan."""
+    window = open_window() - 1800
+    await ingest(indexer, keys, index_id, rows_for(window, 200, seed=3))
+    sql = f'SELECT count(*) AS n FROM "{index_id}" WHERE timestamp_secs >= {window - 3600}'
+    assert await _count(query, keys, sql) == (200, "1")
+    assert await _count(query, keys, sql) == (200, "1")  # checked once: the check's pool holds a connection
+    async with query.app.state.strata.engine.connect() as connection:
+        dropped = (await connection.execute(text(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+            "WHERE application_name = 'strata-query-plan-check'"))).scalar_one()
+    assert dropped >= 1
+    before = await _outcomes(query)
+    assert await _count(query, keys, sql) == (200, "1")
+    assert (await _outcomes(query))["hit"] - before["hit"] == 1
 
 
 async def test_a_settings_change_or_a_new_incarnation_plans_again(query, indexer, keys, index_id):

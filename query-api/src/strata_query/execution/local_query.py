@@ -28,6 +28,13 @@ log = logging.getLogger("strata.query")
 RESULT_BATCH_ROWS = 65_536
 # A result of at most this many rows that the engine has finished is answered whole, not streamed.
 INLINE_ROWS = 1_000
+# A scan of at most this many rows is assembled before the query starts and handed to DuckDB as a table; a larger
+# one streams row group by row group. Handed a stream from a Python generator, DuckDB takes the GIL back for every
+# batch it pulls, from the event loop and from its own threads; handed a table, it reads Arrow memory directly,
+# on both threads: 0.75-0.8x the time through query-api for scans of 130,000 to 3,000,000 rows
+# (docs/benchmarks.md, "Interactive latency"). The rows are mostly the RAM tier's own arrays, so holding them at
+# once costs little beyond what the tier holds.
+TABLE_SCAN_MAX_ROWS = 4_000_000
 
 
 class QueryFailed(StrataError):
@@ -45,8 +52,9 @@ class StorageUnavailable(Unavailable):
 
 
 class LocalEngine:
-    def __init__(self, hot: HotTier, threads: int) -> None:
+    def __init__(self, hot: HotTier, threads: int, table_scan_max_rows: int = TABLE_SCAN_MAX_ROWS) -> None:
         self.hot = hot
+        self.table_scan_max_rows = table_scan_max_rows
         self._db = duckdb.connect(config={"threads": threads})
         self._cursors: dict[str, tuple[duckdb.DuckDBPyConnection, threading.Event]] = {}
         self._lock = threading.Lock()
@@ -59,8 +67,8 @@ class LocalEngine:
         with self._lock:
             self._cursors[request.query_id] = (cursor, interrupted)
         read_error: list[BaseException] = []
-        scan = pa.RecordBatchReader.from_batches(local_scan_schema(request.columns),
-                                                 self._scan(request, interrupted, read_error))
+        schema = local_scan_schema(request.columns)
+        batches = self._scan(request, interrupted, read_error)
 
         def close() -> None:
             with self._lock:
@@ -68,6 +76,10 @@ class LocalEngine:
             cursor.close()
 
         try:
+            if request.rows is not None and request.rows <= self.table_scan_max_rows:
+                scan = pa.Table.from_batches(list(batches), schema)
+            else:
+                scan = pa.RecordBatchReader.from_batches(schema, batches)
             if request.extra_filter:
                 raw = f"{request.view}_raw"
                 cursor.register(raw, scan)
@@ -87,6 +99,10 @@ class LocalEngine:
                     break
                 batches.append(batch)
                 rows += batch.num_rows
+        except OSError as exc:
+            # Read while assembling the table, before DuckDB ran.
+            close()
+            raise StorageUnavailable(f"reading a split file failed: {exc}") from exc
         except duckdb.Error as exc:
             close()
             if interrupted.is_set():

@@ -20,6 +20,8 @@ from strata_query.planning.caches import ArtifactCache, ByteLru, FooterCache
 from strata_query.planning.plan_cache import PlanCache
 from strata_query.planning.schemas import PlanStatus
 from strata_shared.config import Settings
+from strata_shared.metastore.engine import create_engine
+from strata_shared.observability.tracing import instrument_engine
 from strata_shared.storage import ObjectStore
 
 MAX_PLANS = 1000
@@ -106,6 +108,9 @@ class QueryRuntime:
         self.local_limits = LocalLimits(settings.query_local_max_bytes, settings.query_local_max_rows,
                                         settings.query_local_max_files)
         self.plan_cache = PlanCache()
+        # Checking a kept plan is one statement on every repeated query: on an engine of its own, one round trip.
+        self.plan_checks = create_engine(settings.database_url, pool_size=4, single_reads="strata-query-plan-check")
+        instrument_engine(self.plan_checks)
         self.admission = FairAdmission(settings.query_max_concurrent, settings.query_max_concurrent_per_tenant,
                                        settings.query_max_waiting_per_tenant)
         self.running: dict[str, RunningQuery] = {}

@@ -26,6 +26,8 @@ class ScanRequest:
     # The planner's own condition (the default lookback) in the engine's dialect.
     extra_filter: str | None
     row_cap: int | None = None
+    # Rows of the kept row groups (the plan's count); None when unknown.
+    rows: int | None = None
     # The query's WHERE clause in negation normal form (the SQL applies it in full either way).
     predicate: Predicate = TRUE
     # Fault injection for tests: scans wait this long before reading, so a query can be caught running.
@@ -51,4 +53,5 @@ def scan_request(query_id: str, plan: QueryPlan, dialect: Literal["spark", "duck
     extra = None if plan.extra_filter is None else plan.extra_filter.sql(dialect=dialect, identify=True)
     return ScanRequest(query_id=query_id, tasks=tasks, columns=plan.scan_columns,
                        sql_template=plan.parsed.sql_for(VIEW, dialect, engine_limit(row_cap)), extra_filter=extra,
-                       row_cap=row_cap, predicate=plan.parsed.predicate, scan_delay_secs=scan_delay_secs)
+                       row_cap=row_cap, rows=plan.out.total_rows, predicate=plan.parsed.predicate,
+                       scan_delay_secs=scan_delay_secs)

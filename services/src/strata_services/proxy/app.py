@@ -10,7 +10,6 @@ from contextlib import asynccontextmanager
 from typing import Annotated
 
 import anyio
-import httpx
 from fastapi import FastAPI, Request, Security
 from fastapi.responses import Response, StreamingResponse
 from prometheus_client import CollectorRegistry, Counter, Gauge
@@ -19,11 +18,13 @@ from starlette.types import Receive, Scope, Send
 from strata_services.console import install_console
 from strata_services.proxy.limits import ConcurrencyCap, RejectionPacer, Slot, TokenBuckets, limit_key
 from strata_services.proxy.routes import INDEXER, PLANNER, QUERY, api_for_path
+from strata_services.proxy.upstream_http import UpstreamError, UpstreamPool, UpstreamResponse
 from strata_services.proxy.upstreams import Upstreams
 from strata_shared.config import Settings
 from strata_shared.errors import TooManyRequests, Unavailable
 from strata_shared.observability.context import current_request_id
 from strata_shared.observability.http import REQUEST_ID, install_request_context
+from strata_shared.observability.tracing import client_span
 from strata_shared.web.auth import ApiKeyRegistry, Principal, presented_key
 from strata_shared.web.metrics import install_metrics
 from strata_shared.web.openapi import install_openapi
@@ -31,9 +32,13 @@ from strata_shared.web.problems import install_problem_handlers, problem_respons
 
 # Request bodies and finished responses up to this size are read whole before forwarding (see _body, forward).
 _WHOLE_BODY_BYTES = 256 * 1024
-# Hop-by-hop headers (RFC 9110 section 7.6.1) are not forwarded.
-_HOP_BY_HOP = {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
-               "transfer-encoding", "upgrade", "host", "content-length"}
+# Hop-by-hop headers (RFC 9110 section 7.6.1) are not forwarded; nor is Expect, which the proxy's own server
+# answered, nor the framing, which each hop sets for itself.
+_HOP_BY_HOP = {b"connection", b"keep-alive", b"proxy-authenticate", b"proxy-authorization", b"te", b"trailer",
+               b"transfer-encoding", b"upgrade", b"host", b"content-length", b"expect"}
+_REQUEST_ID = REQUEST_ID.encode()
+# A caller's trace context is not passed on as sent: the proxy's own client span, continuing it, is the parent.
+_TRACE_CONTEXT = {b"traceparent", b"tracestate"}
 # What a forwarded request can answer: whatever the API serving its path answers (its successes in its media
 # types, its errors), plus the proxy's own 401, 429 and 502/503 when no upstream answers.
 _RESULT_MEDIA_TYPES = ("application/json", "application/x-ndjson", "application/vnd.apache.arrow.stream")
@@ -54,8 +59,9 @@ class _UpstreamStream(StreamingResponse):
     finally: a generator cancelled before its first chunk, or while the response is blocked sending to the
     client, is never resumed, so its finally would not run until garbage collection."""
 
-    def __init__(self, upstream: httpx.Response, slot: Slot, headers: dict[str, str]) -> None:
-        super().__init__(upstream.aiter_raw(), status_code=upstream.status_code, headers=headers)
+    def __init__(self, upstream: UpstreamResponse, slot: Slot, headers: list[tuple[bytes, bytes]]) -> None:
+        super().__init__(upstream.chunks(), status_code=upstream.status)
+        self.raw_headers.extend(headers)
         self._upstream = upstream
         self._slot = slot
 
@@ -64,10 +70,7 @@ class _UpstreamStream(StreamingResponse):
             await super().__call__(scope, receive, send)
         finally:
             self._slot.release()
-            # Shielded: after a client disconnect the surrounding scope is cancelled, and an unshielded await
-            # would be cancelled before the upstream connection is closed.
-            with anyio.CancelScope(shield=True):
-                await self._upstream.aclose()
+            await self._upstream.aclose()
 
 
 def _raw_target(request: Request) -> str:
@@ -98,15 +101,16 @@ def create_proxy_app(settings: Settings, upstream_urls: list[str]) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with httpx.AsyncClient(timeout=httpx.Timeout(10.0, read=None)) as client:
-            upstreams = Upstreams(upstream_urls, client)
-            app.state.client = client
-            app.state.upstreams = upstreams
-            upstreams.start()
-            try:
-                yield
-            finally:
-                await upstreams.stop()
+        pool = UpstreamPool()
+        upstreams = Upstreams(upstream_urls, pool)
+        app.state.pool = pool
+        app.state.upstreams = upstreams
+        upstreams.start()
+        try:
+            yield
+        finally:
+            await upstreams.stop()
+            pool.close()
 
     app = FastAPI(title="Strata query proxy", version="0.1.0", lifespan=lifespan,
                   generate_unique_id_function=lambda route: route.name)
@@ -169,42 +173,51 @@ def create_proxy_app(settings: Settings, upstream_urls: list[str]) -> FastAPI:
         slot = await admit(principal, request_id)
         try:
             upstreams: Upstreams = request.app.state.upstreams
-            client: httpx.AsyncClient = request.app.state.client
+            pool: UpstreamPool = request.app.state.pool
             target = upstreams.pick() if api == QUERY else other_apis[api]
             if target is None:
                 raise Unavailable("no healthy query-api upstream", headers={REQUEST_ID: request_id})
-            headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP_BY_HOP}
-            headers[REQUEST_ID] = request_id
-            upstream_request = client.build_request(request.method, target + _raw_target(request), headers=headers,
-                                                    content=await _body(request))
-            try:
-                upstream = await client.send(upstream_request, stream=True)
-            except httpx.HTTPError as exc:
-                if api == QUERY:
-                    upstreams.mark_down(target)
-                raise Unavailable(f"{api} {target} did not answer: {type(exc).__name__}",
-                                  headers={REQUEST_ID: request_id}) from exc
+            raw_target = _raw_target(request)
+            with client_span(request.method, target + raw_target) as (span, trace_headers):
+                headers = [(k, v) for k, v in request.scope["headers"]
+                           if k.lower() not in _HOP_BY_HOP and not (trace_headers and k.lower() in _TRACE_CONTEXT)]
+                headers.append((_REQUEST_ID, request_id.encode()))
+                headers.extend((k.encode(), v.encode()) for k, v in trace_headers.items())
+                try:
+                    # query-api's requests only read (a plan submitted twice is one more plan to poll): safe to
+                    # send again should a kept-alive connection turn out closed.
+                    upstream = await pool.request(request.method, target, raw_target, headers, await _body(request),
+                                                  replayable=api == QUERY or None)
+                except UpstreamError as exc:
+                    if api == QUERY:
+                        upstreams.mark_down(target)
+                    raise Unavailable(f"{api} {target} did not answer: {exc}",
+                                      headers={REQUEST_ID: request_id}) from exc
+                span.set_attribute("http.response.status_code", upstream.status)
         except BaseException:
             # Nothing is streaming yet, so nothing else will give the slot back.
             slot.release()
             raise
-        response_headers = {k: v for k, v in upstream.headers.items() if k.lower() not in _HOP_BY_HOP}
-        response_headers[REQUEST_ID] = request_id
-        length = upstream.headers.get("content-length")
-        if length is not None and length.isdigit() and int(length) <= _WHOLE_BODY_BYTES:
+        # The upstream echoes the request id it was given; it is set here once, whatever the upstream said.
+        response_headers = [(k, v) for k, v in upstream.headers
+                            if k.lower() not in _HOP_BY_HOP and k.lower() != _REQUEST_ID]
+        response_headers.append((_REQUEST_ID, request_id.encode()))
+        length = upstream.content_length
+        if length is not None and length <= _WHOLE_BODY_BYTES:
             # A small finished answer (a query's few rows, a plan, a problem) is read whole and sent with its
-            # length: relayed as a stream it cost a task group and a relay per chunk, more than its bytes. Raw
-            # bytes, as the stream relays them: any content encoding stays the upstream's.
+            # length: relayed as a stream it cost a task group and a relay per chunk, more than its bytes. Bytes as
+            # the upstream sent them: any content encoding stays the upstream's.
             try:
-                body = b"".join([chunk async for chunk in upstream.aiter_raw()])
-            except httpx.HTTPError as exc:
-                raise Unavailable(f"{api} {target} broke off its answer: {type(exc).__name__}",
+                body = await upstream.read()
+            except UpstreamError as exc:
+                raise Unavailable(f"{api} {target} broke off its answer: {exc}",
                                   headers={REQUEST_ID: request_id}) from exc
             finally:
                 slot.release()
-                with anyio.CancelScope(shield=True):
-                    await upstream.aclose()
-            return Response(body, status_code=upstream.status_code, headers=response_headers)
+                await upstream.aclose()
+            response = Response(body, status_code=upstream.status)
+            response.raw_headers.extend(response_headers)
+            return response
         # From here the response owns the slot: a long streaming query counts as running until its body is done
         # or its client has gone.
         return _UpstreamStream(upstream, slot, response_headers)

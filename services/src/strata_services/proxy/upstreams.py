@@ -6,18 +6,20 @@ import asyncio
 import itertools
 import logging
 
-import httpx
+from strata_services.proxy.upstream_http import UpstreamError, UpstreamPool
 
 log = logging.getLogger("strata.proxy")
 
 
 class Upstreams:
-    def __init__(self, urls: list[str], client: httpx.AsyncClient, interval_secs: float = 2.0) -> None:
+    def __init__(self, urls: list[str], pool: UpstreamPool, interval_secs: float = 2.0,
+                 timeout_secs: float = 2.0) -> None:
         if not urls:
             raise ValueError("the proxy needs at least one query-api upstream")
         self.urls = [u.rstrip("/") for u in urls]
-        self.client = client
+        self.pool = pool
         self.interval_secs = interval_secs
+        self.timeout_secs = timeout_secs
         # Until the first check says otherwise, every upstream is presumed healthy.
         self.healthy: dict[str, bool] = dict.fromkeys(self.urls, True)
         self._cycle = itertools.cycle(self.urls)
@@ -36,9 +38,14 @@ class Upstreams:
     async def check_once(self) -> None:
         async def one(url: str) -> None:
             try:
-                response = await self.client.get(f"{url}/healthz", timeout=2.0)
-                ok = response.status_code == 200
-            except httpx.HTTPError:
+                async with asyncio.timeout(self.timeout_secs):
+                    response = await self.pool.request("GET", url, "/healthz", [])
+                    try:
+                        await response.read()
+                    finally:
+                        await response.aclose()
+                ok = response.status == 200
+            except (UpstreamError, TimeoutError):
                 ok = False
             if ok != self.healthy[url]:
                 log.warning("upstream %s is now %s", url, "healthy" if ok else "down")

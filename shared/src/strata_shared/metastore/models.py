@@ -143,8 +143,8 @@ class SplitColumnStatsRow(Base):
 
 
 class PublishedTotalsRow(Base):
-    """Files, bytes, row groups and row-group bytes published per (index, partition), kept exact by a trigger on
-    `splits` (migrations 0004 and 0007)."""
+    """Files, bytes, row groups and row-group bytes published per (index, partition), kept exact by triggers on
+    `splits` (migrations 0004 and 0007; once per statement since 0008)."""
 
     __tablename__ = "published_totals"
 
@@ -158,8 +158,8 @@ class PublishedTotalsRow(Base):
 
 
 class PlanGenerationRow(Base):
-    """Raised by triggers on every change of an index's published splits or artifact snapshots (migration 0006):
-    query-api reuses a kept plan only while it has not moved."""
+    """Raised by triggers on every change of an index's published splits or artifact snapshots (migration 0006;
+    once per statement since 0008): query-api reuses a kept plan only while it has not moved."""
 
     __tablename__ = "plan_generations"
 

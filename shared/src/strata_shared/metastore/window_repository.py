@@ -65,13 +65,14 @@ class CompactionWindowRepository:
         now = datetime.now(UTC)
         rows = [{"index_uid": i, "window_duration_secs": d, "window_start": w, "dirty": True,
                  "final_planned": False, "changed_at": now} for i, d, w in sorted(windows)]
-        stmt = pg_insert(CompactionWindowRow).values(rows)
+        # Rows as parameters of one cached statement, not a VALUES list compiled again for every batch.
+        stmt = pg_insert(CompactionWindowRow.__table__)
         # A window that gains a split needs planning again, including a new final merge if it had one.
         stmt = stmt.on_conflict_do_update(
             index_elements=["index_uid", "window_duration_secs", "window_start"],
             set_={"dirty": True, "final_planned": False, "changed_at": now},
         )
-        await self.session.execute(stmt)
+        await self.session.execute(stmt, rows)
 
     async def indexes_to_plan(self) -> list[IndexRow]:
         """Live indexes with a window flagged as changed or not yet given its final merge, by index_uid; an index

@@ -5,7 +5,8 @@ through the OpenTelemetry API (`plan_build`, `merge`, `publish`, ...) are the AP
 (`OTEL_EXPORTER_OTLP_ENDPOINT` or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, or `OTEL_TRACES_EXPORTER`), the process
 gets an SDK provider named after its service, a batching OTLP exporter over http/protobuf (which reads its
 endpoint, headers, timeout and compression from the same variables itself), and instrumented FastAPI apps,
-httpx clients (which carry the W3C `traceparent` to the next service) and SQLAlchemy engines.
+httpx clients (which carry the W3C `traceparent` to the next service) and SQLAlchemy engines. The proxy's own
+upstream client carries it through `client_span`.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ import functools
 import inspect
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from opentelemetry import trace
@@ -96,6 +98,23 @@ def shutdown_tracing() -> None:
     provider = _configured.get("provider")
     if provider is not None:
         provider.shutdown()
+
+
+@contextmanager
+def client_span(method: str, url: str) -> Iterator[tuple[Any, dict[str, str]]]:
+    """A client span for an HTTP request sent without httpx, with the headers (`traceparent`, `tracestate`) that
+    make the next service's server span its child; when tracing is off, a no-op span and no headers."""
+    if not tracing_enabled():
+        yield trace.INVALID_SPAN, {}
+        return
+    from opentelemetry.propagate import inject
+
+    tracer = trace.get_tracer("strata.http", tracer_provider=_configured["provider"])
+    with tracer.start_as_current_span(method, kind=trace.SpanKind.CLIENT,
+                                      attributes={"http.request.method": method, "url.full": url}) as span:
+        headers: dict[str, str] = {}
+        inject(headers)
+        yield span, headers
 
 
 def instrument_app(app: Any) -> None:
