@@ -20,6 +20,7 @@ from strata_jobs.pruned_scan import scan_arrow_schema, shape_row_group
 from strata_query.execution.hot_tier import HotTier
 from strata_query.execution.result_stream import ResultStream
 from strata_query.execution.scan_request import ScanRequest
+from strata_query.execution.text_rows import rows_that_may_match
 from strata_shared.domain.fields import FieldType
 from strata_shared.errors import StrataError, Unavailable
 
@@ -148,7 +149,11 @@ class LocalEngine:
                     # DuckDB reports a failing Arrow stream as its own error; keep the cause to name it.
                     errors.append(exc)
                     raise
-                yield from shape_row_group(table, task, schema).to_batches(max_chunksize=RESULT_BATCH_ROWS)
+                shaped = shape_row_group(table, task, schema)
+                keep = rows_that_may_match(request.predicate, shaped)
+                if keep is not None and not keep.all():
+                    shaped = shaped.filter(pa.array(keep))
+                yield from shaped.to_batches(max_chunksize=RESULT_BATCH_ROWS)
 
 
 def local_scan_schema(columns: list[tuple[str, FieldType]]) -> pa.Schema:

@@ -1,5 +1,6 @@
 """What an engine runs for a plan: the shaped scan (files, row groups, columns), a filter the planner adds, and
-the query's SQL over the scan's view, all rendered in that engine's dialect."""
+the query's SQL over the scan's view, all rendered in that engine's dialect; and the WHERE clause as a predicate,
+with which the in-process scan drops rows that cannot match before the engine reads them."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from strata_jobs.pruned_scan import ScanTask
 from strata_query.execution.result_stream import engine_limit
 from strata_query.planning.planner import PARTITION_COLUMN, QueryPlan
 from strata_shared.domain.fields import FieldType
+from strata_shared.query.predicate import TRUE, Predicate
 
 VIEW = "{view}"
 
@@ -26,6 +28,8 @@ class ScanRequest:
     row_cap: int | None = None
     # Rows of the kept row groups (the plan's count); None when unknown.
     rows: int | None = None
+    # The query's WHERE clause in negation normal form (the SQL applies it in full either way).
+    predicate: Predicate = TRUE
     # Fault injection for tests: scans wait this long before reading, so a query can be caught running.
     scan_delay_secs: float = 0.0
 
@@ -49,4 +53,5 @@ def scan_request(query_id: str, plan: QueryPlan, dialect: Literal["spark", "duck
     extra = None if plan.extra_filter is None else plan.extra_filter.sql(dialect=dialect, identify=True)
     return ScanRequest(query_id=query_id, tasks=tasks, columns=plan.scan_columns,
                        sql_template=plan.parsed.sql_for(VIEW, dialect, engine_limit(row_cap)), extra_filter=extra,
-                       row_cap=row_cap, rows=plan.out.total_rows, scan_delay_secs=scan_delay_secs)
+                       row_cap=row_cap, rows=plan.out.total_rows, predicate=plan.parsed.predicate,
+                       scan_delay_secs=scan_delay_secs)
