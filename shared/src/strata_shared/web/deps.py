@@ -11,7 +11,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from strata_shared.web.state import AppState
 
 
-def app_state(request: Request) -> AppState:
+async def app_state(request: Request) -> AppState:
+    # async although it awaits nothing: FastAPI runs a plain-def dependency in a worker thread, a hop on every
+    # request of every route that asks for the state.
     return request.app.state.strata
 
 
