@@ -140,6 +140,18 @@ def _engine_choice(client, query_url: str, dataset: dict[str, Any], runs: int) -
     return {"queries": out, "duckdb": duckdb.__version__, "datafusion": datafusion.__version__}
 
 
+def _local_vs_spark(client, query_url: str, sql: str, runs: int) -> tuple[dict[str, Any], dict[str, list[float]]]:
+    """The query's plan, and its times forced onto each engine: one warm-up each, then `runs` alternating."""
+    plan = client.post(query_url + "/v1/query/explain", json={"sql": sql}).json()
+    timings: dict[str, list[float]] = {"local": [], "spark": []}
+    for engine in timings:
+        _strata(client, query_url, sql, engine)
+    for _ in range(runs):
+        for engine in timings:
+            timings[engine].append(_strata(client, query_url, sql, engine)[0])
+    return plan, timings
+
+
 def _crossover(client, query_url: str, dataset: dict[str, Any], windows: int, runs: int) -> list[dict]:
     out = []
     span = 1
@@ -147,13 +159,7 @@ def _crossover(client, query_url: str, dataset: dict[str, Any], windows: int, ru
         lo = dataset["first_window"]
         sql = (f'SELECT service, count(*) AS n, avg(value) AS a FROM "{EXEC_INDEX}" '
                f"WHERE timestamp_secs >= {lo} AND timestamp_secs < {lo + span * WINDOW} GROUP BY service")
-        plan = client.post(query_url + "/v1/query/explain", json={"sql": sql}).json()
-        timings: dict[str, list[float]] = {"local": [], "spark": []}
-        for engine in timings:
-            _strata(client, query_url, sql, engine)
-        for _ in range(runs):
-            for engine in timings:
-                timings[engine].append(_strata(client, query_url, sql, engine)[0])
+        plan, timings = _local_vs_spark(client, query_url, sql, runs)
         entry = {"windows": span, "bytes": plan["total_bytes"], "rows": plan["total_rows"],
                  "files": plan["total_files"], "local": _p50(timings["local"]), "spark": _p50(timings["spark"])}
         out.append(entry)
@@ -460,13 +466,7 @@ def _heavy_scan(client, query_url: str, dataset: dict[str, Any], runs: int) -> d
     sql = (f'SELECT service, count(*) AS n, avg(value) AS a FROM "{EXEC_INDEX}" '
            f"WHERE timestamp_secs >= {lo} AND timestamp_secs < {lo + bench_query.EXEC_WINDOWS * WINDOW} "
            "GROUP BY service")
-    plan = client.post(query_url + "/v1/query/explain", json={"sql": sql}).json()
-    timings: dict[str, list[float]] = {"local": [], "spark": []}
-    for engine in timings:
-        _strata(client, query_url, sql, engine)
-    for _ in range(runs):
-        for engine in timings:
-            timings[engine].append(_strata(client, query_url, sql, engine)[0])
+    plan, timings = _local_vs_spark(client, query_url, sql, runs)
     entry = {"bytes": plan["total_bytes"], "rows": plan["total_rows"], "files": plan["total_files"],
              "chosen": (plan.get("engine") or {}).get("engine"), "local": _p50(timings["local"]),
              "spark": _p50(timings["spark"]), "runs": runs}

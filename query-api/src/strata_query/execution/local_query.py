@@ -68,7 +68,7 @@ class LocalEngine:
             self._cursors[request.query_id] = (cursor, interrupted)
         read_error: list[BaseException] = []
         schema = local_scan_schema(request.columns)
-        batches = self._scan(request, interrupted, read_error)
+        batches = self._scan(request, schema, interrupted, read_error)
 
         def close() -> None:
             with self._lock:
@@ -135,9 +135,8 @@ class LocalEngine:
     def close(self) -> None:
         self._db.close()
 
-    def _scan(self, request: ScanRequest, interrupted: threading.Event, errors: list[BaseException]
-              ) -> Iterator[pa.RecordBatch]:
-        schema = local_scan_schema(request.columns)
+    def _scan(self, request: ScanRequest, schema: pa.Schema, interrupted: threading.Event,
+              errors: list[BaseException]) -> Iterator[pa.RecordBatch]:
         if request.scan_delay_secs and interrupted.wait(request.scan_delay_secs):
             raise QueryInterrupted(f"query {request.query_id} was interrupted")
         for task in request.tasks:

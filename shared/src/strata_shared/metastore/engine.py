@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from sqlalchemy import event
 from sqlalchemy.engine import make_url
@@ -30,12 +30,10 @@ def create_engine(database_url: str, pool_size: int = 10, *, single_reads: str |
     instead: autocommit, so a statement is one round trip, and no ping, which for asyncpg is three more (BEGIN, an
     empty statement, ROLLBACK), each a wait on a loaded machine. A dropped connection then fails its statement:
     run them through `read_retrying`."""
-    if single_reads is None:
-        engine = create_async_engine(database_url, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True)
-    else:
-        engine = create_async_engine(database_url, pool_size=pool_size, max_overflow=pool_size,
-                                     isolation_level="AUTOCOMMIT",
-                                     connect_args={"server_settings": {"application_name": single_reads}})
+    options: dict[str, Any] = ({"pool_pre_ping": True} if single_reads is None else
+                               {"isolation_level": "AUTOCOMMIT",
+                                "connect_args": {"server_settings": {"application_name": single_reads}}})
+    engine = create_async_engine(database_url, pool_size=pool_size, max_overflow=pool_size, **options)
     where = make_url(database_url).render_as_string(hide_password=True)
 
     # Connecting is where an unreachable server shows, as whatever the driver raises (a bare OSError for a
