@@ -3,7 +3,9 @@
 1. The ten queries of the query benchmark (`bench_query.exec_queries`), end to end through the proxy: Strata
    choosing its engine (the in-process engine for these plans), Strata forced onto Spark, and DuckDB reading the
    same files from a warm connection (its Parquet metadata cached). Runs alternate, so the ratios hold on a noisy
-   machine. Goal (issue "Interactive queries"): Strata p50 <= 1.0x DuckDB on every selective query.
+   machine. Goal (issue "Interactive queries"): Strata p50 <= 1.0x DuckDB on every selective query. Strata is
+   timed two ways: repeated, as a dashboard repeats a query (answered from the result query-api kept from its first
+   run, while the index's published files are unchanged), and run every time (`Cache-Control: no-cache`).
 2. The engine choice: DuckDB and DataFusion each running the same SQL over the same shaped scan (the plan's row
    groups and columns, already in memory as Arrow), in process, so only the engines differ.
 3. The crossover: one GROUP BY over a growing time range (1, 2, 4, ... windows), on the local engine and on
@@ -19,9 +21,12 @@
    batch, so each window is one sorted file as after the demo's compaction, with the artifacts its index names.
    Goal (issue "Interactive queries"): each under 50 ms, and <= 1.0x DuckDB on the selective ones (those whose
    plan reads fewer row groups than the index holds).
+   Timed repeated and run every time, as in part 1.
 7. A heavy scan: more rows ingested into the same index (16M in all, without artifacts: no predicate to prune
    with), then one GROUP BY over every row on the local engine and on Spark, to place the crossover beyond the
    3M rows of part 3.
+
+Parts 3, 4, 5 and 7 measure engines, load and fairness, so every query there runs (`Cache-Control: no-cache`).
 
     .tools/bin/uv run --group bench python -m bench.run engines
 """
@@ -42,23 +47,33 @@ from bench.bench_query import EXEC_INDEX, WINDOW, api_child, api_keys, child_env
 from bench.harness import QUIET_TENANT
 
 SELECTIVE = ("Q1", "Q2", "Q3", "Q6", "Q8", "Q9")
+FRESH = {"Cache-Control": "no-cache"}
 
 
 def _p50(values: list[float]) -> float:
     return statistics.median(values)
 
 
-def _strata(client: httpx.Client, base: str, sql: str, engine: str | None) -> tuple[float, str]:
+def _strata(client: httpx.Client, base: str, sql: str, engine: str | None, *, fresh: bool = False
+            ) -> tuple[float, str, str]:
+    """Seconds, engine and result-cache outcome of one query. `fresh`: run on the engine (`Cache-Control:
+    no-cache`), never answered from the result kept from an earlier run; the parts measuring an engine, load or
+    fairness use it."""
     body: dict[str, Any] = {"sql": sql}
     if engine:
         body["engine"] = engine
+    headers = {"Accept": "application/json", **FRESH} if fresh else {"Accept": "application/json"}
     started = time.perf_counter()
-    response = client.post(base + "/v1/query", json=body, headers={"Accept": "application/json"})
+    response = client.post(base + "/v1/query", json=body, headers=headers)
     response.read()
     seconds = time.perf_counter() - started
     if response.status_code != 200:
         raise RuntimeError(f"query answered {response.status_code}: {response.text[:500]}")
-    return seconds, response.headers["x-strata-engine"]
+    expected = "bypass" if fresh else "hit"
+    if response.headers["x-strata-result-cache"] not in (expected, "miss"):
+        raise RuntimeError(f"a {'fresh' if fresh else 'repeated'} query's result came from "
+                           f"{response.headers['x-strata-result-cache']!r}")
+    return seconds, response.headers["x-strata-engine"], response.headers["x-strata-result-cache"]
 
 
 def _duck_timer(paths: list[str], table: str = f'"{EXEC_INDEX}"'):
@@ -80,20 +95,25 @@ def _end_to_end(client, proxy_url: str, dataset: dict[str, Any], runs: int, spar
     for query in exec_queries(f'"{EXEC_INDEX}"', dataset["first_window"]):
         sql = query["sql"]
         _strata(client, proxy_url, sql, None)
-        _strata(client, proxy_url, sql, "spark")
+        _strata(client, proxy_url, sql, "spark", fresh=True)
         duck(sql)
-        auto, spark, ducks, engine = [], [], [], ""
+        auto, fresh, spark, ducks, engine, hits = [], [], [], [], "", 0
         for i in range(runs):
-            seconds, engine = _strata(client, proxy_url, sql, None)
+            seconds, engine, outcome = _strata(client, proxy_url, sql, None)
+            hits += outcome == "hit"
             auto.append(seconds)
+            fresh.append(_strata(client, proxy_url, sql, None, fresh=True)[0])
             ducks.append(duck(sql))
             if i < spark_runs:
-                spark.append(_strata(client, proxy_url, sql, "spark")[0])
+                spark.append(_strata(client, proxy_url, sql, "spark", fresh=True)[0])
         entry = {"name": query["name"], "kind": query["kind"], "engine": engine, "auto": _p50(auto),
-                 "auto_p99": max(auto), "spark": _p50(spark), "duckdb": _p50(ducks)}
+                 "auto_p99": max(auto), "hits": hits, "fresh": _p50(fresh), "fresh_max": max(fresh),
+                 "spark": _p50(spark),
+                 "duckdb": _p50(ducks)}
         out.append(entry)
-        print(f"[engines] {query['name']}: strata ({engine}) {entry['auto'] * 1000:.1f} ms, spark "
-              f"{entry['spark'] * 1000:.0f} ms, duckdb {entry['duckdb'] * 1000:.1f} ms", flush=True)
+        print(f"[engines] {query['name']}: strata ({engine}) repeated {entry['auto'] * 1000:.1f} ms, run "
+              f"{entry['fresh'] * 1000:.1f} ms, spark {entry['spark'] * 1000:.0f} ms, duckdb "
+              f"{entry['duckdb'] * 1000:.1f} ms", flush=True)
     return out
 
 
@@ -145,10 +165,10 @@ def _local_vs_spark(client, query_url: str, sql: str, runs: int) -> tuple[dict[s
     plan = client.post(query_url + "/v1/query/explain", json={"sql": sql}).json()
     timings: dict[str, list[float]] = {"local": [], "spark": []}
     for engine in timings:
-        _strata(client, query_url, sql, engine)
+        _strata(client, query_url, sql, engine, fresh=True)
     for _ in range(runs):
         for engine in timings:
-            timings[engine].append(_strata(client, query_url, sql, engine)[0])
+            timings[engine].append(_strata(client, query_url, sql, engine, fresh=True)[0])
     return plan, timings
 
 
@@ -243,9 +263,10 @@ def _during_compaction(client, proxy_url: str, dataset: dict[str, Any], remote: 
         for _ in range(runs):
             for q in queries:
                 out.setdefault(q["name"], {"auto": [], "spark": []})["auto"].append(
-                    _strata(client, proxy_url, q["sql"], None)[0])
+                    _strata(client, proxy_url, q["sql"], None, fresh=True)[0])
         for _ in range(spark_runs):
-            out[queries[0]["name"]]["spark"].append(_strata(client, proxy_url, queries[0]["sql"], "spark")[0])
+            out[queries[0]["name"]]["spark"].append(
+                _strata(client, proxy_url, queries[0]["sql"], "spark", fresh=True)[0])
         return out
 
     block()  # warm
@@ -327,7 +348,7 @@ def _quiet_tenant(proxy, query_api, dataset: dict[str, Any], samples: int, flood
             for base, times in ((proxy_url, out[0]), (query_api.url, out[1])):
                 started = time.perf_counter()
                 response = client.post(base + "/v1/query", json={"sql": quiet_sql},
-                                       headers={"Accept": "application/json"})
+                                       headers={"Accept": "application/json", **FRESH})
                 times.append(time.perf_counter() - started)
                 if response.status_code != 200:
                     raise RuntimeError(f"the quiet tenant's query answered {response.status_code}: "
@@ -421,23 +442,28 @@ def _demo_queries(client, proxy_url: str, query_url: str, demo: dict[str, Any], 
         plan = client.post(proxy_url + "/v1/query/explain", json={"sql": sql}).json()
         _strata(client, proxy_url, sql, None)
         duck(sql)
-        strata, direct, ducks, planning, engine = [], [], [], [], ""
+        strata, fresh, direct, direct_fresh, ducks, planning, engine, hits = [], [], [], [], [], [], "", 0
         for _ in range(runs):
-            seconds, engine = _strata(client, proxy_url, sql, None)
+            seconds, engine, outcome = _strata(client, proxy_url, sql, None)
+            hits += outcome == "hit"
             strata.append(seconds)
+            fresh.append(_strata(client, proxy_url, sql, None, fresh=True)[0])
             ducks.append(duck(sql))
             # Where Strata's time goes: without the proxy, and the server's own planning time.
             direct.append(_strata(client, query_url, sql, None)[0])
+            direct_fresh.append(_strata(client, query_url, sql, None, fresh=True)[0])
             planning.append(client.post(query_url + "/v1/query/explain", json={"sql": sql}).json()["planning_ms"])
         first = plan["stages"][0]
-        entry = {"title": title, "engine": engine, "strata": _p50(strata), "strata_max": max(strata),
-                 "direct": _p50(direct), "planning": _p50(planning) / 1000,
+        entry = {"title": title, "engine": engine, "strata": _p50(strata), "strata_max": max(strata), "hits": hits,
+                 "fresh": _p50(fresh), "fresh_max": max(fresh), "direct": _p50(direct),
+                 "direct_fresh": _p50(direct_fresh), "planning": _p50(planning) / 1000,
                  "duckdb": _p50(ducks), "files": plan["total_files"], "row_groups": plan["total_row_groups"],
                  "row_groups_before": first["row_groups_before"],
                  "selective": plan["total_row_groups"] < first["row_groups_before"]}
         out.append(entry)
         print(f"[engines] demo {title!r} ({entry['row_groups']}/{entry['row_groups_before']} row groups): strata "
-              f"({engine}) {entry['strata'] * 1000:.1f} ms, duckdb {entry['duckdb'] * 1000:.1f} ms", flush=True)
+              f"({engine}) repeated {entry['strata'] * 1000:.1f} ms, run {entry['fresh'] * 1000:.1f} ms, duckdb "
+              f"{entry['duckdb'] * 1000:.1f} ms", flush=True)
     return {**{k: v for k, v in demo.items() if k not in ("paths", "now")}, "queries": out, "runs": runs,
             "floor": _p50(floor[1:])}
 
@@ -578,17 +604,26 @@ def render(r: dict[str, Any]) -> str:
              f"connection over the same files (metadata cached). Medians of {r['runs']} alternating runs "
              f"({r['spark_runs']} on Spark)."]
     if "end_to_end" in r:
-        lines += ["", "| query | kind | engine chosen | Strata p50 | Strata max | Strata on Spark p50 | DuckDB p50 | "
-                  "Strata / DuckDB |", "|---|---|---|---:|---:|---:|---:|---:|"]
-        met = True
+        lines += ["", "Each query is timed two ways, alternating: repeated as a dashboard repeats it (answered from "
+                      "the result kept from its first run while its published files are unchanged; `hits` counts the "
+                      "runs that were), and run every time (`Cache-Control: no-cache`: planned from the kept plan, "
+                      "executed on the engine).", "",
+                  "| query | kind | engine chosen | repeated p50 | hits | run p50 | run max | run on Spark p50 | "
+                  "DuckDB p50 | repeated / DuckDB | run / DuckDB |",
+                  "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        met = {"repeated": True, "run": True}
         for q in r["end_to_end"]:
-            ratio = q["auto"] / q["duckdb"] if q["duckdb"] else float("inf")
+            repeated = q["auto"] / q["duckdb"] if q["duckdb"] else float("inf")
+            run = q["fresh"] / q["duckdb"] if q["duckdb"] else float("inf")
             if q["name"] in SELECTIVE:
-                met = met and ratio <= 1.0
-            lines.append(f"| {q['name']} | {q['kind']} | {q['engine']} | {ms(q['auto'])} | {ms(q['auto_p99'])} | "
-                         f"{ms(q['spark'])} | {ms(q['duckdb'])} | {ratio:.2f}x |")
-        lines += ["", f"Goal, Strata p50 <= 1.0x DuckDB on the selective queries ({', '.join(SELECTIVE)}): "
-                      f"**{'met' if met else 'not met'}**."]
+                met["repeated"] = met["repeated"] and repeated <= 1.0
+                met["run"] = met["run"] and run <= 1.0
+            lines.append(f"| {q['name']} | {q['kind']} | {q['engine']} | {ms(q['auto'])} | {q['hits']}/{r['runs']} | "
+                         f"{ms(q['fresh'])} | {ms(q['fresh_max'])} | {ms(q['spark'])} | {ms(q['duckdb'])} | "
+                         f"{repeated:.2f}x | {run:.2f}x |")
+        lines += ["", f"Goal, Strata p50 <= 1.0x DuckDB on the selective queries ({', '.join(SELECTIVE)}): repeated "
+                      f"**{'met' if met['repeated'] else 'not met'}**, run every time "
+                      f"**{'met' if met['run'] else 'not met'}**."]
     if "engines" in r:
         lines += ["", f"### The engine choice: DuckDB {r['engines']['duckdb']} vs DataFusion "
                       f"{r['engines']['datafusion']} on the same shaped scan (in process, Arrow in memory)", "",
@@ -653,24 +688,29 @@ def render(r: dict[str, Any]) -> str:
                   f"{d['rows']:,} rows over {d['windows']} windows, ingested in one batch: {d['files']} sorted files "
                   f"({d['row_groups']} row groups), as after the demo's compaction. Its five queries as it sends "
                   f"them (JSON answers); DuckDB a warm connection over the same files. Medians of {d['runs']} "
-                  "alternating runs. Selective: the plan reads fewer row groups than the index holds. Where "
-                  "Strata's time goes: the same query straight to query-api (no proxy), and query-api's own "
-                  "`planning_ms` from EXPLAIN.", "",
-                  "| query | row groups read | engine | Strata p50 | Strata max | DuckDB p50 | Strata / DuckDB | "
-                  "straight to query-api p50 | planning p50 |",
-                  "|---|---:|---|---:|---:|---:|---:|---:|---:|"]
-        under, selective_met = True, True
+                  "alternating runs, each query timed repeated (answered from its kept result; `hits` counts the "
+                  "runs that were) and run every time (`Cache-Control: no-cache`). Selective: the plan reads fewer "
+                  "row groups than the index holds. Where Strata's time goes: the same query straight to query-api "
+                  "(no proxy), and query-api's own `planning_ms` from EXPLAIN.", "",
+                  "| query | row groups read | engine | repeated p50 | hits | run p50 | run max | DuckDB p50 | "
+                  "repeated / DuckDB | run / DuckDB | straight to query-api: repeated / run p50 | planning p50 |",
+                  "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        under, selective_met = True, {"repeated": True, "run": True}
         for q in d["queries"]:
-            ratio = q["strata"] / q["duckdb"] if q["duckdb"] else float("inf")
-            under = under and q["strata"] < 0.050
+            repeated = q["strata"] / q["duckdb"] if q["duckdb"] else float("inf")
+            run = q["fresh"] / q["duckdb"] if q["duckdb"] else float("inf")
+            under = under and max(q["strata"], q["fresh"]) < 0.050
             if q["selective"]:
-                selective_met = selective_met and ratio <= 1.0
+                selective_met["repeated"] = selective_met["repeated"] and repeated <= 1.0
+                selective_met["run"] = selective_met["run"] and run <= 1.0
             lines.append(f"| {q['title']} | {q['row_groups']} of {q['row_groups_before']}"
                          f"{'' if q['selective'] else ' (not selective)'} | {q['engine']} | {ms(q['strata'])} | "
-                         f"{ms(q['strata_max'])} | {ms(q['duckdb'])} | {ratio:.2f}x | {ms(q['direct'])} | "
+                         f"{q['hits']}/{d['runs']} | {ms(q['fresh'])} | {ms(q['fresh_max'])} | {ms(q['duckdb'])} | "
+                         f"{repeated:.2f}x | {run:.2f}x | {ms(q['direct'])} / {ms(q['direct_fresh'])} | "
                          f"{ms(q['planning'])} |")
-        lines += ["", f"Goals: each under 50 ms **{'met' if under else 'not met'}**; <= 1.0x DuckDB on the "
-                      f"selective ones **{'met' if selective_met else 'not met'}**."]
+        lines += ["", f"Goals: each under 50 ms, both ways, **{'met' if under else 'not met'}**; <= 1.0x DuckDB on "
+                      f"the selective ones: repeated **{'met' if selective_met['repeated'] else 'not met'}**, run "
+                      f"every time **{'met' if selective_met['run'] else 'not met'}**."]
         if "floor" in d:
             lines += ["", f"The floor through the proxy: a request that query-api answers without planning or running "
                           f"anything (an unknown plan id, 404) takes {ms(d['floor'])} p50 over the same two hops."]

@@ -14,7 +14,7 @@ from strata_query.planning.plan_cache import KeptPlan, PlanCache, reuse
 from strata_query.planning.planner import QueryPlan
 from strata_query.planning.schemas import PlanOut, TimeRangeOut
 from strata_services.sample_data import metrics_index_config
-from tests.helpers import delete_index, unique_index_id
+from tests.helpers import delete_index
 from tests.indexer.indexing_helpers import ingest, rows_for
 from tests.planner.compaction_helpers import open_window
 
@@ -35,15 +35,6 @@ async def _count(query, keys, sql: str) -> tuple[int, str]:
     assert response.status_code == 200, response.text
     body = response.json()
     return body["rows"][0]["n"], response.headers["x-strata-files-scanned"]
-
-
-@pytest.fixture
-async def index_id(indexer, keys):
-    index_id = unique_index_id("plans")
-    config = metrics_index_config(index_id, messages=True, query={"default_lookback_secs": 3 * 86400})
-    response = await indexer.post("/v1/indexes", json=config, headers=keys.header(keys.admin))
-    assert response.status_code == 201, response.text
-    return index_id
 
 
 @pytest.mark.parametrize("bounded", [True, False], ids=["time-bounded", "default-lookback"])

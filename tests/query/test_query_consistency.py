@@ -71,7 +71,7 @@ async def test_a_query_planned_before_a_merge_publishes_still_completes(indexer,
         await ingest_split(indexer, keys, index_id, window, 300, seed=seed)
     state = query.app.state.strata
     principal = state.api_keys.authenticate(keys.admin)
-    plan = await _plan(state, principal, f'SELECT count(*) AS n FROM "{index_id}"')
+    plan, _ = await _plan(state, principal, f'SELECT count(*) AS n FROM "{index_id}"')
     assert plan.out.total_files == 3
     job = await _merge(planner, keys, spark_factory, index_id)
     assert job["status"] == "success", job

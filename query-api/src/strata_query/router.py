@@ -15,11 +15,12 @@ from ulid import ULID
 
 from strata_query.execution.engine_choice import Engine, EngineChoice, EngineUnavailable, choose_engine
 from strata_query.execution.formats import ARROW, JSON, NDJSON, negotiate, serialize
+from strata_query.execution.local_query import INLINE_ROWS
 from strata_query.execution.result_stream import ResultStream
 from strata_query.execution.runtime import AsyncPlan, QueryRuntime, RunningQuery
 from strata_query.execution.scan_request import ScanRequest, scan_request
 from strata_query.execution.spark_query import interrupt_spark_query, open_spark_query
-from strata_query.planning.plan_cache import keepable, reuse
+from strata_query.planning.plan_cache import MAX_RESULT_BYTES, KeptPlan, KeptResult, keepable, reuse
 from strata_query.planning.planner import QueryPlan, build_plan, table_of
 from strata_query.planning.schemas import EngineOut, PlanOut, PlanStatus, QueryRequest, QueryResult, ResultSummary
 from strata_shared.domain.wire_types import Ulid
@@ -53,11 +54,13 @@ def runtime_of(state: AppState) -> QueryRuntime:
     return state.own()
 
 
-async def _plan(state: AppState, principal: Principal, sql: str, engine: Engine | None = None) -> QueryPlan:
+async def _plan(state: AppState, principal: Principal, sql: str, engine: Engine | None = None
+                ) -> tuple[QueryPlan, KeptPlan | None]:
+    """The query's plan with its engine chosen, and the kept plan it is (None when it is not kept)."""
     runtime = runtime_of(state)
     started = time.perf_counter()
     with tracer.start_as_current_span("plan_build") as span:
-        plan = await _kept_plan(state, principal, sql)
+        plan, kept = await _kept_plan(state, principal, sql)
         span.set_attribute("strata.plan_kept", plan is not None)
         if plan is None:
             async with state.sessions() as session:
@@ -78,16 +81,17 @@ async def _plan(state: AppState, principal: Principal, sql: str, engine: Engine 
         plan.out.engine = EngineOut(engine=choice.engine, reason=choice.reason)
     except Unavailable as exc:
         plan.out.engine = EngineOut(engine=None, reason=exc.detail)
-    return plan
+    return plan, kept
 
 
-async def _kept_plan(state: AppState, principal: Principal, sql: str) -> QueryPlan | None:
-    """The kept plan of this query, if it still holds (one metastore read); None to plan it."""
+async def _kept_plan(state: AppState, principal: Principal, sql: str) -> tuple[QueryPlan | None, KeptPlan | None]:
+    """The kept plan of this query, if it still holds (one metastore read), as a copy and as kept; (None, None)
+    to plan it."""
     runtime = runtime_of(state)
     kept = runtime.plan_cache.candidate(sql, principal.tenant)
     if kept is None:
         runtime.metrics.plan_cache.labels("miss").inc()
-        return None
+        return None, None
     started = time.perf_counter()
     current = await read_retrying(runtime.plan_checks,
                                   lambda connection: index_state(connection, index_id=kept.plan.out.index_id))
@@ -95,10 +99,10 @@ async def _kept_plan(state: AppState, principal: Principal, sql: str) -> QueryPl
     if plan is None:
         runtime.plan_cache.drop(sql, principal.tenant)
         runtime.metrics.plan_cache.labels("stale").inc()
-        return None
+        return None, None
     runtime.metrics.plan_cache.labels("hit").inc()
     plan.out.planning_ms = round((time.perf_counter() - started) * 1000, 3)
-    return plan
+    return plan, kept
 
 
 @router.post("/v1/query/explain", response_model=PlanOut, responses=problem_responses(429))
@@ -107,7 +111,7 @@ async def explain_query(request: QueryRequest, state: State, principal: Caller) 
     by stage (files, row groups, bytes before and after), per file the row groups, byte ranges and columns a
     scan reads, and the engine that would run it and why."""
     async with runtime_of(state).admission.slot(principal.tenant):
-        return (await _plan(state, principal, request.sql, request.engine)).out
+        return (await _plan(state, principal, request.sql, request.engine))[0].out
 
 
 @router.post("/v1/query/plans", response_model=PlanStatus, status_code=202, responses=problem_responses(429))
@@ -122,7 +126,7 @@ async def submit_query_plan(request: QueryRequest, state: State, principal: Call
     async def work() -> None:
         try:
             async with runtime.admission.slot(principal.tenant):
-                plan = await _plan(state, principal, request.sql, request.engine)
+                plan, _ = await _plan(state, principal, request.sql, request.engine)
             entry.status = PlanStatus(plan_id=plan_id, status="completed", plan=plan.out)
         except asyncio.CancelledError:
             entry.status = PlanStatus(plan_id=plan_id, status="cancelled")
@@ -225,14 +229,19 @@ def _cancel(state: AppState, running: RunningQuery) -> None:
                       ARROW: {"schema": {"type": "string", "format": "binary"}}},
           "description": "the result, streamed as JSON, NDJSON or an Arrow IPC stream (Accept header). Headers: "
                          "`x-query-id` (to cancel it), `x-strata-engine` and `x-strata-engine-reason` (which engine "
-                         "ran and why), `x-strata-row-cap` (the row cap in force). A result cut at the cap says so "
-                         "at its end: `summary.truncated` in JSON, a last line `{\"strata_truncated\": true, ...}` in "
-                         "NDJSON, an empty last batch with metadata `strata.truncated: true` in Arrow."},
+                         "ran and why), `x-strata-row-cap` (the row cap in force), `x-strata-result-cache` (`hit`: "
+                         "the result kept from an earlier run of the same query over the same published files; "
+                         "`miss`; `bypass`: the request's `Cache-Control: no-cache` or `no-store`). A result cut at "
+                         "the cap says so at its end: `summary.truncated` in JSON, a last line "
+                         "`{\"strata_truncated\": true, ...}` in NDJSON, an empty last batch with metadata "
+                         "`strata.truncated: true` in Arrow."},
     **problem_responses(406, 409, 429, 502, 504)})
 async def run_sql_query(request: QueryRequest, http: Request, state: State, principal: Caller) -> Response:
     """Plan, then run the shaped scan (only the kept row groups and columns) with the query's SQL on top: in
     query-api's process (DuckDB) when the plan is within the local limits, on Spark otherwise, or on the engine
-    the request names. The result streams as the engine produces it."""
+    the request names. The result streams as the engine produces it. A repeated query whose published files have
+    not changed is answered from its kept result unless the request says `Cache-Control: no-cache` (run it, keep
+    the new result) or `no-store` (run it, keep nothing)."""
     media = negotiate(http.headers.get("accept"))
     runtime = runtime_of(state)
     settings = state.settings
@@ -240,78 +249,123 @@ async def run_sql_query(request: QueryRequest, http: Request, state: State, prin
     started = time.perf_counter()
     row_cap = min(request.max_rows or settings.query_max_result_rows, settings.query_max_result_rows)
     timeout = min(request.timeout_secs or settings.query_timeout_secs, settings.query_timeout_secs)
+    reuse_result, keep_result = _result_cache_directives(http.headers.get("cache-control"))
+    loop = asyncio.get_running_loop()
     async with runtime.admission.slot(principal.tenant):
-        plan = await _plan(state, principal, request.sql, request.engine)
+        plan, kept = await _plan(state, principal, request.sql, request.engine)
         if plan.out.engine.engine is None:
             raise Unavailable(plan.out.engine.reason)
         choice = EngineChoice(plan.out.engine.engine, plan.out.engine.reason)
-        scan = scan_request(query_id, plan, "duckdb" if choice.engine == "local" else "spark", row_cap,
-                            settings.fault_query_scan_delay_secs)
-        running = RunningQuery(query_id, principal.tenant, choice.engine)
-        runtime.running[query_id] = running
-        try:
-            with tracer.start_as_current_span("fetch_parquet") as span:
-                span.set_attribute("strata.engine", choice.engine)
-                span.set_attribute("strata.files", len(scan.tasks))
-                span.set_attribute("strata.bytes", plan.out.total_bytes)
-                with tracer.start_as_current_span("execute"):
-                    execute_started = time.perf_counter()
-                    result = await _open_result(state, running, scan, timeout)
-                    if running.cancelled:
-                        result.close()
-                        raise QueryCancelled(f"query {query_id} was cancelled")
-                    runtime.metrics.latency.labels("execute").observe(time.perf_counter() - execute_started)
-        except TimeoutError:
-            runtime.running.pop(query_id, None)
-            runtime.metrics.outcomes.labels("timeout").inc()
-            raise QueryTimeout(f"query {query_id} did not finish within {timeout:g} s and was interrupted") from None
-        except BaseException as exc:
-            runtime.running.pop(query_id, None)
-            if running.cancelled:
-                runtime.metrics.outcomes.labels("cancelled").inc()
-                raise QueryCancelled(f"query {query_id} was cancelled") from exc
-            if isinstance(exc, Exception):
-                runtime.metrics.outcomes.labels("failed").inc()
-                problem = spark_problem(exc, state.spark.remote) if choice.engine == "spark" else None
-                if problem is not None:
-                    log.warning("query %s failed on spark: %s", query_id, problem.detail)
-                    raise problem from exc
-            raise
-    runtime.metrics.engines.labels(choice.engine).inc()
-    runtime.metrics.bytes_scanned.inc(plan.out.total_bytes)
-    runtime.metrics.rows_scanned.inc(plan.out.total_rows)
+        result_key = (choice.engine, row_cap)
+        hit = kept.results.get(result_key) if kept is not None and reuse_result else None
+        if hit is not None:
+            # Sent whole when small, as a finished run is; a larger one is serialized as a stream, off the loop.
+            result = ResultStream(hit.schema, iter(hit.batches), _nothing, row_cap,
+                                  complete=sum(batch.num_rows for batch in hit.batches) <= INLINE_ROWS)
+            running = None
+            cache_outcome = "hit"
+        else:
+            result, running = await _execute(state, plan, choice, query_id, principal, row_cap, timeout)
+            cache_outcome = "miss" if reuse_result else "bypass"
+            if kept is not None and keep_result and runtime.plan_cache.max_result_bytes:
+                result.record_up_to(min(MAX_RESULT_BYTES, runtime.plan_cache.max_result_bytes))
+    runtime.metrics.result_cache.labels(cache_outcome).inc()
+    if hit is None:
+        runtime.metrics.engines.labels(choice.engine).inc()
+        runtime.metrics.bytes_scanned.inc(plan.out.total_bytes)
+        runtime.metrics.rows_scanned.inc(plan.out.total_rows)
 
     def summary() -> dict:
         return ResultSummary(
             rows=result.rows, truncated=result.truncated, row_cap=row_cap, engine=choice.engine,
             files_scanned=plan.out.total_files, row_groups_scanned=plan.out.total_row_groups,
             bytes_scanned=plan.out.total_bytes, planning_ms=plan.out.planning_ms,
-            elapsed_ms=round((time.perf_counter() - started) * 1000, 3)).model_dump()
+            elapsed_ms=round((time.perf_counter() - started) * 1000, 3), result_cache=cache_outcome).model_dump()
 
     def body():
         # Not attached as the current span: Starlette iterates this generator across threads and contexts.
-        span = tracer.start_span("serialize_result", attributes={"strata.engine": choice.engine})
+        span = tracer.start_span("serialize_result", attributes={"strata.engine": choice.engine,
+                                                                  "strata.result_cache": cache_outcome})
         outcome = "failed"
         try:
             yield from serialize(result, media, query_id, summary)
-            outcome = "cancelled" if running.cancelled else "success"
+            outcome = "cancelled" if running is not None and running.cancelled else "success"
         finally:
             result.close()
             runtime.running.pop(query_id, None)
             runtime.metrics.outcomes.labels(outcome).inc()
             if result.truncated:
                 runtime.metrics.truncated.inc()
+            if outcome == "success" and kept is not None and (served := result.served()) is not None:
+                # A streamed body ends on a worker thread; the plan cache belongs to the event loop.
+                loop.call_soon_threadsafe(runtime.plan_cache.keep_result, request.sql, principal.tenant, kept,
+                                          result_key, KeptResult(result.schema, tuple(served),
+                                                                 sum(batch.nbytes for batch in served)))
             span.set_attribute("strata.rows", result.rows)
             span.end()
 
     headers = {"x-query-id": query_id, "x-strata-engine": choice.engine, "x-strata-engine-reason": choice.reason,
                "x-strata-files-scanned": str(plan.out.total_files),
-               "x-strata-bytes-scanned": str(plan.out.total_bytes), "x-strata-row-cap": str(row_cap)}
+               "x-strata-bytes-scanned": str(plan.out.total_bytes), "x-strata-row-cap": str(row_cap),
+               "x-strata-result-cache": cache_outcome}
     if result.complete:
         # A small finished result (at most INLINE_ROWS rows, in memory): serialized here and sent whole. Streamed,
         # the server would pull each chunk from a worker thread, hops that cost more than the serializing.
         return Response(b"".join(body()), media_type=media, headers=headers)
     return StreamingResponse(body(), media_type=media, headers=headers)
+
+
+async def _execute(state: AppState, plan: QueryPlan, choice: EngineChoice, query_id: str, principal: Principal,
+                   row_cap: int, limit_secs: float) -> tuple[ResultStream, RunningQuery]:
+    """Starts the plan on its engine and waits for the first batch; the query can be cancelled by its id until
+    its result has been sent."""
+    runtime = runtime_of(state)
+    scan = scan_request(query_id, plan, "duckdb" if choice.engine == "local" else "spark", row_cap,
+                        state.settings.fault_query_scan_delay_secs)
+    running = RunningQuery(query_id, principal.tenant, choice.engine)
+    runtime.running[query_id] = running
+    try:
+        with tracer.start_as_current_span("fetch_parquet") as span:
+            span.set_attribute("strata.engine", choice.engine)
+            span.set_attribute("strata.files", len(scan.tasks))
+            span.set_attribute("strata.bytes", plan.out.total_bytes)
+            with tracer.start_as_current_span("execute"):
+                execute_started = time.perf_counter()
+                result = await _open_result(state, running, scan, limit_secs)
+                if running.cancelled:
+                    result.close()
+                    raise QueryCancelled(f"query {query_id} was cancelled")
+                runtime.metrics.latency.labels("execute").observe(time.perf_counter() - execute_started)
+        return result, running
+    except TimeoutError:
+        runtime.running.pop(query_id, None)
+        runtime.metrics.outcomes.labels("timeout").inc()
+        raise QueryTimeout(f"query {query_id} did not finish within {limit_secs:g} s and was interrupted") from None
+    except BaseException as exc:
+        runtime.running.pop(query_id, None)
+        if running.cancelled:
+            runtime.metrics.outcomes.labels("cancelled").inc()
+            raise QueryCancelled(f"query {query_id} was cancelled") from exc
+        if isinstance(exc, Exception):
+            runtime.metrics.outcomes.labels("failed").inc()
+            problem = spark_problem(exc, state.spark.remote) if choice.engine == "spark" else None
+            if problem is not None:
+                log.warning("query %s failed on spark: %s", query_id, problem.detail)
+                raise problem from exc
+        raise
+
+
+def _result_cache_directives(cache_control: str | None) -> tuple[bool, bool]:
+    """(answer from a kept result, keep this run's result) for the request's Cache-Control (RFC 9111: `no-cache`
+    asks for an answer checked at the origin, here a run; `no-store` asks that nothing of it be kept)."""
+    directives = {part.split("=", 1)[0].strip().lower() for part in (cache_control or "").split(",")}
+    if "no-store" in directives:
+        return False, False
+    return "no-cache" not in directives, True
+
+
+def _nothing() -> None:
+    """A kept result holds no engine resources to release."""
 
 
 @router.delete("/v1/query/{query_id}", status_code=202, responses=problem_responses(404))

@@ -47,8 +47,11 @@ def cmd_query(args: argparse.Namespace, settings: Settings) -> int:
         body["max_rows"] = args.max_rows
     if args.timeout:
         body["timeout_secs"] = args.timeout
+    headers = {"Accept": MEDIA[args.format]}
+    if args.no_cache:
+        headers["Cache-Control"] = "no-cache"
     with _client(settings, (args.timeout or 300) + 30) as http, \
-            http.stream("POST", "/v1/query", json=body, headers={"Accept": MEDIA[args.format]}) as response:
+            http.stream("POST", "/v1/query", json=body, headers=headers) as response:
         if response.status_code >= 400:
             response.read()
             raise CliError(f"query failed: {problem_text(response)}")
@@ -69,9 +72,11 @@ def cmd_query(args: argparse.Namespace, settings: Settings) -> int:
     summary = result["summary"]
     cut = f", cut at the row cap of {summary['row_cap']:,}" if summary["truncated"] else ""
     reason = response.headers.get("x-strata-engine-reason")
-    print(f"({summary['rows']:,} rows{cut}; {summary['engine']} engine: {reason}; "
-          f"{summary['files_scanned']} files, {summary['row_groups_scanned']} row groups, "
-          f"{summary['bytes_scanned'] / 1e6:.2f} MB read; planned in {summary['planning_ms']:.1f} ms, "
+    scanned = (f"{summary['files_scanned']} files, {summary['row_groups_scanned']} row groups, "
+               f"{summary['bytes_scanned'] / 1e6:.2f} MB")
+    ran = (f"the result kept from an earlier {summary['engine']} run over the same files ({scanned})"
+           if summary.get("result_cache") == "hit" else f"{summary['engine']} engine: {reason}; {scanned} read")
+    print(f"({summary['rows']:,} rows{cut}; {ran}; planned in {summary['planning_ms']:.1f} ms, "
           f"{summary['elapsed_ms']:.1f} ms in all)", file=sys.stderr)
     return 0
 
@@ -118,6 +123,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     query.add_argument("--output", help="write the json/ndjson/arrow result to this file instead of stdout")
     query.add_argument("--engine", choices=["local", "spark"],
                        help="force the engine (default: the one the plan's size selects)")
+    query.add_argument("--no-cache", action="store_true",
+                       help="run the query even when the result of an earlier run over the same files is kept")
     query.add_argument("--max-rows", type=int, help="cut the result after this many rows (reported, never silent)")
     query.add_argument("--timeout", type=float, help="seconds before the server interrupts the query")
     query.set_defaults(func=cmd_query)

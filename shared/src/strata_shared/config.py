@@ -105,6 +105,9 @@ class Settings(BaseSettings):
     query_hot_cache_bytes: int = 512 * 1024 * 1024
     # A result stops after this many rows; a cut is reported (header and end-of-stream flag), never silent.
     query_max_result_rows: int = 1_000_000
+    # Finished results of repeated queries kept with their kept plan, valid exactly as long as it is (the same
+    # published files); bytes of Arrow data in all. 0 turns it off.
+    query_result_cache_bytes: int = 64 * 1024 * 1024
     # query-api's own admission: queries (plans and executions) in flight at once, per tenant and in total;
     # waiting requests are admitted round-robin across tenants, and a tenant with this many waiting gets 429.
     query_max_concurrent: int = 8

@@ -22,7 +22,19 @@ class ResultStream:
         self.row_cap = row_cap
         self.rows = 0
         self.truncated = False
+        # True once every batch has been served (the engine's end reached, not a cut, not given up on).
+        self.finished = False
         self._closed = False
+        self._served: list[pa.RecordBatch] | None = None
+        self._served_room = 0
+
+    def record_up_to(self, max_bytes: int) -> None:
+        """Record the batches served, while they total at most `max_bytes`, for `served` to return."""
+        self._served, self._served_room = [], max_bytes
+
+    def served(self) -> list[pa.RecordBatch] | None:
+        """Every batch of a finished, uncut result, if recorded within the bound; else None."""
+        return self._served if self.finished and not self.truncated else None
 
     def __iter__(self) -> Iterator[pa.RecordBatch]:
         try:
@@ -32,11 +44,21 @@ class ResultStream:
                     batch = batch.slice(0, self.row_cap - self.rows)
                 if batch.num_rows:
                     self.rows += batch.num_rows
+                    self._record(batch)
                     yield batch
                 if self.truncated:
                     return
+            self.finished = True
         finally:
             self.close()
+
+    def _record(self, batch: pa.RecordBatch) -> None:
+        if self._served is not None:
+            self._served_room -= batch.nbytes
+            if self._served_room < 0:
+                self._served = None
+            else:
+                self._served.append(batch)
 
     def close(self) -> None:
         if not self._closed:

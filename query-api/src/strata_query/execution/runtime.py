@@ -65,6 +65,9 @@ class QueryMetrics:
                                   ["outcome"], registry=registry)
         self.truncated = Counter("strata_query_truncated_total", "Results cut at the result-row cap",
                                  registry=registry)
+        self.result_cache = Counter("strata_query_result_cache_total", "Executions by where the result came from: "
+                                    "hit (a kept result), miss (run now), bypass (run now: Cache-Control)",
+                                    ["outcome"], registry=registry)
 
     def observe_plan(self, plan) -> None:
         """Counts what each stage pruned. Metrics never fail a query: a stage reporting more after it than before
@@ -107,7 +110,7 @@ class QueryRuntime:
         self.local = LocalEngine(self.hot, settings.query_local_threads)
         self.local_limits = LocalLimits(settings.query_local_max_bytes, settings.query_local_max_rows,
                                         settings.query_local_max_files)
-        self.plan_cache = PlanCache()
+        self.plan_cache = PlanCache(max_result_bytes=settings.query_result_cache_bytes)
         # Checking a kept plan is one statement on every repeated query: on an engine of its own, one round trip.
         self.plan_checks = create_engine(settings.database_url, pool_size=4, single_reads="strata-query-plan-check")
         instrument_engine(self.plan_checks)

@@ -9,14 +9,21 @@ metastore read of those three; any change and the plan is built again.
 A query without a time bound reads the default lookback, which moves with the clock. Its plan is reused only when
 the move cannot change the result: the plan added no lookback filter (every candidate file lay inside the
 lookback) and every kept file still starts inside it. A file leaving the lookback would need the filter back.
+
+A kept plan also keeps the finished results run from it (per engine and row cap). Strata's SQL has no
+nondeterministic function (the allowlist in sql/validation.py), so the same statement over the same immutable
+files answers the same rows: a result holds exactly as long as its plan does, checked by the same one read, and a
+repeated dashboard query is answered without reading or computing anything. The bound is on the results' Arrow
+bytes, the results of the least recently used plans leaving first.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+import pyarrow as pa
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from strata_query.planning.planner import QueryPlan
@@ -28,6 +35,22 @@ MAX_PLANS = 256
 # about half a kilobyte: some 10 MB in all).
 MAX_FILES_PER_PLAN = 2_000
 MAX_FILES_IN_ALL = 20_000
+# A result larger than this is not kept: a dashboard panel's answer is a few rows, and one large result would push
+# many of them out.
+MAX_RESULT_BYTES = 1024 * 1024
+# Results of one plan by (engine, row cap): both change what a run answers (the cap cuts it; the engines agree on
+# answers, but a request forcing one asks for a run there).
+ResultKey = tuple[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class KeptResult:
+    """A finished result, never one cut at its row cap, as the engine produced it."""
+
+    schema: pa.Schema
+    batches: tuple[pa.RecordBatch, ...]
+    nbytes: int
+
 
 @dataclass(frozen=True, slots=True)
 class KeptPlan:
@@ -37,6 +60,8 @@ class KeptPlan:
     # its kept files (None: it keeps none); the plan holds while the lookback's start stays at or before it.
     lookback_start: int | None
     earliest_start: int | None
+    # Filled as runs of this plan finish (PlanCache.keep_result); a copy of the plan starts without them.
+    results: dict[ResultKey, KeptResult] = field(default_factory=dict, init=False, compare=False)
 
 
 async def keepable(session: AsyncSession, plan: QueryPlan) -> KeptPlan | None:
@@ -73,12 +98,15 @@ def _lookback_start(plan: QueryPlan) -> int | None:
 
 
 class PlanCache:
-    """Plans by (SQL, tenant), least recently used dropped first."""
+    """Plans by (SQL, tenant), least recently used dropped first, with their results."""
 
-    def __init__(self, max_plans: int = MAX_PLANS, max_files: int = MAX_FILES_IN_ALL) -> None:
+    def __init__(self, max_plans: int = MAX_PLANS, max_files: int = MAX_FILES_IN_ALL,
+                 max_result_bytes: int = 0) -> None:
         self.max_plans = max_plans
         self.max_files = max_files
+        self.max_result_bytes = max_result_bytes
         self.files = 0
+        self.result_bytes = 0
         self._plans: OrderedDict[tuple[str, str | None], KeptPlan] = OrderedDict()
 
     def candidate(self, sql: str, tenant: str | None) -> KeptPlan | None:
@@ -93,12 +121,37 @@ class PlanCache:
         self.files += kept.plan.out.total_files
         while len(self._plans) > self.max_plans or self.files > self.max_files:
             _, oldest = self._plans.popitem(last=False)
-            self.files -= oldest.plan.out.total_files
+            self._forget(oldest)
 
     def drop(self, sql: str, tenant: str | None) -> None:
         kept = self._plans.pop((sql, tenant), None)
         if kept is not None:
-            self.files -= kept.plan.out.total_files
+            self._forget(kept)
+
+    def keep_result(self, sql: str, tenant: str | None, kept: KeptPlan, key: ResultKey, result: KeptResult
+                    ) -> bool:
+        """Keeps a finished result with the plan it was run from, while that plan is still the kept one and the
+        result fits; older plans' results leave to make room."""
+        if result.nbytes > min(MAX_RESULT_BYTES, self.max_result_bytes) or self._plans.get((sql, tenant)) is not kept:
+            return False
+        self._drop_results(kept, [key])
+        kept.results[key] = result
+        self.result_bytes += result.nbytes
+        for other in list(self._plans.values()):
+            if self.result_bytes <= self.max_result_bytes:
+                break
+            self._drop_results(other, [k for k in other.results if other is not kept or k != key])
+        return True
+
+    def _forget(self, kept: KeptPlan) -> None:
+        self.files -= kept.plan.out.total_files
+        self._drop_results(kept, list(kept.results))
+
+    def _drop_results(self, kept: KeptPlan, keys: list[ResultKey]) -> None:
+        for key in keys:
+            result = kept.results.pop(key, None)
+            if result is not None:
+                self.result_bytes -= result.nbytes
 
     def __len__(self) -> int:
         return len(self._plans)

@@ -102,6 +102,10 @@ class ResultSummary(BaseModel):
     bytes_scanned: int
     planning_ms: float
     elapsed_ms: float
+    result_cache: Literal["hit", "miss", "bypass"] = Field(
+        description="`hit`: answered from the result kept from an earlier run of the same query over the same "
+                    "published files (nothing was read: the counts above describe that run); `miss`: run now; "
+                    "`bypass`: run now because the request's Cache-Control said `no-cache` or `no-store`")
 
 
 class QueryResult(BaseModel):

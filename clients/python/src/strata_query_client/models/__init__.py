@@ -22,6 +22,7 @@ from .readiness_checks import ReadinessChecks
 from .result_column import ResultColumn
 from .result_summary import ResultSummary
 from .result_summary_engine import ResultSummaryEngine
+from .result_summary_result_cache import ResultSummaryResultCache
 from .stage_out import StageOut
 from .time_range_out import TimeRangeOut
 from .time_range_out_source import TimeRangeOutSource
@@ -48,6 +49,7 @@ __all__ = (
     "ResultColumn",
     "ResultSummary",
     "ResultSummaryEngine",
+    "ResultSummaryResultCache",
     "StageOut",
     "TimeRangeOut",
     "TimeRangeOutSource",

@@ -7,6 +7,7 @@ from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
 from ..models.result_summary_engine import ResultSummaryEngine
+from ..models.result_summary_result_cache import ResultSummaryResultCache
 
 T = TypeVar("T", bound="ResultSummary")
 
@@ -24,6 +25,9 @@ class ResultSummary:
         bytes_scanned (int):
         planning_ms (float):
         elapsed_ms (float):
+        result_cache (ResultSummaryResultCache): `hit`: answered from the result kept from an earlier run of the same
+            query over the same published files (nothing was read: the counts above describe that run); `miss`: run now;
+            `bypass`: run now because the request's Cache-Control said `no-cache` or `no-store`
     """
 
     rows: int
@@ -35,6 +39,7 @@ class ResultSummary:
     bytes_scanned: int
     planning_ms: float
     elapsed_ms: float
+    result_cache: ResultSummaryResultCache
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -56,6 +61,8 @@ class ResultSummary:
 
         elapsed_ms = self.elapsed_ms
 
+        result_cache = self.result_cache.value
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -69,6 +76,7 @@ class ResultSummary:
                 "bytes_scanned": bytes_scanned,
                 "planning_ms": planning_ms,
                 "elapsed_ms": elapsed_ms,
+                "result_cache": result_cache,
             }
         )
 
@@ -95,6 +103,8 @@ class ResultSummary:
 
         elapsed_ms = d.pop("elapsed_ms")
 
+        result_cache = ResultSummaryResultCache(d.pop("result_cache"))
+
         result_summary = cls(
             rows=rows,
             truncated=truncated,
@@ -105,6 +115,7 @@ class ResultSummary:
             bytes_scanned=bytes_scanned,
             planning_ms=planning_ms,
             elapsed_ms=elapsed_ms,
+            result_cache=result_cache,
         )
 
         result_summary.additional_properties = d

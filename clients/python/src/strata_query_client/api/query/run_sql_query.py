@@ -116,7 +116,11 @@ def sync_detailed(
     in
     query-api's process (DuckDB) when the plan is within the local limits, on Spark otherwise, or on the
     engine
-    the request names. The result streams as the engine produces it.
+    the request names. The result streams as the engine produces it. A repeated query whose published
+    files have
+    not changed is answered from its kept result unless the request says `Cache-Control: no-cache` (run
+    it, keep
+    the new result) or `no-store` (run it, keep nothing).
 
     **Authorization**: an API key with the `query` or `admin` scope.
 
@@ -153,7 +157,11 @@ def sync(
     in
     query-api's process (DuckDB) when the plan is within the local limits, on Spark otherwise, or on the
     engine
-    the request names. The result streams as the engine produces it.
+    the request names. The result streams as the engine produces it. A repeated query whose published
+    files have
+    not changed is answered from its kept result unless the request says `Cache-Control: no-cache` (run
+    it, keep
+    the new result) or `no-store` (run it, keep nothing).
 
     **Authorization**: an API key with the `query` or `admin` scope.
 
@@ -185,7 +193,11 @@ async def asyncio_detailed(
     in
     query-api's process (DuckDB) when the plan is within the local limits, on Spark otherwise, or on the
     engine
-    the request names. The result streams as the engine produces it.
+    the request names. The result streams as the engine produces it. A repeated query whose published
+    files have
+    not changed is answered from its kept result unless the request says `Cache-Control: no-cache` (run
+    it, keep
+    the new result) or `no-store` (run it, keep nothing).
 
     **Authorization**: an API key with the `query` or `admin` scope.
 
@@ -220,7 +232,11 @@ async def asyncio(
     in
     query-api's process (DuckDB) when the plan is within the local limits, on Spark otherwise, or on the
     engine
-    the request names. The result streams as the engine produces it.
+    the request names. The result streams as the engine produces it. A repeated query whose published
+    files have
+    not changed is answered from its kept result unless the request says `Cache-Control: no-cache` (run
+    it, keep
+    the new result) or `no-store` (run it, keep nothing).
 
     **Authorization**: an API key with the `query` or `admin` scope.
 
