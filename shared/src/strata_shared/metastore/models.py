@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy import (
     BigInteger,
     CheckConstraint,
+    Computed,
     DateTime,
     Double,
     Enum,
@@ -89,6 +90,11 @@ class SplitRow(Base):
     uri: Mapped[str] = mapped_column(Text, unique=True)
     # [{row_offset, num_rows, byte_offset, byte_length}, ...] in file order.
     row_groups: Mapped[list[dict[str, int]]] = mapped_column(JSONB)
+    # Computed by PostgreSQL when the row is written (migration 0009), for the planner's counts.
+    num_row_groups: Mapped[int] = mapped_column(
+        Integer, Computed("coalesce(jsonb_array_length(row_groups), 0)", persisted=True))
+    row_group_bytes: Mapped[int] = mapped_column(
+        BigInteger, Computed("strata_row_group_bytes(row_groups, size_bytes)", persisted=True))
     num_merge_ops: Mapped[int] = mapped_column(Integer, default=0)
     generation: Mapped[int] = mapped_column(Integer, default=0)
     root_split_ids: Mapped[list[str]] = mapped_column(ARRAY(String(26)), default=list)

@@ -270,15 +270,14 @@ class SplitRepository:
         # are returned, each beside the totals (a LEFT JOIN, so the totals come back when nothing is kept).
         sql = f"""
 WITH c AS MATERIALIZED (
-  SELECT split_id, window_start, partition_id, num_rows, size_bytes, time_range_start, row_groups,
-         ({in_time}) AS in_time
+  SELECT split_id, window_start, partition_id, num_rows, size_bytes, time_range_start, num_row_groups,
+         row_group_bytes, ({in_time}) AS in_time
   FROM splits WHERE {" AND ".join(where)}
 ), totals AS (
   SELECT count(*) FILTER (WHERE in_time) AS totals_files,
-         coalesce(sum(jsonb_array_length(row_groups)) FILTER (WHERE in_time), 0) AS totals_row_groups,
+         coalesce(sum(num_row_groups) FILTER (WHERE in_time), 0) AS totals_row_groups,
          coalesce(sum(size_bytes) FILTER (WHERE in_time), 0) AS totals_size_bytes,
-         coalesce(sum(strata_row_group_bytes(row_groups, size_bytes)) FILTER (WHERE in_time), 0)
-           AS totals_row_group_bytes,
+         coalesce(sum(row_group_bytes) FILTER (WHERE in_time), 0) AS totals_row_group_bytes,
          min(time_range_start) FILTER (WHERE in_time) AS totals_min_start,
          count(*) FILTER (WHERE in_time AND time_range_start IS NULL) AS totals_null_starts
   FROM c
