@@ -25,8 +25,7 @@ from strata_query.planning.planner import QueryPlan, build_plan, table_of
 from strata_query.planning.schemas import EngineOut, PlanOut, PlanStatus, QueryRequest, QueryResult, ResultSummary
 from strata_shared.domain.wire_types import Ulid
 from strata_shared.errors import PROBLEM_BASE, NotFound, StrataError, Unavailable
-from strata_shared.metastore.engine import read_retrying
-from strata_shared.metastore.plan_state import index_state
+from strata_shared.metastore.plan_state import live_index_state
 from strata_shared.observability.context import annotate
 from strata_shared.spark.errors import spark_problem
 from strata_shared.web.auth import Principal, Scope, require_any
@@ -93,8 +92,7 @@ async def _kept_plan(state: AppState, principal: Principal, sql: str) -> tuple[Q
         runtime.metrics.plan_cache.labels("miss").inc()
         return None, None
     started = time.perf_counter()
-    current = await read_retrying(runtime.plan_checks,
-                                  lambda connection: index_state(connection, index_id=kept.plan.out.index_id))
+    current = await live_index_state(runtime.plan_checks, kept.plan.out.index_id)
     plan = reuse(kept, current, time.time())
     if plan is None:
         runtime.plan_cache.drop(sql, principal.tenant)

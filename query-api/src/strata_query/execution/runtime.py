@@ -20,8 +20,7 @@ from strata_query.planning.caches import ArtifactCache, ByteLru, FooterCache
 from strata_query.planning.plan_cache import PlanCache
 from strata_query.planning.schemas import PlanStatus
 from strata_shared.config import Settings
-from strata_shared.metastore.engine import create_engine
-from strata_shared.observability.tracing import instrument_engine
+from strata_shared.metastore.single_reads import SingleReads
 from strata_shared.storage import ObjectStore
 
 MAX_PLANS = 1000
@@ -111,9 +110,8 @@ class QueryRuntime:
         self.local_limits = LocalLimits(settings.query_local_max_bytes, settings.query_local_max_rows,
                                         settings.query_local_max_files)
         self.plan_cache = PlanCache(max_result_bytes=settings.query_result_cache_bytes)
-        # Checking a kept plan is one statement on every repeated query: on an engine of its own, one round trip.
-        self.plan_checks = create_engine(settings.database_url, pool_size=4, single_reads="strata-query-plan-check")
-        instrument_engine(self.plan_checks)
+        # Checking a kept plan is one statement on every repeated query: one round trip on a kept connection.
+        self.plan_checks = SingleReads(settings.database_url, "strata-query-plan-check")
         self.admission = FairAdmission(settings.query_max_concurrent, settings.query_max_concurrent_per_tenant,
                                        settings.query_max_waiting_per_tenant)
         self.running: dict[str, RunningQuery] = {}

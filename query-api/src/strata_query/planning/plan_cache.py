@@ -70,7 +70,7 @@ async def keepable(session: AsyncSession, plan: QueryPlan) -> KeptPlan | None:
     out = plan.out
     if out.total_files > MAX_FILES_PER_PLAN:
         return None
-    state = await index_state(session, index_uid=out.index_uid)
+    state = await index_state(session, out.index_uid)
     if state is None:
         return None
     if out.time_range.source == "where":

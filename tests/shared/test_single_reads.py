@@ -1,0 +1,62 @@
+"""SingleReads: kept asyncpg connections for one-statement reads. A connection PostgreSQL dropped is replaced and
+the statement sent again once; a statement error leaves the connection in use; a server that cannot be reached is
+a 503 naming it."""
+
+from __future__ import annotations
+
+import asyncpg
+import pytest
+
+from strata_shared.metastore.engine import DatabaseUnavailable
+from strata_shared.metastore.single_reads import SingleReads
+
+APP = "strata-test-single-reads"
+
+
+async def _terminate_all(url: str) -> int:
+    admin = SingleReads(url, "strata-test-admin")
+    try:
+        row = await admin.fetchrow("SELECT count(pg_terminate_backend(pid)) AS n FROM pg_stat_activity "
+                                   "WHERE application_name = $1", APP)
+        return row["n"]
+    finally:
+        await admin.close()
+
+
+@pytest.fixture(scope="module")
+def url(pg_databases) -> str:
+    return pg_databases.create("strata_single_reads")
+
+
+async def test_dropped_connections_are_replaced_and_the_read_sent_again(url):
+    reads = SingleReads(url, APP)
+    try:
+        assert (await reads.fetchrow("SELECT $1::int + 1 AS n", 1))["n"] == 2
+        # Three kept connections, all dropped at once (as by a restart): the next read still answers.
+        held = [await reads._connect() for _ in range(2)]
+        for connection in held:
+            reads._release(connection)
+        assert len(reads._idle) == 3
+        assert await _terminate_all(url) == 3
+        assert (await reads.fetchrow("SELECT current_setting('application_name') AS app"))["app"] == APP
+        assert len(reads._idle) == 1
+    finally:
+        await reads.close()
+
+
+async def test_a_failed_statement_keeps_its_connection(url):
+    reads = SingleReads(url, APP)
+    try:
+        await reads.fetchrow("SELECT 1")
+        with pytest.raises(asyncpg.UndefinedTableError):
+            await reads.fetchrow("SELECT * FROM no_such_table")
+        assert len(reads._idle) == 1 and not reads._idle[0].is_closed()
+        assert await reads.fetchrow("SELECT 1 WHERE false") is None
+    finally:
+        await reads.close()
+
+
+async def test_an_unreachable_server_is_unavailable_naming_it():
+    reads = SingleReads("postgresql+asyncpg://strata@127.0.0.1:9/strata", APP)
+    with pytest.raises(DatabaseUnavailable, match="PostgreSQL at postgresql\\+asyncpg://strata@127.0.0.1:9/strata"):
+        await reads.fetchrow("SELECT 1")
