@@ -51,6 +51,8 @@ async def test_a_repeated_query_is_answered_from_its_kept_result_until_a_publica
     assert second.headers["x-query-id"] != first.headers["x-query-id"]
     after = await _outcomes(query)
     assert (after["miss"] - before["miss"], after["hit"] - before["hit"]) == (1, 1)
+    kept_bytes = re.search(r"^strata_query_result_cache_bytes ([0-9.e+]+)$", (await query.get("/metrics")).text, re.M)
+    assert kept_bytes and float(kept_bytes.group(1)) > 0
 
     # A publication in the index: the kept plan and its result are stale; the answer counts the new rows.
     await ingest(indexer, keys, index_id, rows_for(window, 250, seed=12))

@@ -9,7 +9,7 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from strata_query.execution.admission import FairAdmission
@@ -117,6 +117,8 @@ class QueryRuntime:
         self.running: dict[str, RunningQuery] = {}
         self.plans: OrderedDict[str, AsyncPlan] = OrderedDict()
         self.metrics = QueryMetrics(registry)
+        Gauge("strata_query_result_cache_bytes", "Bytes of the results kept with kept plans",
+              registry=registry).set_function(lambda: self.plan_cache.result_bytes)
         registry.register(CacheCollector({"hot": self.hot.lru, "footers": self.footers.lru,
                                           "artifacts": self.artifacts.lru}))
 
