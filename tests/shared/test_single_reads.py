@@ -20,7 +20,7 @@ async def _terminate_all(url: str) -> int:
                                    "WHERE application_name = $1", APP)
         return row["n"]
     finally:
-        await admin.close()
+        admin.close()
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +41,7 @@ async def test_dropped_connections_are_replaced_and_the_read_sent_again(url):
         assert (await reads.fetchrow("SELECT current_setting('application_name') AS app"))["app"] == APP
         assert len(reads._idle) == 1
     finally:
-        await reads.close()
+        reads.close()
 
 
 async def test_a_failed_statement_keeps_its_connection(url):
@@ -53,7 +53,7 @@ async def test_a_failed_statement_keeps_its_connection(url):
         assert len(reads._idle) == 1 and not reads._idle[0].is_closed()
         assert await reads.fetchrow("SELECT 1 WHERE false") is None
     finally:
-        await reads.close()
+        reads.close()
 
 
 async def test_an_unreachable_server_is_unavailable_naming_it():

@@ -20,7 +20,7 @@ async def _install_runtime(app: FastAPI) -> None:
 async def _close_runtime(app: FastAPI) -> None:
     state: AppState[QueryRuntime] = app.state.strata
     state.own().local.close()
-    await state.own().plan_checks.close()
+    state.own().plan_checks.close()
 
 
 def create_app(settings: Settings) -> FastAPI:

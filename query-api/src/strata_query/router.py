@@ -20,7 +20,7 @@ from strata_query.execution.result_stream import ResultStream
 from strata_query.execution.runtime import AsyncPlan, QueryRuntime, RunningQuery
 from strata_query.execution.scan_request import ScanRequest, scan_request
 from strata_query.execution.spark_query import interrupt_spark_query, open_spark_query
-from strata_query.planning.plan_cache import MAX_RESULT_BYTES, KeptPlan, KeptResult, keepable, reuse
+from strata_query.planning.plan_cache import KeptPlan, KeptResult, keepable, reuse
 from strata_query.planning.planner import QueryPlan, build_plan, table_of
 from strata_query.planning.schemas import EngineOut, PlanOut, PlanStatus, QueryRequest, QueryResult, ResultSummary
 from strata_shared.domain.wire_types import Ulid
@@ -265,8 +265,8 @@ async def run_sql_query(request: QueryRequest, http: Request, state: State, prin
         else:
             result, running = await _execute(state, plan, choice, query_id, principal, row_cap, timeout)
             cache_outcome = "miss" if reuse_result else "bypass"
-            if kept is not None and keep_result and runtime.plan_cache.max_result_bytes:
-                result.record_up_to(min(MAX_RESULT_BYTES, runtime.plan_cache.max_result_bytes))
+            if kept is not None and keep_result and (room := runtime.plan_cache.result_room):
+                result.record_up_to(room)
     runtime.metrics.result_cache.labels(cache_outcome).inc()
     if hit is None:
         runtime.metrics.engines.labels(choice.engine).inc()

@@ -128,11 +128,16 @@ class PlanCache:
         if kept is not None:
             self._forget(kept)
 
+    @property
+    def result_room(self) -> int:
+        """The most bytes one result may hold to be kept (0: results are not kept)."""
+        return min(MAX_RESULT_BYTES, self.max_result_bytes)
+
     def keep_result(self, sql: str, tenant: str | None, kept: KeptPlan, key: ResultKey, result: KeptResult
                     ) -> bool:
         """Keeps a finished result with the plan it was run from, while that plan is still the kept one and the
         result fits; older plans' results leave to make room."""
-        if result.nbytes > min(MAX_RESULT_BYTES, self.max_result_bytes) or self._plans.get((sql, tenant)) is not kept:
+        if result.nbytes > self.result_room or self._plans.get((sql, tenant)) is not kept:
             return False
         self._drop_results(kept, [key])
         kept.results[key] = result

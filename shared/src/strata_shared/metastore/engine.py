@@ -16,6 +16,11 @@ class DatabaseUnavailable(Unavailable):
     slug, title = "database-unavailable", "PostgreSQL unavailable"
 
 
+def database_unavailable(where: str, exc: BaseException, what: str = "is unavailable") -> DatabaseUnavailable:
+    """The 503 naming the server (`where`, password hidden) and the driver's own words, in one line."""
+    return DatabaseUnavailable(f"PostgreSQL at {where} {what}: {type(exc).__name__}: {str(exc).strip()[:300]}")
+
+
 def create_engine(database_url: str, pool_size: int = 10) -> AsyncEngine:
     """The engine of a unit of work: its connections pinged before each checkout, so one PostgreSQL dropped is
     replaced unseen. (Single statements on a hot read path use `single_reads.SingleReads` instead.)"""
@@ -29,8 +34,7 @@ def create_engine(database_url: str, pool_size: int = 10) -> AsyncEngine:
         try:
             return dialect.connect(*cargs, **cparams)
         except Exception as exc:  # noqa: BLE001 - any failure to connect is the database being unavailable
-            raise DatabaseUnavailable(f"PostgreSQL at {where} is unavailable: "
-                                      f"{type(exc).__name__}: {str(exc).strip()[:300]}") from exc
+            raise database_unavailable(where, exc) from exc
 
     return engine
 

@@ -18,7 +18,7 @@ import asyncpg
 from sqlalchemy.dialects.postgresql.asyncpg import PGDialect_asyncpg
 from sqlalchemy.engine import make_url
 
-from strata_shared.metastore.engine import DatabaseUnavailable
+from strata_shared.metastore.engine import database_unavailable
 
 # Keys of SQLAlchemy's asyncpg connect arguments that are SQLAlchemy's own, not asyncpg.connect's.
 _SQLALCHEMY_ONLY = ("prepared_statement_cache_size", "prepared_statement_name_func", "async_fallback")
@@ -51,10 +51,9 @@ class SingleReads:
                     self._release(connection)
                     raise
                 # Dropped: after a restart the idle ones are too, so the statement goes to a new connection.
-                await self.close()
+                self.close()
                 if attempt == 2:
-                    raise DatabaseUnavailable(f"PostgreSQL at {self._where} closed the connection: "
-                                              f"{type(exc).__name__}: {str(exc).strip()[:300]}") from exc
+                    raise database_unavailable(self._where, exc, "closed the connection") from exc
                 continue
             except BaseException:
                 # Interrupted mid-statement (a cancelled request): its answer may still be on the wire.
@@ -64,7 +63,7 @@ class SingleReads:
             return row
         raise AssertionError("unreachable")
 
-    async def close(self) -> None:
+    def close(self) -> None:
         idle, self._idle = self._idle, []
         for connection in idle:
             connection.terminate()
@@ -79,5 +78,4 @@ class SingleReads:
         try:
             return await asyncpg.connect(*self._args, **self._kwargs)
         except Exception as exc:  # noqa: BLE001 - any failure to connect is the database being unavailable
-            raise DatabaseUnavailable(f"PostgreSQL at {self._where} is unavailable: "
-                                      f"{type(exc).__name__}: {str(exc).strip()[:300]}") from exc
+            raise database_unavailable(self._where, exc) from exc
