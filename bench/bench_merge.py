@@ -423,7 +423,7 @@ def submit_merges_range(spark, specs: list, operation_tag: str) -> list:
     travel inside the pickled function and `spark.range(n, numPartitions=n)` gives one id, so one merge, per
     task."""
     from strata_jobs.merge import result_from_json, spec_to_json
-    from strata_jobs.spark_merge import SparkMergeOutcome
+    from strata_jobs.spark_merge import MergeOutcome
     from strata_jobs.spark_tasks import RESULT_SCHEMA
 
     payload = [spec_to_json(s) for s in specs]
@@ -449,7 +449,7 @@ def submit_merges_range(spark, specs: list, operation_tag: str) -> list:
         collected = frame.collect()
     finally:
         spark.removeTag(operation_tag)
-    return [SparkMergeOutcome(r["job_id"], result_from_json(r["result"]) if r["ok"] else None, r["error"])
+    return [MergeOutcome(r["job_id"], result_from_json(r["result"]) if r["ok"] else None, r["error"])
             for r in collected]
 
 

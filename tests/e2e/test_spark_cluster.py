@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 from asgi_lifespan import LifespanManager
 
-from strata_planner.compaction.executor import SparkMergeExecutor
+from strata_planner.compaction.executor import MergeExecutor
 from strata_planner.compaction.runner import CompactionRunner
 from strata_services.local.spark_cluster import ClusterShape, LocalSparkCluster, bare_executor_python
 from strata_shared.config import Settings
@@ -92,7 +92,7 @@ async def _run_merge(planner, keys, factory: SparkSessionFactory, index_id: str,
     assert trigger.status_code == 200, trigger.text
     [job_id] = trigger.json()["created_job_ids"]
     key = planner.app.state.strata.api_keys.add_internal_key(frozenset({"worker"}))
-    runner = CompactionRunner(planner, worker_id="cluster-runner", slots=1, executor=SparkMergeExecutor(factory),
+    runner = CompactionRunner(planner, worker_id="cluster-runner", slots=1, executor=MergeExecutor(factory),
                               api_key=key, poll_interval_secs=0.2)
     deadline = asyncio.get_running_loop().time() + 240
     try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from strata_indexer.indexing.runner import SparkIndexExecutor, indexing_runner
+from strata_indexer.indexing.runner import IndexBuildExecutor, indexing_runner
 from strata_services.sample_data import metrics_index_config, metrics_rows
 from tests.helpers import ndjson, unique_index_id
 
@@ -48,7 +48,7 @@ async def ingest(indexer, keys, index_id: str, rows: list[dict], partition: str 
 def make_runner(indexer, spark_factory, *, slots: int = 2, worker_id: str = "test-indexer",
                 upload_failures: int = 0, attempts: int = 5):
     key = indexer.app.state.strata.api_keys.add_internal_key(frozenset({"worker"}))
-    executor = SparkIndexExecutor(spark_factory, upload_attempts=attempts, upload_backoff_secs=0.01,
+    executor = IndexBuildExecutor(spark_factory, upload_attempts=attempts, upload_backoff_secs=0.01,
                                   fault_upload_failures=upload_failures)
     return indexing_runner(indexer, executor, worker_id=worker_id, slots=slots, api_key=key, poll_interval_secs=0.2)
 

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 from ulid import ULID
 
-from strata_planner.compaction.executor import SparkMergeExecutor
+from strata_planner.compaction.executor import MergeExecutor
 from strata_planner.compaction.runner import CompactionRunner
 from strata_shared.domain.sort_schema import SortSchema, is_sorted, sort_indices
 from tests.planner.compaction_helpers import create_index, ingest_split, open_window
@@ -31,7 +31,7 @@ async def make_runner(planner, spark_factory):
     def make(*, delay: float = 0.0) -> CompactionRunner:
         key = planner.app.state.strata.api_keys.add_internal_key(frozenset({"worker"}))
         runner = CompactionRunner(planner, worker_id="test-runner", slots=2,
-                                  executor=SparkMergeExecutor(spark_factory), api_key=key, poll_interval_secs=0.2,
+                                  executor=MergeExecutor(spark_factory), api_key=key, poll_interval_secs=0.2,
                                   merge_delay_secs=delay)
         runners.append(runner)
         return runner

@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from strata_planner.app import create_app
-from strata_planner.compaction.executor import SparkMergeExecutor
+from strata_planner.compaction.executor import MergeExecutor
 from strata_planner.compaction.runner import CompactionRunner
 from tests.fixtures.http_server import serve_in_thread
 from tests.planner.compaction_helpers import create_index, ingest_split, open_window
@@ -68,7 +68,7 @@ async def test_sigkilled_runner_loses_nothing(indexer, keys, settings, storage, 
                 worker.wait()
 
         client = httpx.AsyncClient(base_url=url, timeout=60)
-        runner = CompactionRunner(client, worker_id="rescuer", slots=1, executor=SparkMergeExecutor(spark_factory),
+        runner = CompactionRunner(client, worker_id="rescuer", slots=1, executor=MergeExecutor(spark_factory),
                                   api_key=keys.worker, poll_interval_secs=0.3)
         try:
             deadline = time.monotonic() + 180

@@ -10,7 +10,7 @@ import time
 import pyarrow as pa
 import pytest
 
-from strata_planner.compaction.executor import SparkMergeExecutor
+from strata_planner.compaction.executor import MergeExecutor
 from strata_planner.compaction.runner import CompactionRunner
 from strata_query.execution.scan_request import scan_request
 from strata_query.execution.spark_query import open_spark_query
@@ -30,7 +30,7 @@ async def _count(query, keys, index_id: str) -> int:
 
 async def _merge(planner, keys, spark_factory, index_id: str, delay: float = 0.0):
     key = planner.app.state.strata.api_keys.add_internal_key(frozenset({"worker"}))
-    runner = CompactionRunner(planner, worker_id="consistency", slots=1, executor=SparkMergeExecutor(spark_factory),
+    runner = CompactionRunner(planner, worker_id="consistency", slots=1, executor=MergeExecutor(spark_factory),
                               api_key=key, poll_interval_secs=0.2, merge_delay_secs=delay)
     [job_id] = (await planner.post(f"/v1/indexes/{index_id}/compaction/trigger", json={},
                                    headers=keys.header(keys.admin))).json()["created_job_ids"]

@@ -108,21 +108,24 @@ def _wait(client: httpx.Client, job_ids: list[str], poll_secs: float) -> int:
     return 1 if failed else 0
 
 
-def _runner_builder(kind: str, settings: Settings, spark):
-    """How to build the runner of a worker of `kind`: it polls its queue and runs each assignment on Spark."""
+def _runner_builder(kind: str, settings: Settings, spark, executors: list):
+    """How to build the runner of a worker of `kind`: it polls its queue and runs each assignment on Spark (or a
+    tiny one in a local process); the executors it makes are added to `executors`, for the caller to close."""
     if kind == "compaction":
-        from strata_planner.compaction.executor import SparkMergeExecutor
+        from strata_planner.compaction.executor import merge_executor
         from strata_planner.compaction.runner import CompactionRunner
 
         def compaction_runner(client: httpx.AsyncClient, worker_id: str, slots: int, key: str):
-            return CompactionRunner(client, worker_id=worker_id, slots=slots, executor=SparkMergeExecutor(spark),
+            executor = merge_executor(spark, settings)
+            executors.append(executor)
+            return CompactionRunner(client, worker_id=worker_id, slots=slots, executor=executor,
                                     api_key=key, poll_interval_secs=settings.compaction_poll_interval_secs,
                                     merge_delay_secs=settings.fault_merge_delay_secs)
         return compaction_runner
-    from strata_indexer.indexing.runner import SparkIndexExecutor, indexing_runner
+    from strata_indexer.indexing.runner import index_build_executor, indexing_runner
 
-    executor = SparkIndexExecutor(spark, upload_attempts=settings.artifact_upload_attempts,
-                                  upload_backoff_secs=settings.artifact_upload_backoff_secs)
+    executor = index_build_executor(spark, settings)
+    executors.append(executor)
 
     def build_runner(client: httpx.AsyncClient, worker_id: str, slots: int, key: str):
         return indexing_runner(client, executor, worker_id=worker_id, slots=slots, api_key=key,
@@ -148,12 +151,15 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
         spark = SparkSessionFactory.for_jobs(settings)
+        executors: list = []
         async with httpx.AsyncClient(base_url=base) as client:
-            runner = _runner_builder(args.kind, settings, spark)(client, worker_id, args.slots, key)
+            runner = _runner_builder(args.kind, settings, spark, executors)(client, worker_id, args.slots, key)
             print(f"{args.kind} worker {worker_id}: {args.slots} slots, polling {base}", flush=True)
             try:
                 await runner.run(stop)
             finally:
+                for executor in executors:
+                    executor.close()
                 spark.close()
 
     asyncio.run(main())

@@ -69,12 +69,19 @@ class Settings(BaseSettings):
     # Inputs of a merge stay readable this long after it publishes, so queries planned before it finish.
     gc_grace_secs: int = 600
     gc_interval_secs: float = 30.0
+    # A merge whose inputs add up to at most this many bytes runs in a local process of its worker instead of as a
+    # Spark job: same kernel and checks, without a Spark job's fixed ~0.5-0.8 s (docs/benchmarks.md, "Keeping
+    # up"). 0 sends every merge to Spark.
+    compaction_local_max_bytes: int = Field(32 * 1024 * 1024, ge=0)
     # Fault injection for tests: runners hold each job this long in the "merging" stage before submitting it.
     fault_merge_delay_secs: float = 0.0
 
     # Indexing jobs (same scheduler rules as compaction: leases, fencing tokens, failures).
     # Build slots of the runner inside indexer-api; 0 turns it off.
     indexing_worker_slots: int = 1
+    # A file of at most this many bytes gets its artifacts built in a local process of the worker instead of a
+    # Spark job (as for merges above). 0 sends every build to Spark.
+    indexing_local_max_bytes: int = Field(32 * 1024 * 1024, ge=0)
     # At most this many indexing jobs in progress at once, in total and per tenant (partition_id).
     indexing_max_in_progress: int = 8
     indexing_max_in_progress_per_tenant: int = 2
@@ -124,6 +131,11 @@ class Settings(BaseSettings):
     # all the CPU it can take, which other tenants' requests share. 0 answers at once.
     proxy_reject_delay_secs: float = 1.0
     proxy_max_held_rejections: int = 4096
+
+    # Child processes per worker (in each API that embeds one, and in `strata worker`) running the small jobs above,
+    # at this CPU niceness below the API's own, so its requests (ingestion above all) come first.
+    local_job_processes: int = Field(1, ge=1)
+    local_job_niceness: int = Field(10, ge=0, le=19)
 
     spark_master: str = "local[2]"
     # Where the job bundle shipped to Spark sessions is built and kept (one per code version); home/job-bundles

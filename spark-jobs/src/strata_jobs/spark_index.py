@@ -1,4 +1,5 @@
-"""Running artifact builds as Spark jobs: one file per Spark task (`strata_jobs.index_build.run_index_build`)."""
+"""Running artifact builds: as Spark jobs, one file per Spark task, or a tiny one in a local process; the same
+kernel (`strata_jobs.index_build.run_index_build`) either way."""
 
 from __future__ import annotations
 
@@ -13,11 +14,11 @@ from strata_jobs.index_build import (
     spec_from_json,
     spec_to_json,
 )
-from strata_jobs.spark_tasks import run_one_task_each
+from strata_jobs.spark_tasks import TaskOutcome, run_one_task_each, run_task
 
 
 @dataclass(frozen=True, slots=True)
-class SparkIndexOutcome:
+class IndexBuildOutcome:
     job_id: str
     result: IndexBuildResult | None
     error: str | None
@@ -27,7 +28,17 @@ def _build_json(spec_json: str) -> str:
     return result_to_json(run_index_build(spec_from_json(spec_json)))
 
 
-def submit_index_builds(spark, specs: list[IndexBuildSpec], operation_tag: str) -> list[SparkIndexOutcome]:
+def submit_index_builds(spark, specs: list[IndexBuildSpec], operation_tag: str) -> list[IndexBuildOutcome]:
     outcomes = run_one_task_each(spark, [(s.job_id, spec_to_json(s)) for s in specs], _build_json, operation_tag)
-    return [SparkIndexOutcome(o.job_id, result_from_json(o.result_json) if o.result_json else None, o.error)
-            for o in outcomes]
+    return [_outcome(o) for o in outcomes]
+
+
+def _outcome(outcome: TaskOutcome) -> IndexBuildOutcome:
+    return IndexBuildOutcome(outcome.job_id, result_from_json(outcome.result_json) if outcome.result_json else None,
+                             outcome.error)
+
+
+def run_build_locally(pool, spec) -> IndexBuildOutcome:
+    """The same build (kernel and checks) in a local process of `pool` (`strata_shared.workers.local_jobs`)
+    instead of a Spark task: for tiny inputs, where a Spark job's fixed cost is most of the time."""
+    return _outcome(pool.run(run_task, _build_json, spec.job_id, spec_to_json(spec)))

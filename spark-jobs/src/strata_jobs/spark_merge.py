@@ -1,4 +1,5 @@
-"""Running merges as Spark jobs: one merge per Spark task (`strata_jobs.merge.run_merge`, pure pyarrow)."""
+"""Running merges: as Spark jobs, one merge per Spark task, or a tiny one in a local process; the same kernel
+(`strata_jobs.merge.run_merge`, pure pyarrow) and checks either way."""
 
 from __future__ import annotations
 
@@ -13,11 +14,11 @@ from strata_jobs.merge import (
     spec_from_json,
     spec_to_json,
 )
-from strata_jobs.spark_tasks import run_one_task_each
+from strata_jobs.spark_tasks import TaskOutcome, run_one_task_each, run_task
 
 
 @dataclass(frozen=True, slots=True)
-class SparkMergeOutcome:
+class MergeOutcome:
     job_id: str
     result: MergeResult | None
     error: str | None
@@ -27,7 +28,17 @@ def _merge_json(spec_json: str) -> str:
     return result_to_json(run_merge(spec_from_json(spec_json)))
 
 
-def submit_merges(spark, specs: list[MergeSpec], operation_tag: str) -> list[SparkMergeOutcome]:
+def submit_merges(spark, specs: list[MergeSpec], operation_tag: str) -> list[MergeOutcome]:
     outcomes = run_one_task_each(spark, [(s.job_id, spec_to_json(s)) for s in specs], _merge_json, operation_tag)
-    return [SparkMergeOutcome(o.job_id, result_from_json(o.result_json) if o.result_json else None, o.error)
-            for o in outcomes]
+    return [_outcome(o) for o in outcomes]
+
+
+def _outcome(outcome: TaskOutcome) -> MergeOutcome:
+    return MergeOutcome(outcome.job_id, result_from_json(outcome.result_json) if outcome.result_json else None,
+                        outcome.error)
+
+
+def run_merge_locally(pool, spec) -> MergeOutcome:
+    """The same merge (kernel and checks) in a local process of `pool` (`strata_shared.workers.local_jobs`)
+    instead of a Spark task: for tiny inputs, where a Spark job's fixed cost is most of the time."""
+    return _outcome(pool.run(run_task, _merge_json, spec.job_id, spec_to_json(spec)))

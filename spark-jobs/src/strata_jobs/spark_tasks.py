@@ -23,20 +23,26 @@ class TaskOutcome:
     error: str | None
 
 
+def run_task(run_json: Callable[[str], str], job_id: str, spec_json: str) -> TaskOutcome:
+    """One job, wherever it runs (a Spark task, or a local process for a tiny job): its failure comes back as
+    data, the same message on both paths."""
+    try:
+        return TaskOutcome(job_id, run_json(spec_json), None)
+    except Exception as exc:  # noqa: BLE001 - every failure goes back to the caller as data
+        error = f"{type(exc).__name__}: {exc}"
+        if not isinstance(exc, ValueError | OSError):
+            error += "\n" + traceback.format_exc(limit=5)
+        return TaskOutcome(job_id, None, error)
+
+
 def _worker(run_json: Callable[[str], str]) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     def run_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             for job_id, spec_json in zip(batch.column("job_id").to_pylist(), batch.column("spec").to_pylist(),
                                          strict=True):
-                try:
-                    result_json, error = run_json(spec_json), None
-                except Exception as exc:  # noqa: BLE001 - every failure goes back to the driver as data
-                    result_json = None
-                    error = f"{type(exc).__name__}: {exc}"
-                    if not isinstance(exc, ValueError | OSError):
-                        error += "\n" + traceback.format_exc(limit=5)
-                yield pa.RecordBatch.from_pydict({"job_id": [job_id], "ok": [error is None],
-                                                  "result": [result_json], "error": [error]})
+                outcome = run_task(run_json, job_id, spec_json)
+                yield pa.RecordBatch.from_pydict({"job_id": [job_id], "ok": [outcome.error is None],
+                                                  "result": [outcome.result_json], "error": [outcome.error]})
     return run_batches
 
 

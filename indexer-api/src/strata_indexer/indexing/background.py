@@ -49,11 +49,10 @@ async def start_background(app: FastAPI) -> None:
     background.every(settings.janitor_interval_secs, lambda: run_janitor(state, state.clock()), "janitor")
     background.every(10.0, lambda: metrics.refresh(state), "lag metrics")
     if settings.indexing_worker_slots > 0 and state.spark is not None:
-        from strata_indexer.indexing.runner import SparkIndexExecutor, indexing_runner
+        from strata_indexer.indexing.runner import index_build_executor, indexing_runner
 
-        executor = SparkIndexExecutor(state.spark, upload_attempts=settings.artifact_upload_attempts,
-                                      upload_backoff_secs=settings.artifact_upload_backoff_secs,
-                                      fault_upload_failures=settings.fault_artifact_upload_failures)
+        executor = index_build_executor(state.spark, settings)
+        background.on_close(executor.close)
         runner = indexing_runner(background.in_process_client(app, "http://indexer-api"), executor,
                                  worker_id=f"{socket.gethostname()}:{os.getpid()}:indexer",
                                  slots=settings.indexing_worker_slots,

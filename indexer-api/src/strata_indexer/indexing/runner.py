@@ -1,5 +1,6 @@
 """The indexing runner: the shared polling worker loop speaking `/v1/indexing/poll`, executing each assigned
-file's build as a Spark job through Spark Connect. It runs inside indexer-api (slots configurable, 0 = off)."""
+file's build as a Spark job through Spark Connect, or, for a tiny file, in a local process with the same kernel
+(`STRATA_INDEXING_LOCAL_MAX_BYTES`). It runs inside indexer-api (slots configurable, 0 = off)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,11 @@ import httpx
 
 from strata_indexer.indexing.schemas import IndexingAssignment, IndexingPollResponse
 from strata_jobs.index_build import IndexBuildResult, IndexBuildSpec
-from strata_jobs.spark_index import submit_index_builds
+from strata_jobs.spark_index import run_build_locally, submit_index_builds
+from strata_shared.config import Settings
 from strata_shared.observability.tracing import record_phases, traced
 from strata_shared.spark.session import SparkSessionFactory
+from strata_shared.workers.local_jobs import LocalJobPool
 from strata_shared.workers.runner import PollingRunner, PollProtocol
 
 
@@ -17,10 +20,13 @@ class IndexBuildFailed(Exception):
     pass
 
 
-class SparkIndexExecutor:
+class IndexBuildExecutor:
     def __init__(self, spark: SparkSessionFactory, *, upload_attempts: int, upload_backoff_secs: float,
-                 fault_upload_failures: int = 0) -> None:
+                 fault_upload_failures: int = 0, local: LocalJobPool | None = None,
+                 local_max_bytes: int = 0) -> None:
         self.spark = spark
+        self.local = local
+        self.local_max_bytes = local_max_bytes
         self.upload_attempts = upload_attempts
         self.upload_backoff_secs = upload_backoff_secs
         self.fault_upload_failures = fault_upload_failures
@@ -33,11 +39,18 @@ class SparkIndexExecutor:
             zstd_level=assignment.zstd_level, upload_attempts=self.upload_attempts,
             upload_backoff_secs=self.upload_backoff_secs, fault_upload_failures=self.fault_upload_failures)
 
+    def runs_locally(self, assignment: IndexingAssignment) -> bool:
+        """Whether the file is small enough that a Spark job's fixed cost would be most of the build's time."""
+        return self.local is not None and assignment.size_bytes <= self.local_max_bytes
+
     @traced("artifact_build")
     def run(self, assignment: IndexingAssignment) -> IndexBuildResult:
-        """Blocking: submits the build and waits for it (call from a worker thread)."""
-        [outcome] = submit_index_builds(self.spark.session(), [self.spec(assignment)],
-                                        assignment.spark_operation_tag)
+        """Blocking: runs the build and waits for it (call from a worker thread)."""
+        if self.runs_locally(assignment):
+            outcome = run_build_locally(self.local, self.spec(assignment))
+        else:
+            [outcome] = submit_index_builds(self.spark.session(), [self.spec(assignment)],
+                                            assignment.spark_operation_tag)
         if outcome.result is None:
             raise IndexBuildFailed(outcome.error or "artifact build failed without a reason")
         result = outcome.result
@@ -45,8 +58,23 @@ class SparkIndexExecutor:
                       {"strata.artifacts": len(result.artifacts), "strata.upload_retries": result.upload_retries})
         return result
 
+    def close(self) -> None:
+        if self.local is not None:
+            self.local.close()
+
     def interrupt(self, assignment: IndexingAssignment) -> None:
-        self.spark.session().interruptTag(assignment.spark_operation_tag)
+        # A local build is not interrupted: it takes milliseconds, and a stale token's artifacts are never
+        # published (the janitor removes unregistered objects).
+        if not self.runs_locally(assignment):
+            self.spark.session().interruptTag(assignment.spark_operation_tag)
+
+
+def index_build_executor(spark: SparkSessionFactory, settings: Settings) -> IndexBuildExecutor:
+    return IndexBuildExecutor(spark, upload_attempts=settings.artifact_upload_attempts,
+                              upload_backoff_secs=settings.artifact_upload_backoff_secs,
+                              fault_upload_failures=settings.fault_artifact_upload_failures,
+                              local=LocalJobPool.when_enabled(settings.indexing_local_max_bytes, settings),
+                              local_max_bytes=settings.indexing_local_max_bytes)
 
 
 INDEXING_PROTOCOL = PollProtocol(
@@ -59,7 +87,7 @@ INDEXING_PROTOCOL = PollProtocol(
 )
 
 
-def indexing_runner(client: httpx.AsyncClient, executor: SparkIndexExecutor, *, worker_id: str, slots: int,
+def indexing_runner(client: httpx.AsyncClient, executor: IndexBuildExecutor, *, worker_id: str, slots: int,
                     api_key: str, poll_interval_secs: float) -> PollingRunner:
     return PollingRunner(client, INDEXING_PROTOCOL, worker_id=worker_id, slots=slots, executor=executor,
                          api_key=api_key, poll_interval_secs=poll_interval_secs)

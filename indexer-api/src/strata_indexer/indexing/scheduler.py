@@ -86,6 +86,7 @@ async def _assignment(state: AppState, session, job: IndexingJobRow) -> Indexing
     return IndexingAssignment(
         job_id=job.job_id, fencing_token=job.fencing_token, lease_expires_at=job.lease_expires_at,
         lease_secs=state.settings.indexing_lease_secs, split_id=job.split_id, index_uid=job.index_uid,
-        partition_id=job.partition_id, uri=split.uri, artifact_prefix=artifact_prefix(state.storage, job.index_uid),
+        partition_id=job.partition_id, uri=split.uri, size_bytes=split.size_bytes,
+        artifact_prefix=artifact_prefix(state.storage, job.index_uid),
         artifacts=index_settings.artifacts, field_types={f.name: str(f.type) for f in index_settings.fields},
         zstd_level=index_settings.parquet.zstd_level, spark_operation_tag=tag)

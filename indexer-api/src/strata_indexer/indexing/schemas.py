@@ -48,6 +48,8 @@ class IndexingAssignment(BaseModel):
     index_uid: str
     partition_id: str
     uri: str
+    # Decides where the build runs: a tiny file in the worker's local process, a larger one on Spark.
+    size_bytes: int
     artifact_prefix: str
     artifacts: ArtifactConfig
     field_types: dict[str, str]

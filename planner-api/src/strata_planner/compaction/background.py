@@ -25,13 +25,15 @@ async def start_background(app: FastAPI) -> None:
     background.every(10.0, lambda: metrics.refresh(state), "metrics refresh")
     background.every(settings.retention_tick_secs, RetentionSchedule(state).tick, "retention")
     if settings.compaction_worker_slots > 0 and state.spark is not None:
-        from strata_planner.compaction.executor import SparkMergeExecutor
+        from strata_planner.compaction.executor import merge_executor
         from strata_planner.compaction.runner import CompactionRunner
 
+        executor = merge_executor(state.spark, settings)
+        background.on_close(executor.close)
         runner = CompactionRunner(
             background.in_process_client(app, "http://planner-api"),
             worker_id=f"{socket.gethostname()}:{os.getpid()}:embedded",
-            slots=settings.compaction_worker_slots, executor=SparkMergeExecutor(state.spark),
+            slots=settings.compaction_worker_slots, executor=executor,
             api_key=state.api_keys.add_internal_key(frozenset({Scope.WORKER})),
             poll_interval_secs=settings.compaction_poll_interval_secs,
             merge_delay_secs=settings.fault_merge_delay_secs)

@@ -1,12 +1,15 @@
-"""How a runner executes one assigned merge: as a Spark job through Spark Connect, interruptible by its tag."""
+"""How a runner executes one assigned merge: as a Spark job through Spark Connect, interruptible by its tag, or,
+when its inputs are tiny, in a local process with the same kernel and checks (`STRATA_COMPACTION_LOCAL_MAX_BYTES`)."""
 
 from __future__ import annotations
 
 from strata_jobs.merge import MergeInput, MergeResult, MergeSpec
-from strata_jobs.spark_merge import submit_merges
+from strata_jobs.spark_merge import run_merge_locally, submit_merges
 from strata_planner.compaction.schemas import Assignment
+from strata_shared.config import Settings
 from strata_shared.observability.tracing import traced
 from strata_shared.spark.session import SparkSessionFactory
+from strata_shared.workers.local_jobs import LocalJobPool
 
 
 class MergeFailed(Exception):
@@ -38,17 +41,40 @@ def merge_spec(assignment: Assignment) -> MergeSpec:
     )
 
 
-class SparkMergeExecutor:
-    def __init__(self, spark: SparkSessionFactory) -> None:
+class MergeExecutor:
+    def __init__(self, spark: SparkSessionFactory, *, local: LocalJobPool | None = None,
+                 local_max_bytes: int = 0) -> None:
         self.spark = spark
+        self.local = local
+        self.local_max_bytes = local_max_bytes
+
+    def runs_locally(self, assignment: Assignment) -> bool:
+        """Whether a merge's inputs are small enough that a Spark job's fixed cost would be most of its time."""
+        return self.local is not None and sum(i.size_bytes for i in assignment.inputs) <= self.local_max_bytes
 
     @traced("merge")
     def run(self, assignment: Assignment) -> MergeResult:
-        """Blocking: submits the merge and waits for it (call from a worker thread)."""
-        [outcome] = submit_merges(self.spark.session(), [merge_spec(assignment)], assignment.spark_operation_tag)
+        """Blocking: runs the merge and waits for it (call from a worker thread)."""
+        spec = merge_spec(assignment)
+        if self.runs_locally(assignment):
+            outcome = run_merge_locally(self.local, spec)
+        else:
+            [outcome] = submit_merges(self.spark.session(), [spec], assignment.spark_operation_tag)
         if outcome.result is None:
             raise MergeFailed(outcome.error or "merge failed without a reason")
         return outcome.result
 
+    def close(self) -> None:
+        if self.local is not None:
+            self.local.close()
+
     def interrupt(self, assignment: Assignment) -> None:
-        self.spark.session().interruptTag(assignment.spark_operation_tag)
+        # A local merge is not interrupted: it takes milliseconds, and its outputs, under the attempt's own
+        # prefix, are never published once its token is stale (the garbage collector removes them).
+        if not self.runs_locally(assignment):
+            self.spark.session().interruptTag(assignment.spark_operation_tag)
+
+
+def merge_executor(spark: SparkSessionFactory, settings: Settings) -> MergeExecutor:
+    return MergeExecutor(spark, local=LocalJobPool.when_enabled(settings.compaction_local_max_bytes, settings),
+                         local_max_bytes=settings.compaction_local_max_bytes)

@@ -18,6 +18,7 @@ class Background:
         self.stop = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._clients: list[httpx.AsyncClient] = []
+        self._closers: list[Callable[[], object]] = []
 
     def every(self, seconds: float, work: Callable[[], Awaitable[object]], name: str) -> None:
         self._tasks.append(asyncio.create_task(every(seconds, self.stop, work, name)))
@@ -31,6 +32,10 @@ class Background:
         """A long-running loop (a job runner) that returns once `stop` is set."""
         self._tasks.append(asyncio.create_task(loop(self.stop)))
 
+    def on_close(self, close: Callable[[], object]) -> None:
+        """Called once every loop has stopped (e.g. a runner's local job processes)."""
+        self._closers.append(close)
+
     async def close(self, timeout_secs: float = 15.0) -> None:
         self.stop.set()
         for task in self._tasks:
@@ -38,3 +43,5 @@ class Background:
                 await asyncio.wait_for(task, timeout=timeout_secs)
         for client in self._clients:
             await client.aclose()
+        for close in self._closers:
+            close()

@@ -1,0 +1,555 @@
+"""Soak: writers that never stop, against planner-api and indexer-api with their embedded workers (the defaults:
+one merge slot, one build slot), on a local Spark Connect server; does compaction keep up, and what is its debt?
+
+    .tools/bin/uv run python -m bench.run soak                       # the three parts, writes docs/benchmarks.md
+    .tools/bin/uv run python -m bench.bench_soak --part soak --writers 4 --rate 50 --minutes 5   # printed only
+    .tools/bin/uv run python -m bench.bench_soak --quick             # a short run of each part, printed only
+
+Parts:
+- `soak`: W writers, each sending R NDJSON requests/s of N rows (timestamps "now") to one index of 60 s windows
+  with 60 s of late data, for M minutes; then the writers stop and the stack drains. Every 2 s the debt
+  (`GET /v1/indexes/{id}/debt`) is sampled; the curve is drawn to docs/soak-debt.svg. Targets (issue 22): every
+  row accepted, never more than 300 published splits, every closed window final within 60 s of closing, no
+  artifact build waiting more than 60 s; ingest p50 under load within 1.5x of idle.
+- `backlog`: compaction paused while 5,000 small splits land, then resumed: the rate the backlog drains at (goal
+  200 splits/s).
+- `sweep`: shorter soaks at rising rates; the highest rate whose debt stays bounded.
+
+Writers are open-loop per writer (request k is due at k/R s; a writer that falls behind sends at once, one
+request at a time, as an agent would), so the offered and the achieved rates are both reported.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import time
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from bench.bench_query import api_child, api_keys, child_env
+from bench.common import fmt_int
+from bench.harness import REPO_ROOT
+
+SECTION = "soak"
+CHART_PATH = REPO_ROOT / "docs" / "soak-debt.svg"
+WINDOW_SECS = 60
+LATE_SECS = 60
+SAMPLE_SECS = 2.0
+GOALS = {"max_published_splits": 300, "final_within_secs": 60, "indexing_wait_secs": 60, "ingest_p50_ratio": 1.5,
+         "backlog_splits_per_sec": 200}
+PARTS = ("soak", "backlog", "sweep")
+
+
+def index_config(index_id: str) -> dict[str, Any]:
+    from strata_services.sample_data import metrics_index_config
+
+    return metrics_index_config(index_id, window_duration_secs=WINDOW_SECS, late_data_acceptance_secs=LATE_SECS,
+                                compaction_start_time=0)
+
+
+def ndjson_rows(rows: int, rng: random.Random, now: float) -> bytes:
+    # Agents send what they just collected: timestamps over the last two seconds.
+    lines = []
+    for _ in range(rows):
+        service = rng.randrange(20)
+        lines.append(json.dumps({
+            "metric_name": f"metric_{rng.randrange(50):03d}", "service": f"service_{service:02d}",
+            "host": f"host-{service * 25 + rng.randrange(25):04d}", "timestamp_secs": int(now - rng.random() * 2),
+            "value": rng.random() * 100}))
+    return ("\n".join(lines) + "\n").encode()
+
+
+class Writers:
+    """W writers at R requests/s each; latencies and outcomes of every request."""
+
+    def __init__(self, url: str, index_id: str, headers: dict[str, str], *, writers: int, rate: float,
+                 rows: int) -> None:
+        self.url = f"{url}/v1/indexes/{index_id}/ingest"
+        self.headers = {**headers, "content-type": "application/x-ndjson"}
+        self.writers, self.rate, self.rows = writers, rate, rows
+        self.latencies: list[float] = []
+        self.rows_sent = self.rows_accepted = self.requests = self.failures = 0
+        self.errors: list[str] = []
+
+    async def run(self, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        await asyncio.gather(*(self._writer(w, deadline) for w in range(self.writers)))
+
+    async def _writer(self, number: int, deadline: float) -> None:
+        rng = random.Random(number)
+        async with httpx.AsyncClient(timeout=60) as client:
+            started = time.monotonic() + number / (self.writers * self.rate)
+            k = 0
+            while True:
+                due = started + k / self.rate
+                if due >= deadline:
+                    return
+                if due > time.monotonic():
+                    await asyncio.sleep(due - time.monotonic())
+                await self.send(client, rng)
+                k += 1
+
+    async def send(self, client: httpx.AsyncClient, rng: random.Random) -> None:
+        body = ndjson_rows(self.rows, rng, time.time())
+        sent = time.perf_counter()
+        try:
+            response = await client.post(self.url, content=body, headers=self.headers)
+        except httpx.HTTPError as exc:
+            self.failures += 1
+            self.errors.append(f"{type(exc).__name__}: {exc}")
+            return
+        self.latencies.append(time.perf_counter() - sent)
+        self.requests += 1
+        self.rows_sent += self.rows
+        if response.status_code != 200:
+            self.failures += 1
+            self.errors.append(f"{response.status_code}: {response.text[:200]}")
+            return
+        outcome = response.json()
+        self.rows_accepted += outcome["rows_written"] + outcome["rows_dropped_late"]
+
+
+class DebtSampler:
+    """`GET /v1/indexes/{id}/debt` every SAMPLE_SECS, with the time since the start."""
+
+    def __init__(self, planner_url: str, index_id: str, headers: dict[str, str]) -> None:
+        self.url = f"{planner_url}/v1/indexes/{index_id}/debt"
+        self.headers = headers
+        self.samples: list[dict[str, Any]] = []
+        self.started = time.monotonic()
+
+    async def run(self, stop: asyncio.Event) -> None:
+        async with httpx.AsyncClient(timeout=30, headers=self.headers) as client:
+            while not stop.is_set():
+                await self.sample(client)
+                try:
+                    await asyncio.wait_for(stop.wait(), SAMPLE_SECS)
+                except TimeoutError:
+                    pass
+
+    async def sample(self, client: httpx.AsyncClient) -> dict[str, Any] | None:
+        try:
+            response = await client.get(self.url)
+            response.raise_for_status()
+        except httpx.HTTPError as exc:
+            print(f"[soak] debt sample failed: {exc}", flush=True)
+            return None
+        debt = response.json()
+        compaction, indexing = debt["compaction"], debt["indexing"]
+        sample = {
+            "t": time.monotonic() - self.started,
+            "published_splits": debt["published_splits"],
+            "splits_waiting": compaction["splits_waiting"],
+            "closed_not_final": compaction["closed_windows_not_final"],
+            "closed_not_final_age": compaction["oldest_closed_window_not_final_age_secs"] or 0.0,
+            "oldest_waiting_split_age": compaction["oldest_waiting_split_age_secs"] or 0.0,
+            "merges_per_sec": compaction["merges_per_sec"],
+            "rows_merged_per_sec": compaction["rows_merged_per_sec"],
+            "indexing_waiting": indexing["files_waiting"],
+            "indexing_oldest": indexing["oldest_waiting_secs"] or 0.0,
+        }
+        self.samples.append(sample)
+        return sample
+
+
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
+
+
+class SoakStack:
+    """PostgreSQL database, a Spark Connect server, and planner-api and indexer-api with their embedded workers."""
+
+    def __init__(self, stack, name: str, env_overrides: dict[str, str]) -> None:
+        self.stack, self.name, self.env_overrides = stack, name, env_overrides
+        self.exits = ExitStack()
+
+    def __enter__(self) -> SoakStack:
+        from strata_services.local.processes import free_port
+        from strata_services.local.spark_server import LocalSparkConnectServer
+        from strata_shared.config import Settings
+
+        url = self.stack.create_database(f"strata_bench_{self.name}")
+        storage = self.stack.path(f"{self.name}-storage")
+        settings = Settings()
+        server = LocalSparkConnectServer(free_port(), master=settings.spark_master,
+                                         driver_memory=settings.spark_driver_memory,
+                                         work_dir=self.stack.path(f"{self.name}-spark"))
+        self.exits.callback(server.stop)
+        server.start()
+        server.wait_ready(timeout=240)
+        env = child_env(url, storage, self.stack.path(f"{self.name}-home"), server.remote, **self.env_overrides)
+        logs = self.stack.path(f"{self.name}-logs")
+        self.planner = self.exits.enter_context(api_child("planner-api", env, logs))
+        self.indexer = self.exits.enter_context(api_child("indexer-api", env, logs))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.exits.close()
+
+    def create_index(self, index_id: str) -> None:
+        keys = api_keys()
+        response = httpx.post(f"{self.indexer.url}/v1/indexes", json=index_config(index_id),
+                              headers=keys.header(keys.admin), timeout=60)
+        response.raise_for_status()
+
+    def published_rows(self, index_id: str) -> int:
+        keys = api_keys()
+        windows = httpx.get(f"{self.planner.url}/v1/indexes/{index_id}/windows", params={"limit": 1000},
+                            headers=keys.header(keys.admin), timeout=60).json()
+        return sum(w["rows"] for w in windows["windows"])
+
+
+async def _idle_latencies(writers: Writers, count: int) -> list[float]:
+    """Single requests, spaced out, before any load: ingestion's own latency on an idle stack."""
+    rng = random.Random(99)
+    async with httpx.AsyncClient(timeout=60) as client:
+        for _ in range(count):
+            await writers.send(client, rng)
+            await asyncio.sleep(0.2)
+    latencies, writers.latencies = writers.latencies, []
+    return latencies
+
+
+async def _drain(sampler: DebtSampler, seconds: float) -> float:
+    """Sample until the last window written is closed and final and no artifact build waits, or `seconds` pass;
+    how long it took."""
+    started = time.monotonic()
+    # The last window written closes one window length plus the late-data period after the writers stop.
+    closes_after = WINDOW_SECS + LATE_SECS
+    async with httpx.AsyncClient(timeout=30, headers=sampler.headers) as client:
+        while time.monotonic() - started < seconds:
+            sample = await sampler.sample(client)
+            elapsed = time.monotonic() - started
+            if (sample is not None and elapsed > closes_after and sample["closed_not_final"] == 0
+                    and sample["indexing_waiting"] == 0):
+                return elapsed
+            await asyncio.sleep(SAMPLE_SECS)
+    return float("nan")
+
+
+def soak(stack, *, writers: int, rate: float, rows: int, seconds: float, drain_secs: float,
+         env_overrides: dict[str, str] | None = None, name: str = "soak") -> dict[str, Any]:
+    keys = api_keys()
+    index_id = f"soak-{int(time.time())}"
+    with SoakStack(stack, name, env_overrides or {}) as s:
+        s.create_index(index_id)
+        load = Writers(s.indexer.url, index_id, keys.header(keys.writer), writers=writers, rate=rate, rows=rows)
+        sampler = DebtSampler(s.planner.url, index_id, keys.header(keys.admin))
+
+        async def scenario() -> dict[str, Any]:
+            idle = await _idle_latencies(load, 40)
+            stop = asyncio.Event()
+            sampling = asyncio.create_task(sampler.run(stop))
+            load_started = time.monotonic()
+            await load.run(seconds)
+            load_secs = time.monotonic() - load_started
+            stop.set()
+            await sampling
+            load_end = sampler.samples[-1]["t"] if sampler.samples else 0.0
+            drained = await _drain(sampler, drain_secs)
+            return {"idle": idle, "load_secs": load_secs, "load_end": load_end, "drain_secs": drained}
+
+        print(f"[soak] {writers} writers x {rate:g} requests/s x {rows} rows for {seconds:.0f}s", flush=True)
+        outcome = asyncio.run(scenario())
+        published_rows = s.published_rows(index_id)
+    samples = sampler.samples
+    during = [x for x in samples if x["t"] <= outcome["load_end"]]
+    return {
+        "writers": writers, "rate": rate, "rows": rows, "seconds": seconds,
+        "offered_rps": writers * rate, "achieved_rps": load.requests / outcome["load_secs"],
+        "requests": load.requests, "failures": load.failures, "errors": load.errors[:5],
+        "rows_sent": load.rows_sent, "rows_accepted": load.rows_accepted, "rows_published": published_rows,
+        "ingest_idle_p50": percentile(outcome["idle"], 50), "ingest_idle_p99": percentile(outcome["idle"], 99),
+        "ingest_load_p50": percentile(load.latencies, 50), "ingest_load_p99": percentile(load.latencies, 99),
+        "max_published_splits": max((x["published_splits"] for x in samples), default=0),
+        "max_published_splits_load": max((x["published_splits"] for x in during), default=0),
+        "max_closed_not_final_age": max((x["closed_not_final_age"] for x in samples), default=0.0),
+        "max_indexing_wait": max((x["indexing_oldest"] for x in samples), default=0.0),
+        "max_indexing_waiting": max((x["indexing_waiting"] for x in samples), default=0),
+        "merges_per_sec_peak": max((x["merges_per_sec"] for x in samples), default=0.0),
+        "drain_secs": outcome["drain_secs"], "load_end": outcome["load_end"],
+        "final": samples[-1] if samples else {}, "samples": samples,
+        "env": env_overrides or {},
+    }
+
+
+def bounded(result: dict[str, Any]) -> bool:
+    """Debt bounded: the published splits of the load's last third no higher than those of its middle third
+    (plus a window's worth of slack), every closed window final within the goal, no build waiting past it."""
+    during = [x for x in result["samples"] if x["t"] <= result["load_end"]]
+    if len(during) < 6:
+        return False
+    third = len(during) // 3
+    middle = max(x["published_splits"] for x in during[third:2 * third])
+    last = max(x["published_splits"] for x in during[2 * third:])
+    return (last <= middle * 1.2 + 20 and result["max_closed_not_final_age"] <= GOALS["final_within_secs"]
+            and result["max_indexing_wait"] <= GOALS["indexing_wait_secs"] and result["failures"] == 0)
+
+
+def backlog(stack, *, splits: int, rows: int, env_overrides: dict[str, str] | None = None) -> dict[str, Any]:
+    """Compaction paused while `splits` small splits land in one open window, then resumed: how fast it drains."""
+    keys = api_keys()
+    index_id = f"backlog-{int(time.time())}"
+    admin = keys.header(keys.admin)
+    with SoakStack(stack, "backlog", env_overrides or {}) as s:
+        config = index_config(index_id)
+        # One long open window holds the whole backlog: nothing closes (and gets a final merge) meanwhile.
+        config.update(window_duration_secs=3600, late_data_acceptance_secs=7200)
+        httpx.post(f"{s.indexer.url}/v1/indexes", json=config, headers=admin, timeout=60).raise_for_status()
+        httpx.post(f"{s.planner.url}/v1/indexes/{index_id}/compaction/pause", json={}, headers=admin,
+                   timeout=60).raise_for_status()
+        load = Writers(s.indexer.url, index_id, keys.header(keys.writer), writers=8, rate=1000.0, rows=rows)
+        print(f"[soak] backlog: {splits:,} splits of {rows} rows, compaction paused", flush=True)
+
+        async def fill() -> None:
+            rng = random.Random(7)
+            sem = asyncio.Semaphore(8)
+            async with httpx.AsyncClient(timeout=60) as client:
+                async def one() -> None:
+                    async with sem:
+                        await load.send(client, rng)
+                await asyncio.gather(*(one() for _ in range(splits)))
+
+        asyncio.run(fill())
+        sampler = DebtSampler(s.planner.url, index_id, admin)
+
+        async def drain() -> tuple[float, float]:
+            async with httpx.AsyncClient(timeout=30, headers=admin) as client:
+                # The indexing of the backlog competes for the same CPU; let it finish first so the drain rate is
+                # compaction's own (its figure is reported too).
+                while True:
+                    if (await sampler.sample(client))["indexing_waiting"] == 0:
+                        break
+                    await asyncio.sleep(SAMPLE_SECS)
+                before = (await sampler.sample(client))["published_splits"]
+                (await client.post(f"{s.planner.url}/v1/indexes/{index_id}/compaction/resume",
+                                   json={})).raise_for_status()
+                started = time.monotonic()
+                while time.monotonic() - started < 900:
+                    sample = await sampler.sample(client)
+                    # Drained: what is left is one split per level the policy leaves alone.
+                    if sample["splits_waiting"] <= 20 and sample["published_splits"] <= 20:
+                        break
+                    await asyncio.sleep(0.5)
+                return time.monotonic() - started, before
+
+        indexing_started = time.monotonic()
+        seconds, before = asyncio.run(drain())
+        published_rows = s.published_rows(index_id)
+    after = sampler.samples[-1]["published_splits"]
+    resumed = [x for x in sampler.samples if x["published_splits"] <= before]
+    return {"splits": splits, "rows": rows, "ingested_splits": before, "left": after, "drain_secs": seconds,
+            "splits_per_sec": (before - after) / seconds if seconds else 0.0,
+            "indexing_secs": resumed[0]["t"] if resumed else time.monotonic() - indexing_started,
+            "rows_sent": load.rows_sent, "rows_published": published_rows, "failures": load.failures,
+            "env": env_overrides or {}}
+
+
+def sweep(stack, *, rates: list[float], writers: int, rows: int, seconds: float) -> list[dict[str, Any]]:
+    out = []
+    for rate in rates:
+        result = soak(stack, writers=writers, rate=rate / writers, rows=rows, seconds=seconds, drain_secs=240,
+                      name=f"sweep{int(rate)}")
+        result["bounded"] = bounded(result)
+        out.append({k: v for k, v in result.items() if k != "samples"})
+        print(f"[soak] sweep {rate:g} requests/s: bounded={result['bounded']}", flush=True)
+    return out
+
+
+def run(stack, *, parts: tuple[str, ...] = PARTS, writers: int = 4, rate: float = 50.0, rows: int = 200,
+        seconds: float = 300.0, backlog_splits: int = 5000, sweep_rates: tuple[float, ...] = (50, 100, 200, 300),
+        sweep_secs: float = 120.0, compare_spark: bool = True) -> dict[str, Any]:
+    result: dict[str, Any] = {"parts": parts}
+    if "soak" in parts:
+        result["soak"] = soak(stack, writers=writers, rate=rate, rows=rows, seconds=seconds, drain_secs=300)
+        result["soak"]["bounded"] = bounded(result["soak"])
+        draw_chart(result["soak"], CHART_PATH)
+    if "backlog" in parts:
+        result["backlog"] = backlog(stack, splits=backlog_splits, rows=rows)
+        if compare_spark:
+            # The same backlog with every merge and build on Spark, as before tiny jobs ran locally.
+            result["backlog_spark"] = backlog(stack, splits=backlog_splits, rows=rows, env_overrides={
+                "STRATA_COMPACTION_LOCAL_MAX_BYTES": "0", "STRATA_INDEXING_LOCAL_MAX_BYTES": "0"})
+    if "sweep" in parts:
+        result["sweep"] = sweep(stack, rates=list(sweep_rates), writers=writers, rows=rows, seconds=sweep_secs)
+    return result
+
+
+# -- the chart ------------------------------------------------------------------------------------------------
+
+SERIES = (("published_splits", "published splits", "#1f77b4"), ("splits_waiting", "splits waiting to merge",
+                                                                   "#ff7f0e"),
+          ("indexing_waiting", "artifact builds waiting", "#2ca02c"),
+          ("closed_not_final_age", "oldest closed window not final (s)", "#d62728"))
+
+
+def draw_chart(result: dict[str, Any], path: Path) -> None:
+    """The debt over time as a plain SVG line chart (no plotting dependency)."""
+    samples = result["samples"]
+    if not samples:
+        return
+    width, height, left, right, top, bottom = 900, 360, 60, 20, 40, 70
+    t_max = max(x["t"] for x in samples) or 1.0
+    y_max = max(max(x[key] for x in samples) for key, _, _ in SERIES) or 1.0
+    y_max = _nice(y_max)
+
+    def px(t: float) -> float:
+        return left + (width - left - right) * t / t_max
+
+    def py(v: float) -> float:
+        return top + (height - top - bottom) * (1 - v / y_max)
+
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+             f'font-family="sans-serif" font-size="12">',
+             f'<rect width="{width}" height="{height}" fill="white"/>',
+             f'<text x="{left}" y="20" font-size="14">Debt over time: {result["writers"]} writers x '
+             f'{result["rate"]:g} requests/s x {result["rows"]} rows, {result["seconds"]:.0f} s, then drain</text>']
+    for i in range(6):
+        v = y_max * i / 5
+        parts.append(f'<line x1="{left}" x2="{width - right}" y1="{py(v):.1f}" y2="{py(v):.1f}" stroke="#ddd"/>')
+        parts.append(f'<text x="{left - 6}" y="{py(v) + 4:.1f}" text-anchor="end">{v:g}</text>')
+    for i in range(7):
+        t = t_max * i / 6
+        parts.append(f'<text x="{px(t):.1f}" y="{height - bottom + 16}" text-anchor="middle">{t:.0f}s</text>')
+    stop_x = px(result["load_end"])
+    parts.append(f'<line x1="{stop_x:.1f}" x2="{stop_x:.1f}" y1="{top}" y2="{height - bottom}" stroke="#555" '
+                 f'stroke-dasharray="4,3"/>')
+    parts.append(f'<text x="{stop_x + 4:.1f}" y="{top + 12}">writers stop</text>')
+    for n, (key, label, color) in enumerate(SERIES):
+        points = " ".join(f"{px(x['t']):.1f},{py(x[key]):.1f}" for x in samples)
+        parts.append(f'<polyline fill="none" stroke="{color}" stroke-width="1.8" points="{points}"/>')
+        lx = left + n * 210
+        parts.append(f'<rect x="{lx}" y="{height - 30}" width="12" height="3" fill="{color}"/>')
+        parts.append(f'<text x="{lx + 16}" y="{height - 25}">{label}</text>')
+    parts.append("</svg>")
+    path.write_text("\n".join(parts) + "\n")
+
+
+def _nice(value: float) -> float:
+    for step in (10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000):
+        if value <= step:
+            return float(step)
+    return float(value)
+
+
+# -- the section ----------------------------------------------------------------------------------------------
+
+
+def _met(ok: bool) -> str:
+    return "**met**" if ok else "**missed**"
+
+
+def render(r: dict[str, Any]) -> str:
+    lines = ["## Keeping up: soak, backlog and sustainable rate", "",
+             "Writers that never stop, against planner-api and indexer-api with their embedded workers (defaults: "
+             "one merge slot, one build slot; merges and artifact builds of inputs up to "
+             "`STRATA_COMPACTION_LOCAL_MAX_BYTES` / `STRATA_INDEXING_LOCAL_MAX_BYTES` run in the worker's local "
+             "process, larger ones on the local Spark Connect server). Index of 60 s windows, 60 s of late data, "
+             "the default merge policy; NDJSON requests of rows stamped \"now\". Debt sampled every 2 s from "
+             "`GET /v1/indexes/{id}/debt`.", ""]
+    if "soak" in r:
+        s = r["soak"]
+        ratio = s["ingest_load_p50"] / s["ingest_idle_p50"] if s["ingest_idle_p50"] else float("nan")
+        lines += [
+            f"### Soak: {s['writers']} writers x {s['rate']:g} requests/s x {s['rows']} rows for "
+            f"{s['seconds']:.0f} s", "",
+            "![debt over time](soak-debt.svg)", "",
+            "| measure | value | goal |", "|---|---|---|",
+            f"| requests offered / achieved | {s['offered_rps']:.0f}/s / {s['achieved_rps']:.1f}/s | |",
+            f"| rows sent / accepted / published at the end | {fmt_int(s['rows_sent'])} / "
+            f"{fmt_int(s['rows_accepted'])} / {fmt_int(s['rows_published'])} | every row "
+            f"{_met(s['failures'] == 0 and s['rows_sent'] == s['rows_accepted'] == s['rows_published'])} |",
+            f"| failed requests | {s['failures']} | 0 |",
+            f"| most published splits (under load / ever) | {s['max_published_splits_load']} / "
+            f"{s['max_published_splits']} | <= {GOALS['max_published_splits']} "
+            f"{_met(s['max_published_splits'] <= GOALS['max_published_splits'])} |",
+            f"| longest a closed window waited for its final merge | {s['max_closed_not_final_age']:.1f} s | "
+            f"<= {GOALS['final_within_secs']} s {_met(s['max_closed_not_final_age'] <= GOALS['final_within_secs'])} |",
+            f"| longest an artifact build waited (most waiting at once) | {s['max_indexing_wait']:.1f} s "
+            f"({s['max_indexing_waiting']}) | <= {GOALS['indexing_wait_secs']} s "
+            f"{_met(s['max_indexing_wait'] <= GOALS['indexing_wait_secs'])} |",
+            f"| ingest p50 / p99, idle | {s['ingest_idle_p50'] * 1e3:.1f} / {s['ingest_idle_p99'] * 1e3:.1f} ms | |",
+            f"| ingest p50 / p99, under load | {s['ingest_load_p50'] * 1e3:.1f} / "
+            f"{s['ingest_load_p99'] * 1e3:.1f} ms | p50 <= {GOALS['ingest_p50_ratio']}x idle: {ratio:.2f}x "
+            f"{_met(ratio <= GOALS['ingest_p50_ratio'])} |",
+            f"| peak merges/s (60 s average) | {s['merges_per_sec_peak']:.2f} | |",
+            f"| drained (last window final, no build waiting) after the writers stopped | "
+            f"{s['drain_secs']:.0f} s | |",
+            f"| debt bounded | {'yes' if s['bounded'] else 'no'} | |", ""]
+        if s["errors"]:
+            lines += ["First errors: " + "; ".join(f"`{e[:120]}`" for e in s["errors"]), ""]
+    if "backlog" in r:
+        lines += ["### Backlog drain", "",
+                  "Compaction paused on an index with one open 1-hour window while that many small splits land "
+                  "(8 concurrent writers), their artifact builds done, then compaction resumed; the rate is splits "
+                  "removed from the published set per second until at most 20 are left.", "",
+                  "| path | splits | drained in | rate | goal |", "|---|---|---|---|---|"]
+        for key, label in (("backlog", "tiny merges in the worker's local process (default)"),
+                           ("backlog_spark", "every merge a Spark job (`STRATA_COMPACTION_LOCAL_MAX_BYTES=0`)")):
+            if key in r:
+                b = r[key]
+                lines.append(f"| {label} | {fmt_int(b['ingested_splits'])} -> {b['left']} | {b['drain_secs']:.1f} s "
+                             f"| **{b['splits_per_sec']:.0f} splits/s** | >= {GOALS['backlog_splits_per_sec']} "
+                             f"{_met(b['splits_per_sec'] >= GOALS['backlog_splits_per_sec'])} |")
+        lines.append("")
+    if "sweep" in r:
+        lines += ["### Sustainable rate", "",
+                  "| offered requests/s | achieved | most splits under load | closed window final within | "
+                  "builds waited at most | ingest p50 load / idle | bounded |", "|---|---|---|---|---|---|---|"]
+        best = 0.0
+        for s in r["sweep"]:
+            if s["bounded"]:
+                best = max(best, s["offered_rps"])
+            lines.append(f"| {s['offered_rps']:.0f} | {s['achieved_rps']:.1f} | {s['max_published_splits_load']} | "
+                         f"{s['max_closed_not_final_age']:.0f} s | {s['max_indexing_wait']:.0f} s | "
+                         f"{s['ingest_load_p50'] * 1e3:.1f} / {s['ingest_idle_p50'] * 1e3:.1f} ms | "
+                         f"{'yes' if s['bounded'] else 'no'} |")
+        lines += ["", f"Highest offered rate with bounded debt: **{best:.0f} requests/s** of "
+                      f"{r['sweep'][0]['rows']} rows (goal 200)."]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--part", choices=PARTS, action="append", help="only this part (repeatable); printed only")
+    parser.add_argument("--writers", type=int, default=4)
+    parser.add_argument("--rate", type=float, default=50.0, help="requests/s per writer")
+    parser.add_argument("--rows", type=int, default=200, help="rows per request")
+    parser.add_argument("--minutes", type=float, default=5.0)
+    parser.add_argument("--backlog-splits", type=int, default=5000)
+    parser.add_argument("--no-spark-compare", action="store_true", help="backlog: skip the all-Spark run")
+    parser.add_argument("--quick", action="store_true", help="short runs, printed only")
+    parser.add_argument("--json", type=Path, help="also write the raw result here")
+    args = parser.parse_args()
+    from bench.report import run_and_write
+
+    parts = tuple(args.part or PARTS)
+    quick = args.quick
+
+    def bench(stack) -> str:
+        result = run(stack, parts=parts, writers=args.writers, rate=args.rate, rows=args.rows,
+                     seconds=30 if quick else args.minutes * 60,
+                     backlog_splits=500 if quick else args.backlog_splits,
+                     sweep_rates=(50, 200) if quick else (50, 100, 200, 300), sweep_secs=30 if quick else 120,
+                     compare_spark=not (quick or args.no_spark_compare))
+        if args.json:
+            args.json.write_text(json.dumps(result, indent=1, default=str))
+        return render(result)
+
+    run_and_write({SECTION: bench}, write=not (quick or args.part))
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    main()

@@ -1,0 +1,154 @@
+"""Tiny merges and artifact builds run in a local process instead of a Spark job: the pool's failure modes (an
+exception comes back, a dead child is a clear error and is replaced), the routing by input size (at the limit
+local, one byte over Spark, 0 = always Spark), and the same kernel and checks as on Spark: MC-1..MC-4 hold on a
+local merge's outputs and a type conflict (MC-4) fails with the message a Spark task reports. No Spark needed: a
+merge that would go to Spark here fails the test."""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from strata_jobs.merge import MergeInput
+from strata_jobs.spark_merge import _merge_json, run_merge_locally
+from strata_jobs.spark_tasks import run_task
+from strata_planner.compaction.executor import MergeExecutor, MergeFailed
+from strata_planner.compaction.schemas import AssignedInput, Assignment
+from strata_shared.domain.index_config import ParquetConfig
+from strata_shared.domain.sort_schema import SortSchema
+from strata_shared.workers.local_jobs import LocalJobFailed, LocalJobPool
+from tests.jobs.test_merge import (
+    METRICS,
+    WINDOW,
+    assert_sorted,
+    make_spec,
+    metrics_rows,
+    output_tables,
+    rows_of,
+    sorted_table,
+    write_split,
+)
+
+SORT = "metric,host,ts@v1"
+
+
+def _double(x: int) -> int:
+    return 2 * x
+
+
+def _refuse(message: str) -> None:
+    raise ValueError(message)
+
+
+def _die() -> None:
+    os._exit(3)
+
+
+def _niceness() -> int:
+    return os.nice(0)
+
+
+@pytest.fixture
+def pool():
+    local = LocalJobPool(1, niceness=5)
+    yield local
+    local.close()
+
+
+def test_pool_runs_a_function_and_raises_its_exception_here(pool):
+    assert pool.run(_double, 21) == 42
+    with pytest.raises(ValueError, match="no such column"):
+        pool.run(_refuse, "no such column")
+
+
+def test_children_run_below_the_api_priority(pool):
+    assert pool.run(_niceness) == os.nice(0) + 5
+
+
+def test_a_child_that_dies_is_a_clear_error_and_the_next_job_gets_a_new_one(pool):
+    with pytest.raises(LocalJobFailed, match="local job process died"):
+        pool.run(_die)
+    assert pool.run(_double, 2) == 4
+
+
+def test_a_closed_pool_refuses_work():
+    local = LocalJobPool(1)
+    assert local.run(_double, 1) == 2
+    local.close()
+    with pytest.raises(LocalJobFailed, match="closed"):
+        local.run(_double, 1)
+
+
+def _inputs(tmp_path: Path, count: int, *, conflict: bool = False) -> list[MergeInput]:
+    rng = np.random.default_rng(5)
+    schema = SortSchema.parse(SORT)
+    inputs = []
+    for i in range(count):
+        table = sorted_table(metrics_rows(rng, 50), METRICS, schema)
+        if conflict and i == count - 1:
+            table = table.set_column(table.schema.get_field_index("value"), "value",
+                                     pa.array([str(v) for v in table.column("value").to_pylist()]))
+        inputs.append(write_split(tmp_path / "in", f"s{i:02d}", table))
+    return inputs
+
+
+def test_mc1_to_mc4_hold_on_a_local_merge(tmp_path, pool):
+    inputs = _inputs(tmp_path, 6)
+    outcome = run_merge_locally(pool, make_spec(inputs, tmp_path / "out", SORT))
+    assert outcome.error is None
+    names = METRICS.names
+    expected = sorted(rows_of([pa.parquet.read_table(i.uri.removeprefix("file://")) for i in inputs], names))
+    got = rows_of(output_tables(outcome.result), names)
+    assert sorted(got) == expected  # MC-1, MC-2
+    assert_sorted(got, SortSchema.parse(SORT), names)  # MC-3
+    assert outcome.result.input_rows == outcome.result.output_rows == 300
+
+
+def test_mc4_type_conflict_fails_locally_with_the_message_a_spark_task_reports(tmp_path, pool):
+    spec = make_spec(_inputs(tmp_path, 3, conflict=True), tmp_path / "out", SORT)
+    local = run_merge_locally(pool, spec)
+    from strata_jobs.merge import spec_to_json
+
+    in_process = run_task(_merge_json, spec.job_id, spec_to_json(spec))  # what a Spark task runs
+    assert local.result is None
+    assert local.error == in_process.error
+    assert local.error.startswith("MergeTypeConflict: column 'value'")
+    assert not list((tmp_path / "out").rglob("*.parquet"))
+
+
+class NoSpark:
+    def session(self):
+        raise AssertionError("this merge should have run locally")
+
+
+def _assignment(inputs: list[MergeInput], tmp_path: Path, sizes: list[int]) -> Assignment:
+    return Assignment(
+        job_id="01JOB", fencing_token=9, lease_expires_at=datetime.now(UTC), lease_secs=15, index_uid="idx:01",
+        source_id="src", partition_id="tenant-a", doc_mapping_uid="dm1", sort_schema=SORT, window_start=WINDOW,
+        window_duration_secs=900, timestamp_field="ts", timestamp_is_seconds=True, target_split_num_rows=1_000_000,
+        target_split_size_bytes=1 << 30, parquet=ParquetConfig(), output_uri_prefix=f"file://{tmp_path}/out",
+        spark_operation_tag="strata-merge-01JOB-9",
+        inputs=[AssignedInput(split_id=i.split_id, uri=i.uri, num_rows=50, size_bytes=size, num_merge_ops=0,
+                              generation=0, root_split_ids=[]) for i, size in zip(inputs, sizes, strict=True)])
+
+
+def test_routing_by_input_bytes(tmp_path, pool):
+    inputs = _inputs(tmp_path, 2)
+    executor = MergeExecutor(NoSpark(), local=pool, local_max_bytes=1000)
+    at_limit = _assignment(inputs, tmp_path, [400, 600])
+    assert executor.runs_locally(at_limit)
+    assert executor.run(at_limit).output_rows == 100
+    assert not executor.runs_locally(_assignment(inputs, tmp_path, [400, 601]))
+    assert not MergeExecutor(NoSpark()).runs_locally(at_limit)  # no pool (limit 0): always Spark
+
+
+def test_a_failed_local_merge_is_a_failed_job(tmp_path, pool):
+    inputs = _inputs(tmp_path, 2, conflict=True)
+    executor = MergeExecutor(NoSpark(), local=pool, local_max_bytes=1 << 20)
+    with pytest.raises(MergeFailed, match="MergeTypeConflict"):
+        executor.run(_assignment(inputs, tmp_path, [100, 100]))
