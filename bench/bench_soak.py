@@ -6,7 +6,7 @@ one merge slot, one build slot), on a local Spark Connect server; does compactio
     .tools/bin/uv run python -m bench.bench_soak --quick             # a short run of each part, printed only
 
 Parts:
-- `soak`: W writers, each sending R NDJSON requests/s of N rows (timestamps "now") to one index of 60 s windows
+- `soak`: W writers sending R NDJSON requests/s in all, of N rows each (timestamps "now"), to one index of 60 s windows
   with 60 s of late data, for M minutes; then the writers stop and the stack drains. Every 2 s the debt
   (`GET /v1/indexes/{id}/debt`) is sampled; the curve is drawn to docs/soak-debt.svg. Targets (issue 22): every
   row accepted, never more than 300 published splits, every closed window final within 60 s of closing, no
@@ -14,6 +14,8 @@ Parts:
 - `backlog`: compaction paused while 5,000 small splits land, then resumed: the rate the backlog drains at (goal
   200 splits/s).
 - `sweep`: shorter soaks at rising rates; the highest rate whose debt stays bounded.
+- `crossover`: one merge of ten sorted inputs at rising sizes, in the worker's local process pool and as a Spark
+  job, alternating: where `STRATA_COMPACTION_LOCAL_MAX_BYTES` should stand.
 
 Writers are open-loop per writer (request k is due at k/R s; a writer that falls behind sends at once, one
 request at a time, as an agent would), so the offered and the achieved rates are both reported.
@@ -25,6 +27,7 @@ import asyncio
 import json
 import os
 import random
+import statistics
 import time
 from contextlib import ExitStack
 from pathlib import Path
@@ -34,7 +37,7 @@ import httpx
 
 from bench.bench_query import api_child, api_keys, child_env
 from bench.common import fmt_int
-from bench.harness import REPO_ROOT
+from bench.harness import REPO_ROOT, cpu_seconds_by_tree
 
 SECTION = "soak"
 CHART_PATH = REPO_ROOT / "docs" / "soak-debt.svg"
@@ -43,7 +46,9 @@ LATE_SECS = 60
 SAMPLE_SECS = 2.0
 GOALS = {"max_published_splits": 300, "final_within_secs": 60, "indexing_wait_secs": 60, "ingest_p50_ratio": 1.5,
          "backlog_splits_per_sec": 200}
-PARTS = ("soak", "backlog", "sweep")
+PARTS = ("soak", "backlog", "sweep", "crossover")
+# Rows per merge (ten inputs each) for the local-vs-Spark crossover.
+CROSSOVER_ROWS = (2_000, 20_000, 200_000, 1_000_000, 4_000_000)
 
 
 def index_config(index_id: str) -> dict[str, Any]:
@@ -66,13 +71,13 @@ def ndjson_rows(rows: int, rng: random.Random, now: float) -> bytes:
 
 
 class Writers:
-    """W writers at R requests/s each; latencies and outcomes of every request."""
+    """W writers at R requests/s in all (R/W each); latencies and outcomes of every request."""
 
     def __init__(self, url: str, index_id: str, headers: dict[str, str], *, writers: int, rate: float,
                  rows: int) -> None:
         self.url = f"{url}/v1/indexes/{index_id}/ingest"
         self.headers = {**headers, "content-type": "application/x-ndjson"}
-        self.writers, self.rate, self.rows = writers, rate, rows
+        self.writers, self.rate, self.rows = writers, rate / writers, rows
         self.latencies: list[float] = []
         self.rows_sent = self.rows_accepted = self.requests = self.failures = 0
         self.errors: list[str] = []
@@ -84,16 +89,18 @@ class Writers:
     async def _writer(self, number: int, deadline: float) -> None:
         rng = random.Random(number)
         async with httpx.AsyncClient(timeout=60) as client:
-            started = time.monotonic() + number / (self.writers * self.rate)
+            started = time.monotonic() + number / (self.writers * self.rate)  # writers evenly staggered
             k = 0
-            while True:
+            while time.monotonic() < deadline:
                 due = started + k / self.rate
                 if due >= deadline:
                     return
                 if due > time.monotonic():
                     await asyncio.sleep(due - time.monotonic())
                 await self.send(client, rng)
-                k += 1
+                # A writer that fell behind skips what it could not send in time: the load phase lasts as long
+                # as asked, and the achieved rate says how much of the offered load got through.
+                k = max(k + 1, int((time.monotonic() - started) * self.rate))
 
     async def send(self, client: httpx.AsyncClient, rng: random.Random) -> None:
         body = ndjson_rows(self.rows, rng, time.time())
@@ -190,7 +197,20 @@ class SoakStack:
         logs = self.stack.path(f"{self.name}-logs")
         self.planner = self.exits.enter_context(api_child("planner-api", env, logs))
         self.indexer = self.exits.enter_context(api_child("indexer-api", env, logs))
+        self.spark_pid = server.pid
         return self
+
+    def cpu_seconds(self) -> dict[str, float]:
+        """CPU seconds so far of each part: the APIs and, apart, their children (the local job processes), Spark
+        (its JVM and Python workers), PostgreSQL, and this process (the writers and the sampler)."""
+        roots = {"planner-api": self.planner.pid, "indexer-api": self.indexer.pid, "spark": self.spark_pid,
+                 "postgresql": self.stack.postgres_pid()}
+        out = cpu_seconds_by_tree({k: v for k, v in roots.items() if v}, children_apart=True)
+        for name in ("spark", "postgresql"):
+            if name in out:
+                out[name] += out.pop(f"{name} children")
+        out["bench (writers)"] = time.process_time()
+        return out
 
     def __exit__(self, *exc: object) -> None:
         self.exits.close()
@@ -249,23 +269,25 @@ def soak(stack, *, writers: int, rate: float, rows: int, seconds: float, drain_s
             idle = await _idle_latencies(load, 40)
             stop = asyncio.Event()
             sampling = asyncio.create_task(sampler.run(stop))
+            cpu_before = s.cpu_seconds()
             load_started = time.monotonic()
             await load.run(seconds)
             load_secs = time.monotonic() - load_started
+            cpu = {k: (v - cpu_before.get(k, 0.0)) / load_secs for k, v in s.cpu_seconds().items()}
             stop.set()
             await sampling
             load_end = sampler.samples[-1]["t"] if sampler.samples else 0.0
             drained = await _drain(sampler, drain_secs)
-            return {"idle": idle, "load_secs": load_secs, "load_end": load_end, "drain_secs": drained}
+            return {"idle": idle, "load_secs": load_secs, "load_end": load_end, "drain_secs": drained, "cpu": cpu}
 
-        print(f"[soak] {writers} writers x {rate:g} requests/s x {rows} rows for {seconds:.0f}s", flush=True)
+        print(f"[soak] {writers} writers, {rate:g} requests/s of {rows} rows for {seconds:.0f}s", flush=True)
         outcome = asyncio.run(scenario())
         published_rows = s.published_rows(index_id)
     samples = sampler.samples
     during = [x for x in samples if x["t"] <= outcome["load_end"]]
     return {
         "writers": writers, "rate": rate, "rows": rows, "seconds": seconds,
-        "offered_rps": writers * rate, "achieved_rps": load.requests / outcome["load_secs"],
+        "offered_rps": rate, "achieved_rps": load.requests / outcome["load_secs"],
         "requests": load.requests, "failures": load.failures, "errors": load.errors[:5],
         "rows_sent": load.rows_sent, "rows_accepted": load.rows_accepted, "rows_published": published_rows,
         "ingest_idle_p50": percentile(outcome["idle"], 50), "ingest_idle_p99": percentile(outcome["idle"], 99),
@@ -277,7 +299,7 @@ def soak(stack, *, writers: int, rate: float, rows: int, seconds: float, drain_s
         "max_indexing_waiting": max((x["indexing_waiting"] for x in samples), default=0),
         "merges_per_sec_peak": max((x["merges_per_sec"] for x in samples), default=0.0),
         "drain_secs": outcome["drain_secs"], "load_end": outcome["load_end"],
-        "final": samples[-1] if samples else {}, "samples": samples,
+        "final": samples[-1] if samples else {}, "samples": samples, "cpu_cores": outcome["cpu"],
         "env": env_overrides or {},
     }
 
@@ -357,7 +379,7 @@ def backlog(stack, *, splits: int, rows: int, env_overrides: dict[str, str] | No
 def sweep(stack, *, rates: list[float], writers: int, rows: int, seconds: float) -> list[dict[str, Any]]:
     out = []
     for rate in rates:
-        result = soak(stack, writers=writers, rate=rate / writers, rows=rows, seconds=seconds, drain_secs=240,
+        result = soak(stack, writers=writers, rate=rate, rows=rows, seconds=seconds, drain_secs=240,
                       name=f"sweep{int(rate)}")
         result["bounded"] = bounded(result)
         out.append({k: v for k, v in result.items() if k != "samples"})
@@ -365,12 +387,71 @@ def sweep(stack, *, rates: list[float], writers: int, rows: int, seconds: float)
     return out
 
 
-def run(stack, *, parts: tuple[str, ...] = PARTS, writers: int = 4, rate: float = 50.0, rows: int = 200,
-        seconds: float = 300.0, backlog_splits: int = 5000, sweep_rates: tuple[float, ...] = (50, 100, 200, 300),
-        sweep_secs: float = 120.0, compare_spark: bool = True) -> dict[str, Any]:
+def crossover(stack, *, sizes: tuple[int, ...], runs: int) -> list[dict[str, Any]]:
+    """The same merge through `LocalJobPool` (what a worker does under the local limit) and as a Spark job on a
+    local Spark Connect server (above it), alternating, `runs` times each; median seconds."""
+    from bench.bench_merge import generate_dataset, merge_spec
+    from strata_jobs.spark_merge import run_merge_locally, submit_merges
+    from strata_services.local.processes import free_port
+    from strata_services.local.spark_server import LocalSparkConnectServer
+    from strata_shared.config import Settings
+    from strata_shared.spark import SparkSessionFactory
+    from strata_shared.workers.local_jobs import LocalJobPool
+
+    settings = Settings()
+    out = []
+    server = LocalSparkConnectServer(free_port(), master=settings.spark_master,
+                                     driver_memory=settings.spark_driver_memory,
+                                     work_dir=stack.path("crossover-spark"))
+    pool = LocalJobPool(settings.local_job_processes, niceness=settings.local_job_niceness)
+    factory = None
+    try:
+        server.start()
+        server.wait_ready(timeout=240)
+        factory = SparkSessionFactory(server.remote, bundle_dir=stack.path("crossover-bundles"))
+        for rows in sizes:
+            paths = generate_dataset(stack.path(f"crossover-{rows}"), rows, 10, seed=rows)
+            input_bytes = sum(p.stat().st_size for p in paths)
+            times: dict[str, list[float]] = {"local": [], "spark": []}
+            for run_number in range(runs + 1):  # the first of each is a warm-up
+                for path in ("local", "spark"):
+                    spec = merge_spec(paths, stack.path(f"crossover-out-{rows}-{path}-{run_number}"),
+                                      f"x{rows}-{path}-{run_number}")
+                    started = time.perf_counter()
+                    if path == "local":
+                        outcome = run_merge_locally(pool, spec)
+                    else:
+                        [outcome] = submit_merges(factory.session(), [spec], f"crossover-{rows}-{run_number}")
+                    if outcome.result is None:
+                        raise RuntimeError(f"{path} merge of {rows} rows failed: {outcome.error}")
+                    if run_number:
+                        times[path].append(time.perf_counter() - started)
+            local, spark = statistics.median(times["local"]), statistics.median(times["spark"])
+            out.append({"rows": rows, "input_bytes": input_bytes, "local": local, "spark": spark})
+            print(f"[soak] crossover {rows:,} rows ({input_bytes / 2**20:.1f} MiB): local {local * 1e3:.0f} ms, "
+                  f"spark {spark * 1e3:.0f} ms", flush=True)
+    finally:
+        pool.close()
+        if factory is not None:
+            factory.close()
+        server.stop()
+    return out
+
+
+def run(stack, *, quick: bool = False, parts: tuple[str, ...] = PARTS, writers: int = 4, rate: float = 50.0,
+        rows: int = 200, seconds: float = 300.0, backlog_splits: int = 5000, compare_spark: bool = True,
+        env_overrides: dict[str, str] | None = None) -> dict[str, Any]:
+    """Every part asked for; `quick` makes each short (to check the harness, not to publish)."""
+    if quick:
+        seconds, backlog_splits, compare_spark = 30.0, 500, False
+    sweep_rates = (50, 200) if quick else (50, 100, 200, 300)
+    sweep_secs = 30.0 if quick else 120.0
+    crossover_sizes = CROSSOVER_ROWS[:3] if quick else CROSSOVER_ROWS
+    crossover_runs = 1 if quick else 5
     result: dict[str, Any] = {"parts": parts}
     if "soak" in parts:
-        result["soak"] = soak(stack, writers=writers, rate=rate, rows=rows, seconds=seconds, drain_secs=300)
+        result["soak"] = soak(stack, writers=writers, rate=rate, rows=rows, seconds=seconds, drain_secs=300,
+                              env_overrides=env_overrides)
         result["soak"]["bounded"] = bounded(result["soak"])
         draw_chart(result["soak"], CHART_PATH)
     if "backlog" in parts:
@@ -381,6 +462,8 @@ def run(stack, *, parts: tuple[str, ...] = PARTS, writers: int = 4, rate: float 
                 "STRATA_COMPACTION_LOCAL_MAX_BYTES": "0", "STRATA_INDEXING_LOCAL_MAX_BYTES": "0"})
     if "sweep" in parts:
         result["sweep"] = sweep(stack, rates=list(sweep_rates), writers=writers, rows=rows, seconds=sweep_secs)
+    if "crossover" in parts:
+        result["crossover"] = crossover(stack, sizes=crossover_sizes, runs=crossover_runs)
     return result
 
 
@@ -411,8 +494,8 @@ def draw_chart(result: dict[str, Any], path: Path) -> None:
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
              f'font-family="sans-serif" font-size="12">',
              f'<rect width="{width}" height="{height}" fill="white"/>',
-             f'<text x="{left}" y="20" font-size="14">Debt over time: {result["writers"]} writers x '
-             f'{result["rate"]:g} requests/s x {result["rows"]} rows, {result["seconds"]:.0f} s, then drain</text>']
+             f'<text x="{left}" y="20" font-size="14">Debt over time: {result["writers"]} writers, '
+             f'{result["rate"]:g} requests/s of {result["rows"]} rows, {result["seconds"]:.0f} s, then drain</text>']
     for i in range(6):
         v = y_max * i / 5
         parts.append(f'<line x1="{left}" x2="{width - right}" y1="{py(v):.1f}" y2="{py(v):.1f}" stroke="#ddd"/>')
@@ -460,7 +543,7 @@ def render(r: dict[str, Any]) -> str:
         s = r["soak"]
         ratio = s["ingest_load_p50"] / s["ingest_idle_p50"] if s["ingest_idle_p50"] else float("nan")
         lines += [
-            f"### Soak: {s['writers']} writers x {s['rate']:g} requests/s x {s['rows']} rows for "
+            f"### Soak: {s['writers']} writers, {s['rate']:g} requests/s of {s['rows']} rows in all, for "
             f"{s['seconds']:.0f} s", "",
             "![debt over time](soak-debt.svg)", "",
             "| measure | value | goal |", "|---|---|---|",
@@ -484,7 +567,9 @@ def render(r: dict[str, Any]) -> str:
             f"| peak merges/s (60 s average) | {s['merges_per_sec_peak']:.2f} | |",
             f"| drained (last window final, no build waiting) after the writers stopped | "
             f"{s['drain_secs']:.0f} s | |",
-            f"| debt bounded | {'yes' if s['bounded'] else 'no'} | |", ""]
+            f"| debt bounded | {'yes' if s['bounded'] else 'no'} | |",
+            "| CPU under load, cores (of " + str(os.cpu_count()) + ") | "
+            + ", ".join(f"{k} {v:.2f}" for k, v in s["cpu_cores"].items()) + " | |", ""]
         if s["errors"]:
             lines += ["First errors: " + "; ".join(f"`{e[:120]}`" for e in s["errors"]), ""]
     if "backlog" in r:
@@ -514,7 +599,16 @@ def render(r: dict[str, Any]) -> str:
                          f"{s['ingest_load_p50'] * 1e3:.1f} / {s['ingest_idle_p50'] * 1e3:.1f} ms | "
                          f"{'yes' if s['bounded'] else 'no'} |")
         lines += ["", f"Highest offered rate with bounded debt: **{best:.0f} requests/s** of "
-                      f"{r['sweep'][0]['rows']} rows (goal 200)."]
+                      f"{r['sweep'][0]['rows']} rows (goal 200).", ""]
+    if "crossover" in r:
+        lines += ["### Where a merge runs: local process vs Spark job", "",
+                  "One merge of ten sorted inputs, through the worker's local process pool (spawned child, niceness "
+                  "10) and as a Spark job on the local Spark Connect server (`local[2]`), alternating; median of "
+                  "the runs after a warm-up.", "",
+                  "| rows | input | local | Spark job | Spark / local |", "|---|---|---|---|---|"]
+        for c in r["crossover"]:
+            lines.append(f"| {fmt_int(c['rows'])} | {c['input_bytes'] / 2**20:.2f} MiB | {c['local'] * 1e3:.0f} ms | "
+                         f"{c['spark'] * 1e3:.0f} ms | {c['spark'] / c['local']:.2f}x |")
     return "\n".join(lines)
 
 
@@ -524,13 +618,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--part", choices=PARTS, action="append", help="only this part (repeatable); printed only")
     parser.add_argument("--writers", type=int, default=4)
-    parser.add_argument("--rate", type=float, default=50.0, help="requests/s per writer")
+    parser.add_argument("--rate", type=float, default=50.0, help="requests/s of all writers together")
     parser.add_argument("--rows", type=int, default=200, help="rows per request")
     parser.add_argument("--minutes", type=float, default=5.0)
     parser.add_argument("--backlog-splits", type=int, default=5000)
     parser.add_argument("--no-spark-compare", action="store_true", help="backlog: skip the all-Spark run")
     parser.add_argument("--quick", action="store_true", help="short runs, printed only")
     parser.add_argument("--json", type=Path, help="also write the raw result here")
+    parser.add_argument("--env", action="append", default=[], metavar="STRATA_X=VALUE",
+                        help="a setting of the APIs for this run (repeatable), e.g. STRATA_COMPACTION_WORKER_SLOTS=0")
     args = parser.parse_args()
     from bench.report import run_and_write
 
@@ -538,11 +634,10 @@ def main() -> None:
     quick = args.quick
 
     def bench(stack) -> str:
-        result = run(stack, parts=parts, writers=args.writers, rate=args.rate, rows=args.rows,
-                     seconds=30 if quick else args.minutes * 60,
-                     backlog_splits=500 if quick else args.backlog_splits,
-                     sweep_rates=(50, 200) if quick else (50, 100, 200, 300), sweep_secs=30 if quick else 120,
-                     compare_spark=not (quick or args.no_spark_compare))
+        env = dict(item.split("=", 1) for item in args.env)
+        result = run(stack, quick=quick, parts=parts, writers=args.writers, rate=args.rate, rows=args.rows,
+                     env_overrides=env, seconds=args.minutes * 60, backlog_splits=args.backlog_splits,
+                     compare_spark=not args.no_spark_compare)
         if args.json:
             args.json.write_text(json.dumps(result, indent=1, default=str))
         return render(result)

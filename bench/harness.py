@@ -103,6 +103,48 @@ def reset_peak_rss(pid: int | str = "self") -> bool:
         return False
 
 
+def _process_table() -> dict[int, tuple[int, str, float]]:
+    """pid -> (parent pid, command name, CPU seconds so far) for every process, from /proc."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    table = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                raw = handle.read()
+        except OSError:
+            continue
+        name = raw[raw.index("(") + 1:raw.rindex(")")]
+        fields = raw[raw.rindex(")") + 2:].split()
+        table[int(entry)] = (int(fields[1]), name, (int(fields[11]) + int(fields[12])) / ticks)
+    return table
+
+
+def cpu_seconds_by_tree(roots: dict[str, int], *, children_apart: bool = False) -> dict[str, float]:
+    """CPU seconds (user + system) used so far by each named process and all its live descendants: the figure a
+    benchmark samples before and after a phase to say where the machine's CPU went. With `children_apart`, the
+    descendants' share is also given on its own, as "NAME children"."""
+    table = _process_table()
+    children: dict[int, list[int]] = {}
+    for pid, (parent, _, _) in table.items():
+        children.setdefault(parent, []).append(pid)
+    out = {}
+    for label, root in roots.items():
+        total, stack = 0.0, [root]
+        while stack:
+            pid = stack.pop()
+            if pid in table:
+                total += table[pid][2]
+                stack.extend(children.get(pid, []))
+        out[label] = total
+        if children_apart:
+            own = table.get(root, (0, "", 0.0))[2]
+            out[label] = own
+            out[f"{label} children"] = total - own
+    return out
+
+
 # ------------------------------------------------------------------------------------------------------------
 
 
@@ -236,6 +278,15 @@ class Stack:
         self._embedded.start()
         self.admin_url = self._embedded.url("postgres")
         self.postgres_kind = "embedded (pgserver)"
+
+    def postgres_pid(self) -> int | None:
+        """The embedded server's postmaster (its backends are its children); None for an external server."""
+        if self._embedded is None:
+            return None
+        try:
+            return int((self.workdir / "pgdata" / "postmaster.pid").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            return None
 
     def close(self) -> None:
         errors: list[BaseException] = []

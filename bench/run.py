@@ -28,10 +28,11 @@ from bench import (  # noqa: E402
     bench_planner,
     bench_query,
     bench_register,
+    bench_soak,
 )
 from bench.report import run_and_write  # noqa: E402
 
-NAMES = ("ingest", "register", "metastore", "merge", "planner", "artifacts", "query", "cluster", "engines")
+NAMES = ("ingest", "register", "metastore", "merge", "planner", "artifacts", "query", "cluster", "engines", "soak")
 
 
 def main() -> int:
@@ -89,6 +90,7 @@ def main() -> int:
             bench_engines.run(stack, rows=240_000 if quick else 3_000_000, runs=3 if quick else 20,
                               spark_runs=1 if quick else 3, merge_rows=400_000 if quick else 4_000_000)
         ),
+        "soak": lambda stack: bench_soak.render(bench_soak.run(stack, quick=quick)),
         "cluster": lambda stack: bench_cluster.render(
             bench_cluster.run(stack, rows=400_000 if quick else 4_000_000, runs=1 if quick else 3)
         ),

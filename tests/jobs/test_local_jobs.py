@@ -152,3 +152,40 @@ def test_a_failed_local_merge_is_a_failed_job(tmp_path, pool):
     executor = MergeExecutor(NoSpark(), local=pool, local_max_bytes=1 << 20)
     with pytest.raises(MergeFailed, match="MergeTypeConflict"):
         executor.run(_assignment(inputs, tmp_path, [100, 100]))
+
+
+def test_a_tiny_artifact_build_runs_locally_and_builds_what_a_spark_task_builds(tmp_path, pool):
+    """The same artifacts (types, columns, content hashes but full text's) from the local process as from the
+    kernel a Spark task runs."""
+    from strata_indexer.indexing.runner import IndexBuildExecutor
+    from strata_indexer.indexing.schemas import IndexingAssignment
+    from strata_jobs.index_build import run_index_build
+    from strata_services.sample_data import metrics_rows
+    from strata_shared.domain.index_config import ArtifactConfig
+    from tests.indexer.indexing_helpers import ARTIFACTS, EXPECTED, FIELDS
+
+    table = metrics_rows(300, start=WINDOW, span_secs=900, seed=3, messages=True)
+    path = tmp_path / "split.parquet"
+    pa.parquet.write_table(table, path)
+    size = path.stat().st_size
+
+    def assignment(prefix: str) -> IndexingAssignment:
+        return IndexingAssignment(
+            job_id="01BUILD", fencing_token=4, lease_expires_at=datetime.now(UTC), lease_secs=15, split_id="01SPLIT",
+            index_uid="idx:01", partition_id="default", uri=path.as_uri(), size_bytes=size,
+            artifact_prefix=(tmp_path / prefix).as_uri(), artifacts=ArtifactConfig.model_validate(ARTIFACTS),
+            field_types={f["name"]: f["type"] for f in FIELDS}, zstd_level=3, spark_operation_tag="t")
+
+    executor = IndexBuildExecutor(NoSpark(), upload_attempts=2, upload_backoff_secs=0.01, local=pool,
+                                  local_max_bytes=size)
+    assert executor.runs_locally(assignment("local"))
+    local = executor.run(assignment("local"))
+    reference = run_index_build(executor.spec(assignment("reference")))
+    assert {(a.artifact_type, a.column) for a in local.artifacts} == EXPECTED
+    # Tantivy's segment files carry ids and times of their own: the full-text index differs byte for byte.
+    def hashes(result) -> list[tuple]:
+        return sorted((a.artifact_type, a.column, a.content_hash) for a in result.artifacts
+                      if a.artifact_type != "full_text")
+    assert hashes(local) == hashes(reference)
+    assert not IndexBuildExecutor(NoSpark(), upload_attempts=2, upload_backoff_secs=0.01, local=pool,
+                                  local_max_bytes=size - 1).runs_locally(assignment("x"))

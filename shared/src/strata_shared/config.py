@@ -57,6 +57,10 @@ class Settings(BaseSettings):
     compaction_lease_secs: float = 15.0
     compaction_max_failures: int = 3
     compaction_queue_bound: int = 10_000
+    # A planner pass creates up to this many jobs per free slot a worker reports (within the bound): a pass reads
+    # every waiting split of the windows it plans, so planning one job per poll made draining a backlog of small
+    # splits cost one window read per merge (docs/benchmarks.md, "Keeping up").
+    compaction_plan_ahead: int = Field(8, ge=1)
     # Merge slots of the runner inside planner-api; 0 turns it off (run `strata worker` elsewhere).
     compaction_worker_slots: int = 1
     compaction_poll_interval_secs: float = 2.0

@@ -22,6 +22,7 @@ from strata_shared.domain.merge_policy import (
     WindowRules,
     plan_merges,
 )
+from strata_shared.domain.scheduler_rules import COMPACTION_ASSIGNMENT_ORDER, python_sort_key
 from strata_shared.domain.windows import is_window_closed
 from strata_shared.metastore.compaction_repository import CompactionRepository
 from strata_shared.metastore.models import IndexRow
@@ -111,8 +112,11 @@ async def plan_index(session: AsyncSession, index: IndexRow, now: datetime, *, w
 
 
 def _priority_order(operations: list[MergeOperation]) -> list[MergeOperation]:
-    # Small jobs first, as the scheduler does: when the queue bound cuts planning short, small merges get in.
-    return sorted(operations, key=lambda op: (op.level, op.num_rows, op.window_start, op.split_ids))
+    # In the order the scheduler hands jobs out: when the queue bound cuts planning short, what it would run
+    # first gets in (then the smaller job, and a stable order).
+    return sorted(operations, key=lambda op: (
+        python_sort_key(COMPACTION_ASSIGNMENT_ORDER, lambda column: getattr(op, column, None)),
+        op.num_rows, op.split_ids))
 
 
 async def _changed_windows(session: AsyncSession, index_uid: str, rules: WindowRules,

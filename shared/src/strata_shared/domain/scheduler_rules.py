@@ -18,18 +18,41 @@ T = TypeVar("T")
 
 @dataclass(frozen=True, slots=True)
 class SortKey:
-    """One ascending key of a queue's order; `nulls_first` puts "never set" ahead of every value."""
+    """One key of a queue's order, ascending unless `descending`; `nulls_first` puts "never set" ahead of every
+    value."""
 
     column: str
     nulls_first: bool = False
+    descending: bool = False
 
 
-# Small jobs first: lower level, then fewer failures, then the job whose earlier lease expired first (a job never
-# leased comes before any retry), then the oldest.
-COMPACTION_ASSIGNMENT_ORDER = (SortKey("level"), SortKey("failures"),
-                               SortKey("lease_expires_at", nulls_first=True), SortKey("job_id"))
+# Keeping up with writers that never stop (docs/architecture.md, "Priorities"):
+# - final merges of closed windows first ("final" sorts before "level"): a closed window gets one, so they cannot
+#   starve the rest, while a backlog of small merges in the open windows could starve them forever;
+# - then small jobs: lower level;
+# - then the newest window: it is where writers land and queries look, and an older open window's small splits
+#   get their final merge anyway once it closes;
+# - then fewer failures, then the job whose earlier lease expired first (a job never leased comes before any
+#   retry), then the oldest.
+COMPACTION_ASSIGNMENT_ORDER = (SortKey("kind"), SortKey("level"), SortKey("window_start", descending=True),
+                               SortKey("failures"), SortKey("lease_expires_at", nulls_first=True),
+                               SortKey("job_id"))
 # Fewest failures, then oldest first: the indexing lag is the age of the queue's head.
 INDEXING_ASSIGNMENT_ORDER = (SortKey("failures"), SortKey("created_at"), SortKey("job_id"))
+
+
+def python_sort_key(order: Sequence[SortKey], value_of: Callable[[str], object]) -> tuple:
+    """An order read in Python, as PostgreSQL applies it (a null last unless `nulls_first`): for what is ordered
+    before it reaches the database (merge operations a planner pass creates) and for the tests that check the
+    SQL against it. Descending keys must be numbers."""
+    out = []
+    for key in order:
+        value = value_of(key.column)
+        if value is None:
+            out.append((0 if key.nulls_first else 1, 0))
+        else:
+            out.append((1 if key.nulls_first else 0, -value if key.descending else value))
+    return tuple(out)
 
 
 def jobs_to_plan(reported_capacity: int, live_jobs: int, unassigned_jobs: int, queue_bound: int) -> int:

@@ -149,7 +149,10 @@ class LeaseQueue(Generic[J]):
         """Unassigned jobs of indexes not paused, in the queue's declared order (`domain.scheduler_rules`),
         locked (rows other schedulers hold are skipped) unless only counted."""
         columns = [(getattr(self.model, key.column), key) for key in order]
-        keys = [column.asc().nulls_first() if key.nulls_first else column.asc() for column, key in columns]
+        keys = []
+        for column, key in columns:
+            ordered = column.desc() if key.descending else column.asc()
+            keys.append(ordered.nulls_first() if key.nulls_first else ordered.nulls_last())
         stmt: Select = select(self.model).where(self.model.status == JobStatus.UNASSIGNED, self._not_paused(),
                                                 *where)
         stmt = stmt.order_by(*keys).limit(limit)
