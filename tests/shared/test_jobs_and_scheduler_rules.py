@@ -58,6 +58,17 @@ def test_planning_follows_capacity_within_the_queue_bound():
     assert jobs_to_plan(reported_capacity=0, live_jobs=0, unassigned_jobs=0, queue_bound=100) == 0
 
 
+def test_jobs_are_planned_ahead_in_batches_once_the_queue_runs_low() -> None:
+    # Enough waiting for what the worker asks: no pass at all (a pass reads whole windows).
+    assert jobs_to_plan(reported_capacity=2, live_jobs=5, unassigned_jobs=2, queue_bound=100, plan_ahead=8) == 0
+    # Running low: fill up to plan_ahead x capacity.
+    assert jobs_to_plan(reported_capacity=2, live_jobs=2, unassigned_jobs=1, queue_bound=100, plan_ahead=8) == 15
+    assert jobs_to_plan(reported_capacity=2, live_jobs=0, unassigned_jobs=0, queue_bound=100, plan_ahead=8) == 16
+    # Never past the queue bound, never without capacity.
+    assert jobs_to_plan(reported_capacity=2, live_jobs=95, unassigned_jobs=0, queue_bound=100, plan_ahead=8) == 5
+    assert jobs_to_plan(reported_capacity=0, live_jobs=0, unassigned_jobs=0, queue_bound=100, plan_ahead=8) == 0
+
+
 def _chosen(candidates, capacity, limits, running=()):
     return choose_within_limits(candidates, capacity, limits, list(running), key=lambda job: job)
 

@@ -42,12 +42,13 @@ def compaction_queue(state: AppState) -> QueueSpec[StatusUpdate, Assignment]:
         repo = CompactionRepository(session)
         counts = await repo.count_by_status()
         live = counts.get(JobStatus.UNASSIGNED, 0) + counts.get(JobStatus.IN_PROGRESS, 0)
-        # A pass reads every waiting split of the windows it plans, so it plans several polls' worth of jobs at
-        # once: one job per pass made a backlog of small splits cost a full window read per merge.
-        wanted = capacity * settings.compaction_plan_ahead
         # Waiting jobs a worker could take now: a paused index's or a capped tenant's backlog plans no less.
-        waiting = await repo.queue.assignable(COMPACTION_ASSIGNMENT_ORDER, wanted, limits)
-        budget = jobs_to_plan(wanted, live, waiting, settings.compaction_queue_bound)
+        waiting = await repo.queue.assignable(COMPACTION_ASSIGNMENT_ORDER, capacity * settings.compaction_plan_ahead,
+                                              limits)
+        # Several polls' worth of jobs per pass, and a pass only when they run out: one job per pass made a backlog
+        # of small splits cost a read of its whole window per merge.
+        budget = jobs_to_plan(capacity, live, waiting, settings.compaction_queue_bound,
+                              settings.compaction_plan_ahead)
         if budget > 0:
             await plan_incrementally(session, now, budget)
 

@@ -55,10 +55,15 @@ def python_sort_key(order: Sequence[SortKey], value_of: Callable[[str], object])
     return tuple(out)
 
 
-def jobs_to_plan(reported_capacity: int, live_jobs: int, unassigned_jobs: int, queue_bound: int) -> int:
-    """New jobs to create now: as many as the capacity a worker just reported, less what already waits for it,
-    within the queue bound."""
-    wanted = max(0, reported_capacity - unassigned_jobs)
+def jobs_to_plan(reported_capacity: int, live_jobs: int, unassigned_jobs: int, queue_bound: int,
+                 plan_ahead: int = 1) -> int:
+    """New jobs to create now. None while the jobs already waiting fill the capacity a worker just reported;
+    otherwise up to `plan_ahead` times that capacity, less what waits, within the queue bound. Planning in
+    batches (a pass reads every waiting split of its windows) and only once the queue runs low keeps the cost of
+    a pass off most polls."""
+    if reported_capacity <= 0 or unassigned_jobs >= reported_capacity:
+        return 0
+    wanted = reported_capacity * plan_ahead - unassigned_jobs
     return max(0, min(wanted, queue_bound - live_jobs))
 
 
