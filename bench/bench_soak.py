@@ -478,52 +478,58 @@ def run(stack, *, quick: bool = False, parts: tuple[str, ...] = PARTS, writers: 
 
 # -- the chart ------------------------------------------------------------------------------------------------
 
-SERIES = (("published_splits", "published splits", "#1f77b4"), ("splits_waiting", "splits waiting to merge",
-                                                                   "#ff7f0e"),
-          ("indexing_waiting", "artifact builds waiting", "#2ca02c"),
-          ("closed_not_final_age", "oldest closed window not final (s)", "#d62728"))
+COUNTS = (("published_splits", "published splits", "#1f77b4"),
+          ("splits_waiting", "splits waiting to merge", "#ff7f0e"),
+          ("indexing_waiting", "artifact builds waiting", "#2ca02c"))
+AGES = (("closed_not_final_age", "oldest closed window not final", "#d62728"),
+        ("indexing_oldest", "oldest artifact build waiting", "#9467bd"),
+        ("oldest_waiting_split_age", "oldest split waiting to merge", "#8c564b"))
 
 
 def draw_chart(result: dict[str, Any], path: Path) -> None:
-    """The debt over time as a plain SVG line chart (no plotting dependency)."""
+    """The debt over time as a plain SVG (no plotting dependency): counts above, ages in seconds below, and when
+    the writers stopped."""
     samples = result["samples"]
     if not samples:
         return
-    width, height, left, right, top, bottom = 900, 360, 60, 20, 40, 70
+    width, left, right = 900, 60, 20
     t_max = max(x["t"] for x in samples) or 1.0
-    y_max = max(max(x[key] for x in samples) for key, _, _ in SERIES) or 1.0
-    y_max = _nice(y_max)
 
     def px(t: float) -> float:
         return left + (width - left - right) * t / t_max
 
-    def py(v: float) -> float:
-        return top + (height - top - bottom) * (1 - v / y_max)
-
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-             f'font-family="sans-serif" font-size="12">',
-             f'<rect width="{width}" height="{height}" fill="white"/>',
-             f'<text x="{left}" y="20" font-size="14">Debt over time: {result["writers"]} writers, '
+    parts = [f'<text x="{left}" y="20" font-size="14">Debt over time: {result["writers"]} writers, '
              f'{result["rate"]:g} requests/s of {result["rows"]} rows, {result["seconds"]:.0f} s, then drain</text>']
-    for i in range(6):
-        v = y_max * i / 5
-        parts.append(f'<line x1="{left}" x2="{width - right}" y1="{py(v):.1f}" y2="{py(v):.1f}" stroke="#ddd"/>')
-        parts.append(f'<text x="{left - 6}" y="{py(v) + 4:.1f}" text-anchor="end">{v:g}</text>')
+    top = 40
+    for series, unit in ((COUNTS, ""), (AGES, "s")):
+        height = 200
+        y_max = _nice(max(max(x[key] for x in samples) for key, _, _ in series) or 1.0)
+
+        def py(v: float, top: int = top, height: int = height, y_max: float = y_max) -> float:
+            return top + height * (1 - v / y_max)
+
+        for i in range(6):
+            v = y_max * i / 5
+            parts.append(f'<line x1="{left}" x2="{width - right}" y1="{py(v):.1f}" y2="{py(v):.1f}" stroke="#ddd"/>')
+            parts.append(f'<text x="{left - 6}" y="{py(v) + 4:.1f}" text-anchor="end">{v:g}{unit}</text>')
+        stop_x = px(result["load_end"])
+        parts.append(f'<line x1="{stop_x:.1f}" x2="{stop_x:.1f}" y1="{top}" y2="{top + height}" stroke="#555" '
+                     f'stroke-dasharray="4,3"/>')
+        parts.append(f'<text x="{stop_x + 4:.1f}" y="{top + 12}">writers stop</text>')
+        for n, (key, label, color) in enumerate(series):
+            points = " ".join(f"{px(x['t']):.1f},{py(x[key]):.1f}" for x in samples)
+            parts.append(f'<polyline fill="none" stroke="{color}" stroke-width="1.8" points="{points}"/>')
+            lx = left + n * 260
+            parts.append(f'<rect x="{lx}" y="{top + height + 12}" width="12" height="3" fill="{color}"/>')
+            parts.append(f'<text x="{lx + 16}" y="{top + height + 17}">{label}</text>')
+        top += height + 50
     for i in range(7):
         t = t_max * i / 6
-        parts.append(f'<text x="{px(t):.1f}" y="{height - bottom + 16}" text-anchor="middle">{t:.0f}s</text>')
-    stop_x = px(result["load_end"])
-    parts.append(f'<line x1="{stop_x:.1f}" x2="{stop_x:.1f}" y1="{top}" y2="{height - bottom}" stroke="#555" '
-                 f'stroke-dasharray="4,3"/>')
-    parts.append(f'<text x="{stop_x + 4:.1f}" y="{top + 12}">writers stop</text>')
-    for n, (key, label, color) in enumerate(SERIES):
-        points = " ".join(f"{px(x['t']):.1f},{py(x[key]):.1f}" for x in samples)
-        parts.append(f'<polyline fill="none" stroke="{color}" stroke-width="1.8" points="{points}"/>')
-        lx = left + n * 210
-        parts.append(f'<rect x="{lx}" y="{height - 30}" width="12" height="3" fill="{color}"/>')
-        parts.append(f'<text x="{lx + 16}" y="{height - 25}">{label}</text>')
-    parts.append("</svg>")
-    path.write_text("\n".join(parts) + "\n")
+        parts.append(f'<text x="{px(t):.1f}" y="{top - 8}" text-anchor="middle">{t:.0f}s</text>')
+    total = top + 10
+    path.write_text("\n".join([f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{total}" '
+                               f'font-family="sans-serif" font-size="12">',
+                               f'<rect width="{width}" height="{total}" fill="white"/>', *parts, "</svg>"]) + "\n")
 
 
 def _nice(value: float) -> float:

@@ -171,13 +171,23 @@ async def test_deleting_an_index_cancels_its_live_jobs(indexer, planner, keys):
 
 
 async def test_polling_plans_new_jobs_in_proportion_to_capacity(indexer, planner, keys):
+    """A poll plans up to plan_ahead (8) jobs per free slot, and no pass at all while enough wait."""
     index_ids = [(await _index_with_splits(indexer, keys, 3))[0] for _ in range(3)]
+
+    async def unassigned() -> list[dict]:
+        return (await planner.get("/v1/compaction/jobs", params={"status": "unassigned"},
+                                  headers=keys.header(keys.worker))).json()["jobs"]
+
     first = await poll(planner, keys, "w", capacity=2)
-    assert len(first["assignments"]) == 2, "the poll planned two jobs for two free slots"
-    jobs = (await planner.get("/v1/compaction/jobs", params={"status": "unassigned"},
-                              headers=keys.header(keys.worker))).json()["jobs"]
-    assert jobs == [], "no more jobs than the reported capacity"
+    assert len(first["assignments"]) == 2, "two jobs for two free slots"
     assert len({a["index_uid"] for a in first["assignments"]}) == 2
+    [ahead] = await unassigned()  # the third index's merge, planned in the same pass
+    await _index_with_splits(indexer, keys, 3)
+    second = await poll(planner, keys, "w", capacity=1)
+    assert [a["job_id"] for a in second["assignments"]] == [ahead["job_id"]]
+    assert await unassigned() == [], "one job waited for the one free slot: no pass, the new index waits"
+    third = await poll(planner, keys, "w", capacity=1)
+    assert len(third["assignments"]) == 1, "the queue ran out: a pass plans the new index"
     assert len(index_ids) == 3
 
 
