@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import time
 import zlib
-from concurrent.futures import Executor, ThreadPoolExecutor
+from concurrent.futures import Executor
 
 import numpy as np
 import pyarrow as pa
@@ -75,6 +75,7 @@ from strata_jobs.merge_spec import (
     spec_to_json,
 )
 from strata_jobs.merge_verify import Verifier, written_schema_problem
+from strata_jobs.worker_threads import INLINE_MAX_ROWS, worker_threads
 from strata_shared.domain.sort_schema import SortSchema
 from strata_shared.domain.split import SplitMetadata, SplitState
 from strata_shared.splitfile.writer import row_group_spans
@@ -182,7 +183,8 @@ def run_merge(spec: MergeSpec) -> MergeResult:
         total_rows = sum(i.rows for i in inputs)
         total_bytes = sum(i.size_bytes for i in inputs)
         clock.add("footers", time.perf_counter() - started)
-        columns, input_checksum = read_all(inputs, union, clock, stats)
+        inline = total_rows <= INLINE_MAX_ROWS
+        columns, input_checksum = read_all(inputs, union, clock, stats, inline=inline)
     finally:
         close_inputs(inputs)
     inputs_for_segments = [(0, 0)] * len(inputs)
@@ -193,7 +195,7 @@ def run_merge(spec: MergeSpec) -> MergeResult:
 
     started = time.perf_counter()
     method = AUTO_ORDER_METHOD if spec.order_method == "auto" else spec.order_method
-    with ThreadPoolExecutor(max_workers=BUILD_THREADS, thread_name_prefix="merge-key") as pool:
+    with worker_threads(BUILD_THREADS, "merge-key", inline=inline) as pool:
         key = build_sort_key(columns, schema, pool)
     clock.add("sort_key", time.perf_counter() - started)
     started = time.perf_counter()
@@ -222,8 +224,8 @@ def run_merge(spec: MergeSpec) -> MergeResult:
     max_output_table = max_output_file = 0
     prefix = spec.output_uri_prefix.rstrip("/")
     try:
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="merge-write") as writer, \
-                ThreadPoolExecutor(max_workers=BUILD_THREADS, thread_name_prefix="merge-build") as builders:
+        with worker_threads(1, "merge-write", inline=inline) as writer, \
+                worker_threads(BUILD_THREADS, "merge-build", inline=inline) as builders:
             plan = _plan_outputs(total_rows, total_bytes, spec)
             for number, (begin, end) in enumerate(plan):
                 started = time.perf_counter()

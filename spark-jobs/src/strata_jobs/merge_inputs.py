@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -15,6 +15,7 @@ from strata_jobs import merge_output
 from strata_jobs.merge_columns import ColumnBuilder, SourceColumn, is_dict_type
 from strata_jobs.merge_spec import MergeInput, MergeTypeConflict, MergeVerificationError
 from strata_jobs.row_checksum import combine, table_checksum
+from strata_jobs.worker_threads import worker_threads
 from strata_shared.domain.fields import field_type_of
 
 # Threads finishing the columns (dictionary unification) once every input is read.
@@ -132,7 +133,7 @@ def _normalize(table: pa.Table, union: pa.Schema, split_id: str) -> dict[str, pa
     return out
 
 
-def read_all(inputs: list[InputSplit], union: pa.Schema, clock: Clock, stats: dict
+def read_all(inputs: list[InputSplit], union: pa.Schema, clock: Clock, stats: dict, *, inline: bool = False
               ) -> tuple[dict[str, SourceColumn], int]:
     """Every input into the merge's column form, and the inputs' row checksum, as a pipeline: a reader thread
     reads (and casts) input i+1 while a hasher thread hashes input i and this thread copies it; at most three
@@ -142,8 +143,8 @@ def read_all(inputs: list[InputSplit], union: pa.Schema, clock: Clock, stats: di
     checksum = 0
     largest_tables = [0, 0, 0]
     hashing: deque[Future] = deque()
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="merge-read") as reader, \
-            ThreadPoolExecutor(max_workers=1, thread_name_prefix="merge-hash") as hasher:
+    with worker_threads(1, "merge-read", inline=inline) as reader, \
+            worker_threads(1, "merge-hash", inline=inline) as hasher:
         pending = reader.submit(_read_one, inputs[0], union) if inputs else None
         for position, item in enumerate(inputs):
             started = time.perf_counter()
@@ -171,7 +172,7 @@ def read_all(inputs: list[InputSplit], union: pa.Schema, clock: Clock, stats: di
             checksum = combine(checksum, part)
             clock.add("checksum_inputs", seconds)
     started = time.perf_counter()
-    with ThreadPoolExecutor(max_workers=FINISH_THREADS, thread_name_prefix="merge-finish") as pool:
+    with worker_threads(FINISH_THREADS, "merge-finish", inline=inline) as pool:
         built = dict(zip(builders, pool.map(ColumnBuilder.finish, builders.values()), strict=True))
     clock.add("copy_inputs", time.perf_counter() - started)
     stats["input_tables_bytes_max3"] = sum(largest_tables)
