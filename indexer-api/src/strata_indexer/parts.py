@@ -1,0 +1,29 @@
+"""What indexer-api keeps for its lifetime besides the common state: the indexing-lag gauges and the ingest group
+committer (the groups in flight of every scope)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fastapi import FastAPI
+
+from strata_indexer.indexing.background import IndexingMetrics
+from strata_indexer.ingest.group_commit import GroupCommitter
+from strata_indexer.ingest.service import IngestCommitter
+from strata_shared.web.state import AppState
+
+
+@dataclass(frozen=True, slots=True)
+class IndexerParts:
+    metrics: IndexingMetrics
+    ingest: IngestCommitter
+
+
+async def install_parts(app: FastAPI) -> None:
+    state: AppState[IndexerParts] = app.state.strata
+    settings = state.settings
+    state.parts = IndexerParts(
+        metrics=IndexingMetrics(state.registry),
+        ingest=GroupCommitter(enabled=settings.ingest_group_commit, max_rows=settings.ingest_group_max_rows,
+                              max_bytes=settings.ingest_group_max_bytes),
+    )
