@@ -66,6 +66,10 @@ class GroupCommitter(Generic[T, R]):
         self._busy: dict[Hashable, deque[_Group[T, R]]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
 
+    def waiting(self) -> int:
+        """Requests waiting for the commit in flight of their scope to end."""
+        return sum(len(group.items) for groups in self._busy.values() for group in groups)
+
     async def submit(self, scope: Hashable, item: T, *, rows: int, nbytes: int,
                      commit: Callable[[list[T]], Awaitable[R]]) -> R:
         """Commit `item` with whatever else of `scope` waits for the same commit; `commit` gets the group's items."""
