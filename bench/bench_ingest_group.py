@@ -28,18 +28,21 @@ from bench.harness import Stack
 SECTION = "ingest_group"
 ROWS_PER_REQUEST = 200
 RATE_PER_WRITER = 50.0
+WINDOW = 900  # the index's window (metrics_index_config)
 NDJSON = "application/x-ndjson"
 MODES = ("on", "off")
 
 
 def _bodies(writer: int, count: int, seed: int) -> list[bytes]:
-    """NDJSON bodies of this writer's hosts, timestamps in the last minute (nothing late)."""
+    """NDJSON bodies of this writer's hosts, timestamps in the last minute of the current window only: a request
+    spanning two windows would count two splits whatever the mode."""
     rng = random.Random(seed * 1000 + writer)
     now = int(time.time())
+    span = min(60, now % WINDOW + 1)
     bodies = []
     for _ in range(count):
         rows = [{"metric_name": f"app.metric_{rng.randrange(50):02d}", "service": f"service-{rng.randrange(10)}",
-                 "host": f"host-{writer}-{rng.randrange(100):03d}", "timestamp_secs": now - rng.randrange(60),
+                 "host": f"host-{writer}-{rng.randrange(100):03d}", "timestamp_secs": now - rng.randrange(span),
                  "value": rng.random() * 100.0} for _ in range(ROWS_PER_REQUEST)]
         bodies.append(b"".join(json.dumps(r).encode() + b"\n" for r in rows))
     return bodies

@@ -1,7 +1,7 @@
 """Group commit of ingest requests against real PostgreSQL and storage: concurrent requests of one scope become
 fewer splits holding exactly the union of their rows (each split one window, TW-1, and sorted, MC-3), each answer
-counts its own rows; a bad body is refused alone; a failed write fails its whole group and publishes nothing;
-two tenants never share a split (CS-1); turned off, every request is its own split.
+counts its own rows; a bad body is refused alone; a failed write (storage or PostgreSQL) fails its whole group
+and publishes nothing; two tenants never share a split (CS-1); turned off, every request is its own split.
 
 The first write of a test is held at the storage until the requests meant to join the next group wait for it, so
 what forms a group does not depend on timing."""
@@ -25,6 +25,8 @@ from asgi_lifespan import LifespanManager
 
 from strata_services.sample_data import metrics_index_config
 from strata_shared.domain.sort_schema import SortSchema, is_sorted
+from strata_shared.metastore.engine import database_unavailable
+from strata_shared.metastore.repositories import SplitRepository
 from tests.helpers import ARROW, NDJSON, arrow_stream, assert_problem, ndjson, unique_index_id
 
 SORT = SortSchema.parse(metrics_index_config("x")["sort_schema"])
@@ -187,10 +189,22 @@ async def test_a_bad_body_among_concurrent_good_ones_is_refused_alone(indexer, k
     assert sorted(s["num_rows"] for s in published) == [5, 40]
 
 
+@pytest.mark.parametrize("failing", ["storage", "postgres"])
 async def test_a_failed_write_fails_the_whole_group_with_one_problem_and_publishes_nothing_of_it(indexer, keys,
-                                                                                                 storage, monkeypatch):
+                                                                                                 storage, monkeypatch,
+                                                                                                 failing):
     index_id = await _create(indexer, keys)
-    held = HeldStorage(monkeypatch, indexer.app, fail_after_first=True)
+    held = HeldStorage(monkeypatch, indexer.app, fail_after_first=failing == "storage")
+    if failing == "postgres":
+        real_insert = SplitRepository.insert
+        inserts = itertools.count()
+
+        async def insert(self, splits):
+            if next(inserts):  # the leader's stage goes through, the group's finds PostgreSQL gone
+                raise database_unavailable("test-postgres", ConnectionRefusedError("connection refused"))
+            await real_insert(self, splits)
+
+        monkeypatch.setattr(SplitRepository, "insert", insert)
     leader = await _hold_first(indexer, keys, index_id, held)
     bodies = [ndjson(_rows(10, _window(back=i % 2), f"f{i}")) for i in range(4)]
     requests = [asyncio.create_task(_ingest(indexer, keys, index_id, body)) for body in bodies]
@@ -198,8 +212,10 @@ async def test_a_failed_write_fails_the_whole_group_with_one_problem_and_publish
     answers = [await r for r in requests]
     kept = (await leader).json()
 
-    problems = [assert_problem(a, 503, "unavailable") for a in answers]
-    assert len({p["detail"] for p in problems}) == 1 and "storage went away" in problems[0]["detail"]
+    slug, words = {"storage": ("unavailable", "storage went away"),
+                   "postgres": ("database-unavailable", "connection refused")}[failing]
+    problems = [assert_problem(a, 503, slug) for a in answers]
+    assert len({p["detail"] for p in problems}) == 1 and words in problems[0]["detail"]
     published = await _splits(indexer, keys, index_id)
     assert [s["split_id"] for s in published] == kept["split_ids"]
     assert await _splits(indexer, keys, index_id, "staged") == []
