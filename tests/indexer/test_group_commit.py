@@ -35,8 +35,10 @@ class HeldCommits:
         return tuple(items)
 
 
-def _committer(max_rows: int = 1_000, max_bytes: int = 1_000, enabled: bool = True) -> GroupCommitter:
-    return GroupCommitter(enabled=enabled, max_rows=max_rows, max_bytes=max_bytes)
+def _committer(max_rows: int = 1_000, max_bytes: int = 1_000, enabled: bool = True,
+               sizes: list[int] | None = None) -> GroupCommitter:
+    return GroupCommitter(enabled=enabled, max_rows=max_rows, max_bytes=max_bytes,
+                          on_commit=None if sizes is None else sizes.append)
 
 
 async def test_an_idle_scope_commits_the_first_request_at_once_and_alone():
@@ -49,7 +51,8 @@ async def test_an_idle_scope_commits_the_first_request_at_once_and_alone():
 
 
 async def test_requests_arriving_during_a_commit_are_committed_together_next():
-    committer = _committer()
+    sizes: list[int] = []
+    committer = _committer(sizes=sizes)
     commits = HeldCommits()
     first = asyncio.create_task(committer.submit("s", "a", rows=1, nbytes=1, commit=commits))
     await _until(lambda: commits.calls)
@@ -58,6 +61,7 @@ async def test_requests_arriving_during_a_commit_are_committed_together_next():
     commits.release.set()
     assert await asyncio.gather(first, *followers) == [("a",)] + [("b", "c", "d")] * 3
     assert commits.calls == [["a"], ["b", "c", "d"]]
+    assert sizes == [1, 3]
 
 
 async def test_another_scope_is_never_held_behind_a_commit_in_flight():
@@ -118,7 +122,8 @@ async def test_a_request_that_goes_away_does_not_cancel_its_group():
 
 
 async def test_turned_off_every_request_commits_alone_and_at_once():
-    committer = _committer(enabled=False)
+    sizes: list[int] = []
+    committer = _committer(enabled=False, sizes=sizes)
     commits = HeldCommits()
     first = asyncio.create_task(committer.submit("s", "a", rows=1, nbytes=1, commit=commits))
     await _until(lambda: commits.calls)
@@ -127,3 +132,4 @@ async def test_turned_off_every_request_commits_alone_and_at_once():
     commits.release.set()
     assert await asyncio.gather(first, second) == [("a",), ("b",)]
     assert commits.calls == [["a"], ["b"]]
+    assert sizes == [1, 1]

@@ -166,6 +166,8 @@ async def test_concurrent_requests_become_one_split_per_window_holding_exactly_t
         sent.update(_key(r) for r in rows if r["timestamp_secs"] is None or r["timestamp_secs"] >= _window(back=4))
     assert _stored_rows(storage, published) == sent
     assert await _splits(indexer, keys, index_id, "staged") == []
+    metrics = (await indexer.get("/metrics")).text
+    assert "strata_ingest_group_requests_bucket" in metrics
 
 
 async def test_a_bad_body_among_concurrent_good_ones_is_refused_alone(indexer, keys, storage, monkeypatch):

@@ -58,10 +58,13 @@ class _Group(Generic[T, R]):
 
 
 class GroupCommitter(Generic[T, R]):
-    def __init__(self, *, enabled: bool, max_rows: int, max_bytes: int) -> None:
+    def __init__(self, *, enabled: bool, max_rows: int, max_bytes: int,
+                 on_commit: Callable[[int], None] | None = None) -> None:
         self.enabled = enabled
         self.max_rows = max_rows
         self.max_bytes = max_bytes
+        # Told the size of every group committed (a metric: how much grouping the load gives).
+        self.on_commit = on_commit
         # A scope is here exactly while one of its commits is in flight, with the groups waiting for it to end.
         self._busy: dict[Hashable, deque[_Group[T, R]]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
@@ -74,6 +77,7 @@ class GroupCommitter(Generic[T, R]):
                      commit: Callable[[list[T]], Awaitable[R]]) -> R:
         """Commit `item` with whatever else of `scope` waits for the same commit; `commit` gets the group's items."""
         if not self.enabled:
+            self._observe(1)
             return await commit([item])
         waiting = self._busy.get(scope)
         if waiting is None:
@@ -91,9 +95,14 @@ class GroupCommitter(Generic[T, R]):
             waiter = group.add(item, rows, nbytes)
         return await waiter
 
+    def _observe(self, requests: int) -> None:
+        if self.on_commit is not None:
+            self.on_commit(requests)
+
     async def _run(self, scope: Hashable, waiting: deque[_Group[T, R]], group: _Group[T, R]) -> None:
         try:
             while True:
+                self._observe(len(group.items))
                 try:
                     result = await group.commit(group.items)
                 except Exception as exc:  # noqa: BLE001 - the group's requests answer it, each with this problem
