@@ -160,16 +160,8 @@ class IndexerServer:
         self.base_url = ""
 
     def start(self, timeout: float = 60.0) -> None:
-        payload = json.dumps(
-            {
-                "database_url": self.settings.database_url,
-                "storage_uri": self.settings.storage_uri,
-                "api_keys": self.settings.api_keys,
-                "max_ingest_bytes": self.settings.max_ingest_bytes,
-                "max_register_batch": self.settings.max_register_batch,
-                "home": str(self.settings.home),
-            }
-        )
+        # Every setting the harness or a benchmark set explicitly (start_indexer's overrides included), nothing else.
+        payload = json.dumps(self.settings.model_dump(mode="json", exclude_unset=True))
         last_error = ""
         for _attempt in range(3):
             port = _free_port()

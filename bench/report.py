@@ -26,7 +26,7 @@ the markers (such as a hand-written analysis) is kept as it is.
 """
 
 # The order new sections are placed in when the file does not have them yet.
-SECTION_ORDER = ["machine", "ingest", "register", "metastore", "merge", "planner"]
+SECTION_ORDER = ["machine", "ingest", "ingest_group", "register", "metastore", "merge", "planner"]
 
 
 def _block(name: str, body: str) -> str:

@@ -1,7 +1,7 @@
 """Run every benchmark on one stack and rewrite their sections of docs/benchmarks.md.
 
-    .tools/bin/uv run python -m bench.run                 # all: ingest, register, metastore, merge, planner, artifacts,
-                                                          # query, cluster
+    .tools/bin/uv run python -m bench.run                 # all: ingest, ingest_group, register, metastore, merge,
+                                                          # planner, artifacts, query, cluster
     .tools/bin/uv run python -m bench.run ingest register # some of them
     .tools/bin/uv run python -m bench.run --quick         # small sizes, to check the harness (do not publish)
 
@@ -23,6 +23,7 @@ from bench import (  # noqa: E402
     bench_cluster,
     bench_engines,
     bench_ingest,
+    bench_ingest_group,
     bench_merge,
     bench_metastore,
     bench_planner,
@@ -32,7 +33,8 @@ from bench import (  # noqa: E402
 )
 from bench.report import run_and_write  # noqa: E402
 
-NAMES = ("ingest", "register", "metastore", "merge", "planner", "artifacts", "query", "cluster", "engines", "soak")
+NAMES = ("ingest", "ingest_group", "register", "metastore", "merge", "planner", "artifacts", "query", "cluster",
+         "engines", "soak")
 
 
 def main() -> int:
@@ -65,6 +67,10 @@ def main() -> int:
     benchmarks = {
         "ingest": lambda stack: bench_ingest.render(
             bench_ingest.run(stack, rows=100_000 if quick else 1_000_000, runs=2 if quick else args.runs)
+        ),
+        "ingest_group": lambda stack: bench_ingest_group.render(
+            bench_ingest_group.run(stack, writer_counts=(1, 4) if quick else (1, 4, 8), seconds=2 if quick else 10,
+                                   rounds=1 if quick else 2)
         ),
         "register": lambda stack: bench_register.render(
             bench_register.run(stack, splits=1_000 if quick else 10_000, batch=500 if quick else 1_000)

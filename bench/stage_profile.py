@@ -42,8 +42,10 @@ from bench.harness import Stack
 # any frame of its stack; samples matching none are shown by their leaf frame.
 INGEST_STAGES: list[tuple[str, tuple[str, ...]]] = [
     ("decode body (ipc read, cast)", ("decode_body (",)),
-    ("cut_batch: pc.sort_indices", ("sort_indices (strata_shared/domain/sort_schema.py",)),
-    ("cut_batch: take, window starts, slices", ("cut_batch (",)),
+    ("cut: pc.sort_indices", ("sort_indices (strata_shared/domain/sort_schema.py",)),
+    # The server cuts in two steps (admit_rows per request, cut_admitted per group); the in-process part calls
+    # cut_batch, which is the two in a row.
+    ("cut: late rows, window starts, take, slices", ("admit_rows (", "cut_admitted (", "cut_batch (")),
     ("column stats + regex", ("compute_column_stats (",)),
     ("encode_split (parquet to memory, copy, re-read footer)", ("encode_split (",)),
     ("storage write_bytes (file write + rename)", ("write_bytes (",)),

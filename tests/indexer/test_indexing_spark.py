@@ -67,7 +67,7 @@ async def test_every_published_file_gets_a_published_snapshot(indexer, keys, sto
 
     lag = (await indexer.get("/v1/indexing/lag", headers=keys.header(keys.writer))).json()["indexes"]
     assert not [entry for entry in lag if entry["index_id"] == index_id]
-    await indexer.app.state.strata.own().refresh(indexer.app.state.strata)
+    await indexer.app.state.strata.own().metrics.refresh(indexer.app.state.strata)
     metrics = (await indexer.get("/metrics")).text
     assert "strata_indexing_lag_files" in metrics and f'index_id="{index_id}"' not in metrics
 

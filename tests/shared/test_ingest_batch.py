@@ -1,5 +1,6 @@
 """Cutting a batch: every row lands exactly once in the window of its timestamp (TW-1), late rows are dropped and
-counted, null timestamps go to window 0, and every part is sorted (MC-3)."""
+counted, null timestamps go to window 0, and every part is sorted (MC-3); several batches cut together (group
+commit) give one part per window holding exactly their rows, each batch keeping its own counts."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from strata_shared.domain.ingest_batch import cut_batch, timestamp_seconds
+from strata_shared.domain.ingest_batch import admit_rows, cut_admitted, cut_batch, timestamp_seconds
 from strata_shared.domain.sort_schema import SortSchema, is_sorted
 
 SCHEMA = pa.schema([("metric", pa.string()), ("ts", pa.int64()), ("v", pa.float64())])
@@ -42,6 +43,34 @@ def test_cut_preserves_rows_and_windows(rows, duration, late):
             expected_start = 0 if row["ts"] is None else row["ts"] - row["ts"] % duration
             assert expected_start == part.window_start
     assert written == kept
+
+
+_ROW = st.tuples(st.one_of(st.none(), st.sampled_from("abc")), st.one_of(st.none(), st.integers(NOW - 5000, NOW + 100)),
+                 st.floats(allow_nan=False, width=32))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.lists(_ROW, max_size=30), min_size=1, max_size=5), st.sampled_from([60, 900]))
+def test_batches_cut_together_are_one_sorted_part_per_window_and_keep_their_own_counts(batches, duration):
+    tables = [pa.Table.from_pylist([{"metric": m, "ts": t, "v": v} for m, t, v in rows], schema=SCHEMA)
+              for rows in batches]
+    admitted = [admit_rows(table, "ts", duration, 600, NOW) for table in tables]
+    parts = cut_admitted(admitted, SORT)
+
+    for rows, batch in zip(batches, admitted, strict=True):
+        kept = [t for _, t, _ in rows if t is None or t >= NOW - 600]
+        assert (batch.rows_received, batch.rows_dropped_late, batch.rows_null_timestamp) == (
+            len(rows), len(rows) - len(kept), sum(1 for t in kept if t is None))
+        assert batch.rows_by_window() == dict(Counter(0 if t is None else t - t % duration for t in kept))
+    starts = [p.window_start for p in parts]
+    assert starts == sorted(set(starts)), "one part per window (TW-1)"
+    written: Counter = Counter()
+    for part in parts:
+        assert is_sorted(part.table, SORT), "MC-3"
+        written.update((r["metric"], r["ts"], r["v"]) for r in part.table.to_pylist())
+    assert written == Counter(row for rows in batches for row in rows if row[1] is None or row[1] >= NOW - 600)
+    assert {p.window_start: p.table.num_rows for p in parts} == dict(
+        sum((Counter(b.rows_by_window()) for b in admitted), Counter()))
 
 
 def test_microsecond_timestamps_floor_to_seconds():

@@ -6,9 +6,10 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from strata_indexer.indexes.router import router as indexes_router
-from strata_indexer.indexing.background import install_metrics, start_background
+from strata_indexer.indexing.background import start_background
 from strata_indexer.indexing.router import router as indexing_router
 from strata_indexer.ingest.router import router as ingest_router
+from strata_indexer.parts import install_parts
 from strata_indexer.splits.router import router as splits_router
 from strata_shared.clock import Clock
 from strata_shared.config import Settings
@@ -23,7 +24,7 @@ def create_app(settings: Settings, *, background: bool = True, clock: Clock | No
         if clock is not None:
             app.state.strata.clock = clock
 
-    startup = [install_clock, install_metrics, *([start_background] if background else [])]
+    startup = [install_clock, install_parts, *([start_background] if background else [])]
     return build_app(
         settings,
         service="indexer-api",

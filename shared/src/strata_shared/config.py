@@ -47,6 +47,13 @@ class Settings(BaseSettings):
 
     # Ingestion reads the body as a stream and answers 413 past this many bytes.
     max_ingest_bytes: int = 256 * 1024 * 1024
+    # Group commit: ingest requests of one scope (index, partition, source) that arrive while a commit of that scope
+    # is in flight are written together, as one split per window, at the next commit (docs/architecture.md, "Write
+    # path"). A group stops growing at these many decoded rows or Arrow bytes; a request larger alone is its own
+    # group. Off, every request is committed alone, as its own split per window.
+    ingest_group_commit: bool = True
+    ingest_group_max_rows: int = Field(1_000_000, ge=1)
+    ingest_group_max_bytes: int = Field(256 * 1024 * 1024, ge=1)
     # Registration batches larger than this are refused whole (422) rather than half-processed.
     max_register_batch: int = 5_000
     readiness_timeout_secs: float = 3.0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+from typing import TYPE_CHECKING
 
 from fastapi import FastAPI
 from prometheus_client import Gauge
@@ -14,6 +15,9 @@ from strata_indexer.indexing.lag import lag_by_index
 from strata_shared.web.auth import Scope
 from strata_shared.web.state import AppState
 from strata_shared.workers.background import Background
+
+if TYPE_CHECKING:
+    from strata_indexer.parts import IndexerParts
 
 log = logging.getLogger("strata.indexer")
 
@@ -36,16 +40,11 @@ class IndexingMetrics:
             self.oldest.labels(lag.index_id).set(lag.oldest_waiting_secs or 0.0)
 
 
-async def install_metrics(app: FastAPI) -> None:
-    state: AppState[IndexingMetrics] = app.state.strata
-    state.parts = IndexingMetrics(state.registry)
-
-
 async def start_background(app: FastAPI) -> None:
-    state: AppState[IndexingMetrics] = app.state.strata
+    state: AppState[IndexerParts] = app.state.strata
     settings = state.settings
     background = state.background = Background()
-    metrics = state.own()
+    metrics = state.own().metrics
     background.every(settings.janitor_interval_secs, lambda: run_janitor(state, state.clock()), "janitor")
     background.every(10.0, lambda: metrics.refresh(state), "lag metrics")
     if settings.indexing_worker_slots > 0 and state.spark is not None:

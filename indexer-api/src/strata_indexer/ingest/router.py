@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from strata_indexer.ingest.body import read_limited
 from strata_indexer.ingest.decode import ARROW_STREAM_TYPES, NDJSON_TYPES, media_kind
@@ -22,15 +22,18 @@ router = APIRouter(prefix="/v1/indexes", tags=["ingest"])
 class IngestedSplit(BaseModel):
     split_id: str
     window_start: int
-    num_rows: int
+    num_rows: int = Field(description="Rows of the whole split, which may hold rows of other requests committed "
+                                      "with this one (group commit).")
+    rows_of_request: int = Field(description="Rows of this request in the split.")
     size_bytes: int
     uri: str
 
 
 class IngestResponse(BaseModel):
     index_id: str
-    split_ids: list[str]
-    splits: list[IngestedSplit]
+    split_ids: list[str] = Field(description="The published splits holding this request's rows, one per window.")
+    splits: list[IngestedSplit] = Field(description="The published splits holding this request's rows, one per "
+                                                    "window; a split may hold rows of other requests too.")
     rows_received: int
     rows_written: int
     rows_dropped_late: int
@@ -65,20 +68,26 @@ async def ingest(
     """Ingest rows, sent as an Arrow IPC stream (`application/vnd.apache.arrow.stream`, or
     `application/octet-stream` as generated clients send bytes) or as NDJSON (`application/x-ndjson`): one
     sorted split per time window (TW-1), rows older than the late-data window dropped and counted, null
-    timestamps in window 0. The partition defaults to the key's tenant, else `default`. A body that does not
-    decode is a 400 naming the NDJSON line or the Arrow column; a media type not listed here is a 415."""
+    timestamps in window 0. Requests of the same index, partition and source that arrive while one of them is
+    being written are written together (group commit): the answer comes once the group's splits are published,
+    and a split may then hold rows of several requests. The partition defaults to the key's tenant, else
+    `default`. A body that does not decode is a 400 naming the NDJSON line or the Arrow column, refused alone; a
+    media type not listed here is a 415; a failed write (storage, PostgreSQL) fails every request of its group
+    with the same 503, and nothing of the group is published."""
     partition = partition_id or principal.tenant or "default"
     principal.check_tenant(partition)
     index = await load_live_index(session, index_id)
     await session.commit()  # end the read transaction now: the ingest below must not hold a connection idle
     kind = media_kind(request.headers.get("content-type"))
     body = await read_limited(request, state.settings.max_ingest_bytes)
-    outcome = await ingest_table(state, index, body, kind, partition_id=partition, source_id=source_id)
+    outcome = await ingest_table(state, state.own().ingest, index, body, kind, partition_id=partition,
+                                 source_id=source_id)
     return IngestResponse(
         index_id=index_id,
-        split_ids=[s.split_id for s in outcome.splits],
-        splits=[IngestedSplit(split_id=s.split_id, window_start=s.window_start, num_rows=s.num_rows,
-                              size_bytes=s.size_bytes, uri=s.uri) for s in outcome.splits],
+        split_ids=[s.split.split_id for s in outcome.splits],
+        splits=[IngestedSplit(split_id=s.split.split_id, window_start=s.split.window_start,
+                              num_rows=s.split.num_rows, rows_of_request=s.rows_of_request,
+                              size_bytes=s.split.size_bytes, uri=s.split.uri) for s in outcome.splits],
         rows_received=outcome.rows_received,
         rows_written=outcome.rows_written,
         rows_dropped_late=outcome.rows_dropped_late,

@@ -1,4 +1,5 @@
-"""Ingestion: a batch becomes one sorted split per window, staged, uploaded, then published.
+"""Ingestion: a request's rows, with those of the other requests of its group (group_commit.py), become one sorted
+split per window, staged, uploaded, then published.
 
 The metastore row is staged before the upload and published after it, so a crash in between leaves a staged row
 that names the object (reconcilable), never a published split whose file is missing.
@@ -11,13 +12,13 @@ import logging
 import time
 from dataclasses import dataclass
 
-import pyarrow as pa
 from ulid import ULID
 
 from strata_indexer.ingest.decode import decode_body
+from strata_indexer.ingest.group_commit import GroupCommitter
 from strata_shared.domain.column_stats import compute_column_stats
 from strata_shared.domain.index_config import IndexSettings
-from strata_shared.domain.ingest_batch import CutBatch, cut_batch
+from strata_shared.domain.ingest_batch import AdmittedRows, admit_rows, cut_admitted
 from strata_shared.domain.split import SplitMetadata
 from strata_shared.errors import Unavailable
 from strata_shared.metastore.models import IndexRow
@@ -36,35 +37,63 @@ class EncodedSplit:
 
 
 @dataclass(frozen=True, slots=True)
+class IngestedShare:
+    """A split that holds rows of a request, and how many: under group commit a split may hold other requests'
+    rows too."""
+
+    split: SplitMetadata
+    rows_of_request: int
+
+
+@dataclass(frozen=True, slots=True)
 class IngestOutcome:
-    splits: list[SplitMetadata]
+    splits: list[IngestedShare]
     rows_received: int
     rows_written: int
     rows_dropped_late: int
     rows_null_timestamp: int
 
 
+@dataclass(frozen=True, slots=True)
+class IngestScope:
+    """What the requests of one group share: the index at one version (one schema, sort schema and windows) and the
+    compaction scope's partition and source, so a group's split never mixes tenants (CS-1)."""
+
+    index_uid: str
+    index_version: int
+    partition_id: str
+    source_id: str
+
+
+IngestCommitter = GroupCommitter[AdmittedRows, list[SplitMetadata]]
+
+
 def split_object_path(index: IndexRow, split_id: str) -> str:
     return f"indexes/{index.index_id}/{index.incarnation}/splits/{split_id}.parquet"
 
 
+def admit_body(body: bytes, kind: str, settings: IndexSettings, now_secs: int) -> AdmittedRows:
+    """A request's own work before it may join a group (CPU, run on a worker thread): a body that does not decode is
+    refused here, alone, and late rows are counted as of the request's arrival."""
+    table = decode_body(body, kind, settings.field_types())
+    return admit_rows(table, settings.timestamp_field, settings.window_duration_secs,
+                      settings.late_data_acceptance_secs, now_secs)
+
+
 def build_splits(
-    table: pa.Table,
+    batches: list[AdmittedRows],
     index: IndexRow,
     settings: IndexSettings,
     storage: ObjectStore,
     *,
     partition_id: str,
     source_id: str,
-    now_secs: int,
-) -> tuple[CutBatch, list[EncodedSplit]]:
-    """CPU work of an ingest (cut, sort, encode, stats): pure of I/O, run on a worker thread."""
+) -> list[EncodedSplit]:
+    """CPU work of a commit (cut, sort, encode, stats): pure of I/O, run on a worker thread."""
     sort_schema = settings.parsed_sort_schema
-    batch = cut_batch(table, settings.timestamp_field, sort_schema, settings.window_duration_secs,
-                      settings.late_data_acceptance_secs, now_secs)
     regex_columns = frozenset(sort_schema.column_names)
     encoded: list[EncodedSplit] = []
-    for part in batch.parts:
+    for part in cut_admitted(batches, sort_schema):
         split_id = str(ULID())
         metadata = SplitMetadata(
             split_id=split_id,
@@ -86,11 +115,12 @@ def build_splits(
         metadata.size_bytes = len(data)
         metadata.row_groups = row_group_spans(footer)
         encoded.append(EncodedSplit(metadata, data))
-    return batch, encoded
+    return encoded
 
 
 async def ingest_table(
     state: AppState,
+    committer: IngestCommitter,
     index: IndexRow,
     body: bytes,
     kind: str,
@@ -101,20 +131,27 @@ async def ingest_table(
 ) -> IngestOutcome:
     settings = IndexSettings.model_validate(index.config)
     now = int(time.time()) if now_secs is None else now_secs
-    table = await asyncio.to_thread(decode_body, body, kind, settings.field_types())
-    batch, encoded = await asyncio.to_thread(
-        build_splits, table, index, settings, state.storage,
-        partition_id=partition_id, source_id=source_id, now_secs=now,
-    )
-    splits = [e.metadata for e in encoded]
-    if splits:
+    admitted = await asyncio.to_thread(admit_body, body, kind, settings, now)
+
+    async def commit(batches: list[AdmittedRows]) -> list[SplitMetadata]:
+        encoded = await asyncio.to_thread(build_splits, batches, index, settings, state.storage,
+                                          partition_id=partition_id, source_id=source_id)
         await _stage_upload_publish(state, encoded)
+        return [e.metadata for e in encoded]
+
+    rows = admitted.table.num_rows
+    splits: list[SplitMetadata] = []
+    if rows:
+        scope = IngestScope(index.index_uid, index.version, partition_id, source_id)
+        splits = await committer.submit(scope, admitted, rows=rows, nbytes=admitted.table.nbytes, commit=commit)
+    # The request's rows are in the group's splits of the windows they fall in (one split per window, TW-1).
+    mine = admitted.rows_by_window()
     return IngestOutcome(
-        splits=splits,
-        rows_received=batch.rows_received,
-        rows_written=sum(s.num_rows for s in splits),
-        rows_dropped_late=batch.rows_dropped_late,
-        rows_null_timestamp=batch.rows_null_timestamp,
+        splits=[IngestedShare(s, mine[s.window_start]) for s in splits if s.window_start in mine],
+        rows_received=admitted.rows_received,
+        rows_written=rows,
+        rows_dropped_late=admitted.rows_dropped_late,
+        rows_null_timestamp=admitted.rows_null_timestamp,
     )
 
 

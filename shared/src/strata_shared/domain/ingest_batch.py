@@ -1,11 +1,15 @@
 """Cutting an ingested batch into per-window, sorted parts (docs/architecture.md, "Write path").
 
-Pure: takes an Arrow table already conforming to the index schema and returns what to write. One stable sort by
-(window, sort schema) puts every window's rows together and in order, so each part is a zero-copy slice.
+Pure: takes an Arrow table already conforming to the index schema and returns what to write. Two steps, so that
+several requests can be written together (group commit) while each keeps its own counts: `admit_rows` drops late
+rows as of the batch's arrival and places the rest in windows; `cut_admitted` takes one or more admitted batches and
+does one stable sort by (window, sort schema), which puts every window's rows together and in order, so each part
+is a zero-copy slice.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,6 +37,23 @@ class CutBatch:
     rows_null_timestamp: int
 
 
+@dataclass(frozen=True, slots=True)
+class AdmittedRows:
+    """One batch's rows that are not late, with the epoch seconds and window start of each: what several batches
+    of one scope need to be cut together (group commit) while each keeps its own counts."""
+
+    table: pa.Table
+    ts_secs: pa.Array
+    starts: np.ndarray
+    rows_received: int
+    rows_dropped_late: int
+    rows_null_timestamp: int
+
+    def rows_by_window(self) -> dict[int, int]:
+        windows, counts = np.unique(self.starts, return_counts=True)
+        return dict(zip(windows.tolist(), counts.tolist(), strict=True))
+
+
 def timestamp_seconds(column: pa.ChunkedArray | pa.Array) -> pa.Array:
     """Epoch seconds (floor) of a timestamp column: i64 columns already count seconds."""
     if isinstance(column, pa.ChunkedArray):
@@ -44,15 +65,14 @@ def timestamp_seconds(column: pa.ChunkedArray | pa.Array) -> pa.Array:
     return column.cast(pa.int64())
 
 
-def cut_batch(
+def admit_rows(
     table: pa.Table,
     timestamp_field: str,
-    sort_schema: SortSchema,
     window_duration_secs: int,
     late_data_acceptance_secs: int,
     now_secs: int,
-) -> CutBatch:
-    """Drop rows older than the late-data window, then cut the rest into sorted per-window parts."""
+) -> AdmittedRows:
+    """Drop (and count) rows older than the late-data window, as of `now_secs`; place the rest in their windows."""
     rows_received = table.num_rows
     if timestamp_field in table.column_names:
         ts_secs = timestamp_seconds(table.column(timestamp_field))
@@ -66,12 +86,21 @@ def cut_batch(
         keep = pc.invert(too_late)
         table = table.filter(keep)
         ts_secs = ts_secs.filter(keep)
+    return AdmittedRows(table, ts_secs, window_starts(ts_secs, window_duration_secs), rows_received,
+                        rows_dropped_late, ts_secs.null_count)
 
-    rows_null_timestamp = ts_secs.null_count
-    if table.num_rows == 0:
-        return CutBatch([], rows_received, rows_dropped_late, rows_null_timestamp)
 
-    starts = window_starts(ts_secs, window_duration_secs)
+def cut_admitted(batches: Sequence[AdmittedRows], sort_schema: SortSchema) -> list[WindowPart]:
+    """The rows of every batch (one schema) cut into sorted per-window parts, as if they had come as one batch."""
+    batches = [b for b in batches if b.table.num_rows]
+    if not batches:
+        return []
+    if len(batches) == 1:
+        table, ts_secs, starts = batches[0].table, batches[0].ts_secs, batches[0].starts
+    else:
+        table = pa.concat_tables([b.table for b in batches])
+        ts_secs = pa.concat_arrays([b.ts_secs for b in batches])
+        starts = np.concatenate([b.starts for b in batches])
     order = sort_indices(table, sort_schema, leading=starts)
     table = table.take(order)
     ts_secs = ts_secs.take(order)
@@ -85,4 +114,18 @@ def cut_batch(
         bounds = pc.min_max(part_ts)
         parts.append(WindowPart(int(starts[begin]), table.slice(begin, end - begin),
                                 bounds["min"].as_py(), bounds["max"].as_py()))
-    return CutBatch(parts, rows_received, rows_dropped_late, rows_null_timestamp)
+    return parts
+
+
+def cut_batch(
+    table: pa.Table,
+    timestamp_field: str,
+    sort_schema: SortSchema,
+    window_duration_secs: int,
+    late_data_acceptance_secs: int,
+    now_secs: int,
+) -> CutBatch:
+    """Drop rows older than the late-data window, then cut the rest into sorted per-window parts."""
+    admitted = admit_rows(table, timestamp_field, window_duration_secs, late_data_acceptance_secs, now_secs)
+    return CutBatch(cut_admitted([admitted], sort_schema), admitted.rows_received, admitted.rows_dropped_late,
+                    admitted.rows_null_timestamp)

@@ -18,8 +18,9 @@ class IngestResponse:
     """
     Attributes:
         index_id (str):
-        split_ids (list[str]):
-        splits (list[IngestedSplit]):
+        split_ids (list[str]): The published splits holding this request's rows, one per window.
+        splits (list[IngestedSplit]): The published splits holding this request's rows, one per window; a split may hold
+            rows of other requests too.
         rows_received (int):
         rows_written (int):
         rows_dropped_late (int):

@@ -15,7 +15,9 @@ class IngestedSplit:
     Attributes:
         split_id (str):
         window_start (int):
-        num_rows (int):
+        num_rows (int): Rows of the whole split, which may hold rows of other requests committed with this one (group
+            commit).
+        rows_of_request (int): Rows of this request in the split.
         size_bytes (int):
         uri (str):
     """
@@ -23,6 +25,7 @@ class IngestedSplit:
     split_id: str
     window_start: int
     num_rows: int
+    rows_of_request: int
     size_bytes: int
     uri: str
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
@@ -33,6 +36,8 @@ class IngestedSplit:
         window_start = self.window_start
 
         num_rows = self.num_rows
+
+        rows_of_request = self.rows_of_request
 
         size_bytes = self.size_bytes
 
@@ -45,6 +50,7 @@ class IngestedSplit:
                 "split_id": split_id,
                 "window_start": window_start,
                 "num_rows": num_rows,
+                "rows_of_request": rows_of_request,
                 "size_bytes": size_bytes,
                 "uri": uri,
             }
@@ -61,6 +67,8 @@ class IngestedSplit:
 
         num_rows = d.pop("num_rows")
 
+        rows_of_request = d.pop("rows_of_request")
+
         size_bytes = d.pop("size_bytes")
 
         uri = d.pop("uri")
@@ -69,6 +77,7 @@ class IngestedSplit:
             split_id=split_id,
             window_start=window_start,
             num_rows=num_rows,
+            rows_of_request=rows_of_request,
             size_bytes=size_bytes,
             uri=uri,
         )

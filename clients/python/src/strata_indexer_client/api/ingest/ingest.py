@@ -127,9 +127,16 @@ def sync_detailed(
     `application/octet-stream` as generated clients send bytes) or as NDJSON (`application/x-ndjson`):
     one
     sorted split per time window (TW-1), rows older than the late-data window dropped and counted, null
-    timestamps in window 0. The partition defaults to the key's tenant, else `default`. A body that does
-    not
-    decode is a 400 naming the NDJSON line or the Arrow column; a media type not listed here is a 415.
+    timestamps in window 0. Requests of the same index, partition and source that arrive while one of
+    them is
+    being written are written together (group commit): the answer comes once the group's splits are
+    published,
+    and a split may then hold rows of several requests. The partition defaults to the key's tenant, else
+    `default`. A body that does not decode is a 400 naming the NDJSON line or the Arrow column, refused
+    alone; a
+    media type not listed here is a 415; a failed write (storage, PostgreSQL) fails every request of its
+    group
+    with the same 503, and nothing of the group is published.
 
     **Authorization**: an API key with the `writer` scope (or `admin`).
 
@@ -175,9 +182,16 @@ def sync(
     `application/octet-stream` as generated clients send bytes) or as NDJSON (`application/x-ndjson`):
     one
     sorted split per time window (TW-1), rows older than the late-data window dropped and counted, null
-    timestamps in window 0. The partition defaults to the key's tenant, else `default`. A body that does
-    not
-    decode is a 400 naming the NDJSON line or the Arrow column; a media type not listed here is a 415.
+    timestamps in window 0. Requests of the same index, partition and source that arrive while one of
+    them is
+    being written are written together (group commit): the answer comes once the group's splits are
+    published,
+    and a split may then hold rows of several requests. The partition defaults to the key's tenant, else
+    `default`. A body that does not decode is a 400 naming the NDJSON line or the Arrow column, refused
+    alone; a
+    media type not listed here is a 415; a failed write (storage, PostgreSQL) fails every request of its
+    group
+    with the same 503, and nothing of the group is published.
 
     **Authorization**: an API key with the `writer` scope (or `admin`).
 
@@ -218,9 +232,16 @@ async def asyncio_detailed(
     `application/octet-stream` as generated clients send bytes) or as NDJSON (`application/x-ndjson`):
     one
     sorted split per time window (TW-1), rows older than the late-data window dropped and counted, null
-    timestamps in window 0. The partition defaults to the key's tenant, else `default`. A body that does
-    not
-    decode is a 400 naming the NDJSON line or the Arrow column; a media type not listed here is a 415.
+    timestamps in window 0. Requests of the same index, partition and source that arrive while one of
+    them is
+    being written are written together (group commit): the answer comes once the group's splits are
+    published,
+    and a split may then hold rows of several requests. The partition defaults to the key's tenant, else
+    `default`. A body that does not decode is a 400 naming the NDJSON line or the Arrow column, refused
+    alone; a
+    media type not listed here is a 415; a failed write (storage, PostgreSQL) fails every request of its
+    group
+    with the same 503, and nothing of the group is published.
 
     **Authorization**: an API key with the `writer` scope (or `admin`).
 
@@ -264,9 +285,16 @@ async def asyncio(
     `application/octet-stream` as generated clients send bytes) or as NDJSON (`application/x-ndjson`):
     one
     sorted split per time window (TW-1), rows older than the late-data window dropped and counted, null
-    timestamps in window 0. The partition defaults to the key's tenant, else `default`. A body that does
-    not
-    decode is a 400 naming the NDJSON line or the Arrow column; a media type not listed here is a 415.
+    timestamps in window 0. Requests of the same index, partition and source that arrive while one of
+    them is
+    being written are written together (group commit): the answer comes once the group's splits are
+    published,
+    and a split may then hold rows of several requests. The partition defaults to the key's tenant, else
+    `default`. A body that does not decode is a 400 naming the NDJSON line or the Arrow column, refused
+    alone; a
+    media type not listed here is a 415; a failed write (storage, PostgreSQL) fails every request of its
+    group
+    with the same 503, and nothing of the group is published.
 
     **Authorization**: an API key with the `writer` scope (or `admin`).
 
