@@ -6,7 +6,7 @@ import { bytes, count, el, seconds, svg } from "./dom.js";
 
 const WIDTH = 1200;
 const ROW = 70;
-const MARGIN = { left: 56, right: 180, top: 8, bottom: 26 };
+const MARGIN = { left: 56, right: 240, top: 8, bottom: 26 };
 const SERIES = [
   { key: "splits_waiting", label: "splits waiting", color: "#2f6fde" },
   { key: "closed_windows_not_final", label: "closed windows not final", color: "#cf3b3b" },
