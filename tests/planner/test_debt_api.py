@@ -116,6 +116,17 @@ async def test_metrics_and_history_sampled_once_per_interval_across_replicas(ind
     assert f"strata_compaction_debt_oldest_split_age_seconds{{{label}}}" in text
     assert f"strata_compaction_debt_oldest_closed_window_age_seconds{{{label}}}" in text
 
+    # indexer-api's indexing debt: the same files as the planner's `indexing.files_waiting`, under the new names
+    # and the older lag ones.
+    from strata_indexer.indexing.background import IndexingMetrics
+
+    indexing_registry = CollectorRegistry()
+    await IndexingMetrics(indexing_registry).refresh(indexer.app.state.strata)
+    indexing = generate_latest(indexing_registry).decode()
+    for name in ("strata_indexing_debt_files", "strata_indexing_lag_files"):
+        assert f"{name}{{{label}}} 5.0" in indexing, name
+    assert f"strata_indexing_debt_oldest_seconds{{{label}}}" in indexing
+
     history = f"/v1/indexes/{index_id}/debt/history"
     samples = (await planner.get(history, headers=keys.header(keys.writer))).json()["samples"]
     assert [(s["splits_waiting"], s["closed_windows_not_final"], s["indexing_files_waiting"]) for s in samples] \
