@@ -1,7 +1,8 @@
 """Compaction and indexing debt on PostgreSQL, exact on a constructed state: what is waiting is what the merge
 policy would still merge (not mature, sorted, not before the compaction start, claimed or not), levelled as
 `split_level` levels, closed windows not final counted per compaction scope, recent merges and first-merge
-delays from the jobs and their inputs; and the sampled history keeps one row per bucket whoever writes it.
+delays from the jobs and their inputs (a closed window is final once the policy's final packing has nothing
+left to merge); and the sampled history keeps one row per bucket whoever writes it.
 
 Each test runs in a transaction rolled back at its end, in a database no API writes to."""
 
@@ -12,9 +13,19 @@ from collections import Counter
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from sqlalchemy import insert, text
 
-from strata_shared.domain.merge_policy import MergePolicyParams, WindowRules, level_starts, split_level
+from strata_shared.domain.merge_policy import (
+    MergePolicyParams,
+    SplitCandidate,
+    WindowRules,
+    level_starts,
+    plan_merges,
+    split_level,
+)
+from strata_shared.domain.split import CompactionScope
 from strata_shared.metastore.compaction_models import CompactionJobInputRow, CompactionJobRow
 from strata_shared.metastore.debt_repository import DebtRepository, DebtSample, LevelDebt
 from strata_shared.metastore.indexing_models import IndexingJobRow
@@ -31,7 +42,8 @@ PARAMS = MergePolicyParams(min_level_num_docs=100, merge_factor=3, max_merge_fac
 START = 900 * 1000
 RULES = WindowRules(compaction_start_time=START, late_data_acceptance_secs=600)
 OPEN = NOW_SECS - NOW_SECS % 900
-CLOSED_A, CLOSED_B, CLOSED_C, BEFORE = START + 900, START + 1800, START + 2700, START - 900
+CLOSED_A, CLOSED_B, CLOSED_C, CLOSED_D = START + 900, START + 1800, START + 2700, START + 3600
+BEFORE = START - 900
 
 
 def _index(uid: str) -> dict:
@@ -80,11 +92,14 @@ SPLITS = [
     _split("01JB0000000000000000000B01", CLOSED_B, 40, 400, 800),
     _split("01JB0000000000000000000C01", CLOSED_C, 10, 100, 700, partition="p"),
     _split("01JB0000000000000000000C02", CLOSED_C, 10, 100, 700, partition="q"),
+    # Two splits of one scope that together exceed the target rows: the final packing never merges them (final).
+    _split("01JB0000000000000000000F01", CLOSED_D, 600, 100, 600),
+    _split("01JB0000000000000000000F02", CLOSED_D, 600, 100, 600),
     # Before the compaction start (CS-3): never compacted, never debt.
     _split("01JB0000000000000000000E01", BEFORE, 10, 100, 400),
     _split("01JB0000000000000000000E02", BEFORE, 10, 100, 400),
     # Another index's waiting split.
-    _split("01JB0000000000000000000X01", OPEN, 10, 100, 5000 - 4000, uid=OTHER_UID),
+    _split("01JB0000000000000000000X01", OPEN, 10, 100, 1000, uid=OTHER_UID),
 ]
 JOBS = [
     _job("01JBJOB0000000000000000L01", "unassigned", inputs=["01JB0000000000000000000S02"]),
@@ -121,14 +136,15 @@ def test_compaction_debt_is_exact_on_a_constructed_state(repository_database) ->
             repo = DebtRepository(session)
             return (await repo.compaction(INDEX_UID, PARAMS, RULES, NOW), await repo.indexing(INDEX_UID, NOW),
                     await repo.windows(INDEX_UID, PARAMS, RULES, NOW,
-                                       [(900, w) for w in (OPEN, CLOSED_A, CLOSED_B, CLOSED_C, BEFORE)]))
+                                       [(900, w) for w in (OPEN, CLOSED_A, CLOSED_B, CLOSED_C, CLOSED_D,
+                                                           BEFORE)]))
 
     debt, indexing, windows = asyncio.run(run())
     assert debt.levels == {0: LevelDebt(6, 500 + 200 + 300 + 400 + 100 + 100), 1: LevelDebt(1, 1500),
-                           2: LevelDebt(2, 3100)}
-    assert (debt.splits_waiting, debt.bytes_waiting) == (9, 6200)
+                           2: LevelDebt(4, 3000 + 100 + 100 + 100)}
+    assert (debt.splits_waiting, debt.bytes_waiting) == (11, 6400)
     assert debt.oldest_waiting_created_at == NOW - timedelta(seconds=1000)
-    assert debt.published_splits == 15  # every published split of the index, waiting or not
+    assert debt.published_splits == 17  # every published split of the index, waiting or not
     assert debt.closed_windows_not_final == 1
     assert debt.oldest_closed_window_not_final_at == CLOSED_A + 900 + 600
     assert (debt.jobs_unassigned, debt.jobs_in_progress) == (1, 1)
@@ -137,12 +153,48 @@ def test_compaction_debt_is_exact_on_a_constructed_state(repository_database) ->
     assert delays.count == 2
     assert (delays.p50, delays.p90, delays.max) == pytest.approx((200.0, 280.0, 300.0))
 
-    assert indexing.files_waiting == 15 and indexing.jobs_in_progress == 1
+    assert indexing.files_waiting == 17 and indexing.jobs_in_progress == 1
     assert indexing.oldest_published_at == NOW - timedelta(seconds=3600)
 
     assert {w: (d.splits_waiting, d.bytes_waiting, d.mergeable) for (_, w), d in windows.items()} == {
-        OPEN: (4, 5100, True), CLOSED_A: (2, 500, True), CLOSED_B: (1, 400, False), CLOSED_C: (2, 200, False)}
+        OPEN: (4, 5100, True), CLOSED_A: (2, 500, True), CLOSED_B: (1, 400, False), CLOSED_C: (2, 200, False),
+        CLOSED_D: (2, 200, False)}
     assert windows[(900, CLOSED_A)].oldest_waiting_created_at == NOW - timedelta(seconds=1000)
+
+
+closed_splits = st.lists(st.tuples(
+    st.sampled_from([CLOSED_A, CLOSED_B, CLOSED_C]),
+    st.sampled_from(["p", "q"]),  # two tenants: two compaction scopes per window
+    st.integers(1, 1100),  # rows, around half the target and the target
+    st.integers(1, 11_000),  # bytes, likewise
+), max_size=10)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(splits=closed_splits)
+def test_closed_windows_not_final_are_those_the_policy_still_merges(repository_database, splits) -> None:
+    """Over closed windows, a window counts as not final exactly when `plan_merges` plans a merge in it."""
+    rows = [_split(f"01JB{i:022d}", window, n, size, 60, partition=partition)
+            for i, (window, partition, n, size) in enumerate(splits)]
+
+    async def run():
+        async with rolled_back(repository_database) as session:
+            await session.execute(insert(IndexRow.__table__), [_index(INDEX_UID)])
+            if rows:
+                await session.execute(insert(SplitRow.__table__), rows)
+            repo = DebtRepository(session)
+            return (await repo.compaction(INDEX_UID, PARAMS, RULES, NOW),
+                    await repo.windows(INDEX_UID, PARAMS, RULES, NOW, [(900, w) for w in (CLOSED_A, CLOSED_B,
+                                                                                          CLOSED_C)]))
+
+    debt, windows = asyncio.run(run())
+    candidates = [SplitCandidate(split_id=r["split_id"], scope=CompactionScope(INDEX_UID, "s", r["partition_id"],
+                                                                                "d", "a@v1", 900),
+                                 window_start=r["window_start"], num_rows=r["num_rows"], size_bytes=r["size_bytes"],
+                                 num_merge_ops=0, created_at_secs=NOW_SECS - 60) for r in rows]
+    merged = {op.window_start for op in plan_merges(candidates, PARAMS, RULES, NOW_SECS).operations}
+    assert debt.closed_windows_not_final == len(merged)
+    assert {w for (_, w), d in windows.items() if d.mergeable} == merged
 
 
 def test_an_index_without_splits_or_jobs_owes_nothing(repository_database) -> None:

@@ -84,8 +84,8 @@ class WindowDebt:
     splits_waiting: int
     bytes_waiting: int
     oldest_waiting_created_at: datetime | None
-    # Some compaction scope of the window holds two waiting splits: a merge is still due (CS-1 keeps scopes apart,
-    # so two tenants' single splits in one window are not).
+    # Some compaction scope of the window holds two waiting splits that fit together within the target size: a
+    # merge is still due (CS-1 keeps scopes apart, so two tenants' single splits in one window are not).
     mergeable: bool
 
 
@@ -111,8 +111,8 @@ def _waiting(index_uid: str, params: MergePolicyParams, rules: WindowRules, now_
     s = SplitRow
     level = sum((cast(s.num_rows >= start, Integer) for start in level_starts(params)), literal(0))
     return (
-        select(s.source_id, s.partition_id, s.doc_mapping_uid, s.sort_schema, s.window_duration_secs,
-               s.window_start, s.size_bytes, s.created_at, level.label("level"))
+        select(s.split_id, s.source_id, s.partition_id, s.doc_mapping_uid, s.sort_schema, s.window_duration_secs,
+               s.window_start, s.num_rows, s.size_bytes, s.created_at, level.label("level"))
         .where(s.index_uid == index_uid, s.state == SplitState.PUBLISHED,
                # The age part of maturity as a range the partial index on (index_uid, created_at) answers: an
                # integer age below the period is a creation at or after this second. Implied by the next line.
@@ -122,12 +122,27 @@ def _waiting(index_uid: str, params: MergePolicyParams, rules: WindowRules, now_
         .subquery("waiting"))
 
 
-def _by_scope_and_window(waiting):
+def _by_scope_and_window(waiting, params: MergePolicyParams):
+    """Waiting splits per compaction scope and window, and whether a merge is still due there. A closed window's
+    final merge packs its splits smallest first (`merge_policy._plan_final`): it merges something exactly when two
+    neighbours in that order fit together within the target size, so two splits that cannot (each over half the
+    target) leave the window final, as the policy does."""
     w = waiting.c
-    return (select(w.window_duration_secs, w.window_start, func.count().label("splits"),
-                   func.sum(w.size_bytes).label("bytes"), func.min(w.created_at).label("oldest"))
-            .group_by(w.source_id, w.partition_id, w.doc_mapping_uid, w.sort_schema, w.window_duration_secs,
-                      w.window_start))
+    scope = (w.source_id, w.partition_id, w.doc_mapping_uid, w.sort_schema, w.window_duration_secs, w.window_start)
+    order = (w.num_rows, w.size_bytes, w.split_id)
+    paired = select(
+        *scope, w.size_bytes, w.created_at,
+        (w.num_rows + func.lead(w.num_rows).over(partition_by=scope, order_by=order)).label("pair_rows"),
+        (w.size_bytes + func.lead(w.size_bytes).over(partition_by=scope, order_by=order)).label("pair_bytes"),
+    ).subquery("paired")
+    p = paired.c
+    fits = func.coalesce((p.pair_rows <= params.target_split_num_rows)
+                         & (p.pair_bytes <= params.target_split_size_bytes), False)
+    return (select(p.window_duration_secs, p.window_start, func.count().label("splits"),
+                   func.sum(p.size_bytes).label("bytes"), func.min(p.created_at).label("oldest"),
+                   func.bool_or(fits).label("mergeable"))
+            .group_by(p.source_id, p.partition_id, p.doc_mapping_uid, p.sort_schema, p.window_duration_secs,
+                      p.window_start))
 
 
 class DebtRepository:
@@ -145,9 +160,11 @@ class DebtRepository:
             levels[int(level)] = LevelDebt(splits=splits, bytes=int(size))
             oldest = first if oldest is None else min(oldest, first)
 
-        mergeable = _by_scope_and_window(waiting).where(
-            is_window_closed(waiting.c.window_start, waiting.c.window_duration_secs, rules.late_data_acceptance_secs,
-                             now_secs)).having(func.count() >= 2).subquery()
+        closed_waiting = select(waiting).where(is_window_closed(
+            waiting.c.window_start, waiting.c.window_duration_secs, rules.late_data_acceptance_secs,
+            now_secs)).subquery("closed_waiting")
+        scoped = _by_scope_and_window(closed_waiting, params).subquery()
+        mergeable = select(scoped).where(scoped.c.mergeable).subquery()
         windows = select(mergeable.c.window_duration_secs, mergeable.c.window_start).distinct().subquery()
         closed, first_end = (await self.session.execute(select(
             func.count(), func.min(window_end(windows.c.window_start, windows.c.window_duration_secs))))).one()
@@ -191,11 +208,12 @@ class DebtRepository:
         if not windows:
             return {}
         waiting = _waiting(index_uid, params, rules, int(now.timestamp()))
-        scoped = _by_scope_and_window(waiting).where(
-            tuple_(waiting.c.window_duration_secs, waiting.c.window_start).in_(windows)).subquery()
+        listed = select(waiting).where(
+            tuple_(waiting.c.window_duration_secs, waiting.c.window_start).in_(windows)).subquery("listed")
+        scoped = _by_scope_and_window(listed, params).subquery()
         rows = (await self.session.execute(
             select(scoped.c.window_duration_secs, scoped.c.window_start, func.sum(scoped.c.splits),
-                   func.sum(scoped.c.bytes), func.min(scoped.c.oldest), func.bool_or(scoped.c.splits >= 2))
+                   func.sum(scoped.c.bytes), func.min(scoped.c.oldest), func.bool_or(scoped.c.mergeable))
             .group_by(scoped.c.window_duration_secs, scoped.c.window_start))).all()
         return {(d, s): WindowDebt(splits_waiting=int(n), bytes_waiting=int(b), oldest_waiting_created_at=oldest,
                                    mergeable=bool(mergeable))
