@@ -256,8 +256,9 @@ class CompactionDebtOut(BaseModel):
     bytes_waiting: int
     levels: dict[str, LevelDebtOut] = Field(description="the waiting splits by merge level")
     oldest_waiting_split_age_secs: float | None
-    closed_windows_not_final: int = Field(description="closed windows still holding a merge (two waiting splits "
-                                                      "of one compaction scope)")
+    closed_windows_not_final: int = Field(description="closed windows where the merge policy still merges: two "
+                                                      "waiting splits of one compaction scope that fit together "
+                                                      "within the target size")
     oldest_closed_window_not_final_age_secs: float | None = Field(
         description="since the oldest of them closed (window end + late_data_acceptance_secs)")
     jobs_unassigned: int
