@@ -3,7 +3,8 @@ the metrics refresh's reads) and `DebtRepository.windows` for a listing's 48 win
 
 The index holds N published splits over 15-minute windows of the last N/100 windows, all but `--recent` of them
 created three days ago (mature by age, as nearly all are in a store that has run a while); the recent ones are
-small and waiting, in the last 20 windows (four tenants each), so most of those windows are closed and not final. 20,000 successful jobs are kept, the last few minutes' with inputs.
+small and waiting, in the last 20 windows (four tenants each), so most of those windows are closed and not
+final. 20,000 successful jobs are kept, the last few minutes' with inputs.
 
 Printed only:
     .tools/bin/uv run python -m bench.bench_debt --splits 1000000 --rounds 5
