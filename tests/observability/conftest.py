@@ -12,6 +12,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -42,6 +43,8 @@ class ObservedStack:
     running_indexing_job: str
     retried_indexing_job: str
     compaction_jobs: int
+    # planner-api's clock: a test moving it on gets the next debt sample from the next metrics refresh.
+    planner_clock: Any = None
 
 
 @pytest.fixture(scope="session")
@@ -120,7 +123,7 @@ def observed_stack(store_settings: Settings, keys: Keys) -> Iterator[ObservedSta
         proxy = running.enter_context(serve_in_thread(create_proxy_app(proxy_settings, [query])))
         with httpx.Client(base_url=proxy, timeout=60) as client:
             jobs = _seed(client, keys)
-        yield ObservedStack(store_settings, planner, indexer, query, proxy, **jobs)
+        yield ObservedStack(store_settings, planner, indexer, query, proxy, **jobs, planner_clock=ahead)
 
 
 @pytest.fixture(scope="session")

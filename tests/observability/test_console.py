@@ -1,12 +1,14 @@
 """The web console in a real browser (Debian's Chromium, driven headless by Playwright): against the observed
-stack it shows the index with its indexing lag, the picture of its windows, both queues with a running, an
-excluded and a retried job, and a query's EXPLAIN as a pruning funnel and its rows. A screenshot is kept in
+stack it shows the index with its indexing lag, the picture of its windows, its debt over the last minutes (the
+samples planner-api's metrics refresh keeps), both queues with a running, an excluded and a retried job, and a
+query's EXPLAIN as a pruning funnel and its rows. A screenshot is kept in
 test-artifacts/."""
 
 from __future__ import annotations
 
 import os
 import shutil
+import time
 
 import httpx
 import pytest
@@ -38,6 +40,8 @@ def test_console_shows_the_store_the_queues_and_a_pruning_funnel(observed_stack,
         plan = api.post("/v1/query/explain", json={"sql": SQL}).json()
     assert any(w["closed"] for w in windows) and any(not w["closed"] for w in windows)
     assert any(w["marked_for_deletion"] for w in windows) and any(w["live_jobs"] for w in windows)
+    samples = _two_debt_samples(observed_stack, keys)
+    debt = samples[-1]
 
     problems: list[str] = []
     with sync_playwright() as playwright:
@@ -58,7 +62,17 @@ def test_console_shows_the_store_the_queues_and_a_pruning_funnel(observed_stack,
             assert bars.count() == len(windows)
             starts = {int(bars.nth(i).get_attribute("data-window-start")) for i in range(bars.count())}
             assert starts == {w["window_start"] for w in windows}
-            assert "retention: none configured" in page.locator(".legend").inner_text()
+            assert "retention: none configured" in page.locator("#windows .legend").inner_text()
+
+            # The debt chart: one line per measure through every sample, labelled with the last.
+            chart = page.locator(f'.debt-chart[data-samples="{len(samples)}"]')
+            chart.wait_for()
+            for series in ("splits_waiting", "closed_windows_not_final", "indexing_files_waiting"):
+                line = chart.locator(f'g.debt-series[data-series="{series}"]')
+                assert len(line.locator("polyline").get_attribute("points").split()) == len(samples), series
+                assert line.locator("circle").count() == len(samples)
+                assert line.locator(".debt-label").text_content().startswith(f"{debt[series]:,} "), series
+            assert f"{debt['splits_waiting']:,} splits waiting" in page.locator(".debt-facts").inner_text()
 
             compaction = page.locator("#compaction")
             compaction.locator(f'tr[data-job-id="{observed_stack.running_job}"]').wait_for()
@@ -88,3 +102,24 @@ def test_console_shows_the_store_the_queues_and_a_pruning_funnel(observed_stack,
         finally:
             browser.close()
     assert not problems, problems
+
+
+def _two_debt_samples(observed_stack, keys: Keys) -> list[dict]:
+    """planner-api samples its debt at every metrics refresh (10 s), one row per 10 s of its clock: once the
+    first sample of the seeded index is in, moving the clock on by one interval makes the next refresh write a
+    second one."""
+    with httpx.Client(base_url=observed_stack.proxy, headers=Keys.header(keys.admin), timeout=60) as api:
+        def samples_once(count: int) -> list[dict]:
+            deadline = time.monotonic() + 40
+            while True:
+                samples = api.get(f"/v1/indexes/{INDEX}/debt/history", params={"minutes": 15}).json()["samples"]
+                if len(samples) >= count or time.monotonic() > deadline:
+                    return samples
+                time.sleep(0.5)
+
+        assert len(samples_once(1)) == 1
+        observed_stack.planner_clock.advance(10)
+        samples = samples_once(2)
+    assert len(samples) == 2, samples
+    assert samples[-1]["splits_waiting"] > 0 and samples[-1]["indexing_files_waiting"] >= 0
+    return samples

@@ -70,6 +70,17 @@ def test_every_metric_the_dashboard_and_the_alerts_use_is_exported(observed_stac
     missing = sorted(referenced - exported)
     assert not missing, f"referenced but not exported: {missing}"
     # Each concern of the dashboard is covered.
-    for concern in ("strata_compaction_jobs", "strata_indexing_lag_oldest_seconds", "strata_query_phase_seconds_bucket",
-                    "strata_query_pruned_total", "strata_proxy_rejections_total"):
+    for concern in ("strata_compaction_jobs", "strata_indexing_debt_oldest_seconds",
+                    "strata_query_phase_seconds_bucket", "strata_query_pruned_total", "strata_proxy_rejections_total"):
         assert concern in referenced
+    # Compaction debt: every measure has a panel, and its alert reads the gauges the planner exports.
+    for debt in ("strata_compaction_debt_splits", "strata_compaction_debt_bytes",
+                 "strata_compaction_debt_oldest_split_age_seconds", "strata_compaction_debt_closed_windows_not_final",
+                 "strata_compaction_debt_oldest_closed_window_age_seconds",
+                 "strata_compaction_debt_first_merge_delay_seconds_bucket", "strata_compaction_merges_total",
+                 "strata_compaction_merged_rows_total", "strata_indexing_debt_files"):
+        assert debt in {name for expr in _dashboard_expressions() for name in METRIC.findall(expr)}, debt
+    rules = {rule["alert"]: rule for group in yaml.safe_load((DEPLOY / "prometheus" / "strata-alerts.yml").read_text())
+             ["groups"] for rule in group["rules"]}
+    behind = METRIC.findall(rules["StrataCompactionFallingBehind"]["expr"])
+    assert {"strata_compaction_debt_oldest_closed_window_age_seconds", "strata_compaction_debt_splits"} <= set(behind)

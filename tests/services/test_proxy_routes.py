@@ -9,7 +9,8 @@ from strata_shared.config import Settings
 
 
 @pytest.mark.parametrize(("path", "api"), [
-    ("compaction/jobs", PLANNER), ("indexes/m/windows", PLANNER), ("indexes/m/compaction/trigger", PLANNER),
+    ("compaction/jobs", PLANNER), ("indexes/m/windows", PLANNER), ("indexes/m/debt", PLANNER),
+    ("indexes/m/debt/history", PLANNER), ("indexes/m/compaction/trigger", PLANNER),
     ("indexes/m/retention/apply", PLANNER), ("indexes/m/compaction/pause", PLANNER),
     ("indexes/m/indexing/pause", INDEXER),
     ("indexes", INDEXER), ("indexes/m", INDEXER), ("indexes/m/ingest", INDEXER), ("indexes/m/splits", INDEXER),

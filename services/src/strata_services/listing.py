@@ -1,5 +1,5 @@
-"""`strata indexes`, `strata windows` and `strata jobs`: what the stack holds, read through the public APIs, as a
-table for people or JSON/NDJSON for scripts."""
+"""`strata indexes`, `strata windows`, `strata debt` and `strata jobs`: what the stack holds, read through the
+public APIs, as a table for people or JSON/NDJSON for scripts."""
 
 from __future__ import annotations
 
@@ -54,10 +54,44 @@ def cmd_windows(args: argparse.Namespace, settings: Settings) -> int:
     page = call(settings, "planner-api", "GET", f"/v1/indexes/{args.index}/windows", *READ_SCOPES, "query",
                 what=f"listing the windows of {args.index!r}", params=params)
     rows = [{**w, "window": iso_time(w["window_start"]), "mb": round(w["bytes"] / 1e6, 2),
-             "levels": " ".join(f"L{level}:{n}" for level, n in sorted(w["levels"].items()))}
+             "levels": " ".join(f"L{level}:{n}" for level, n in sorted(w["levels"].items())),
+             "waiting": w["splits_waiting"], "waiting_mb": round(w["bytes_waiting"] / 1e6, 2)}
             for w in page["windows"]]
-    emit(rows, ["window", "splits", "rows", "mb", "levels", "live_jobs", "marked_for_deletion", "closed",
-                "last_compacted_at"], args.format, document=page)
+    emit(rows, ["window", "splits", "rows", "mb", "levels", "waiting", "waiting_mb", "live_jobs",
+                "marked_for_deletion", "closed", "final", "last_compacted_at"], args.format, document=page)
+    return 0
+
+
+def _debt_rows(debt: dict[str, Any]) -> list[dict[str, Any]]:
+    c, indexing = debt["compaction"], debt["indexing"]
+    delay = c["first_merge_delay_secs"]
+    rows = [("published splits", debt["published_splits"]),
+            ("splits waiting for a merge", c["splits_waiting"]),
+            ("bytes waiting", c["bytes_waiting"]),
+            *((f"  level {level}", f"{v['splits']:,} splits, {v['bytes'] / 1e6:,.2f} MB")
+              for level, v in sorted(c["levels"].items(), key=lambda item: int(item[0]))),
+            ("oldest waiting split, age (s)", c["oldest_waiting_split_age_secs"]),
+            ("closed windows not final", c["closed_windows_not_final"]),
+            ("oldest of them, closed for (s)", c["oldest_closed_window_not_final_age_secs"]),
+            ("compaction jobs unassigned", c["jobs_unassigned"]),
+            ("compaction jobs in progress", c["jobs_in_progress"]),
+            ("merges/s (last 60 s)", c["merges_per_sec"]),
+            ("rows merged/s (last 60 s)", c["rows_merged_per_sec"]),
+            ("first merge delay p50/p90/max (s)",
+             "-" if not delay["count"] else f"{delay['p50']:,.1f} / {delay['p90']:,.1f} / {delay['max']:,.1f} "
+                                            f"({delay['count']:,} splits, last 10 min)"),
+            ("indexing: files waiting", indexing["files_waiting"]),
+            ("indexing: oldest waiting (s)", indexing["oldest_waiting_secs"]),
+            ("indexing jobs in progress", indexing["jobs_in_progress"])]
+    return [{"measure": measure, "value": value} for measure, value in rows]
+
+
+def cmd_debt(args: argparse.Namespace, settings: Settings) -> int:
+    debt = call(settings, "planner-api", "GET", f"/v1/indexes/{args.index}/debt", *READ_SCOPES, "query",
+                what=f"reading the debt of {args.index!r}")
+    if args.format == "table":
+        print(f"{debt['index_id']}: compaction and indexing debt at {debt['measured_at']}")
+    emit(_debt_rows(debt), ["measure", "value"], args.format, document=debt)
     return 0
 
 
@@ -118,6 +152,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     windows.add_argument("--limit", type=int, default=100, help="at most this many windows (default 100)")
     windows.add_argument("--format", choices=FORMATS, default="table", help="table (default), json or ndjson")
     windows.set_defaults(func=cmd_windows)
+
+    debt = sub.add_parser("debt", help="how far compaction and indexing are behind an index's writes: splits "
+                                       "waiting by level, closed windows not final, merge rate, files waiting")
+    debt.add_argument("index", help="the index id")
+    debt.add_argument("--format", choices=("table", "json"), default="table", help="table (default) or json")
+    debt.set_defaults(func=cmd_debt)
 
     jobs = sub.add_parser("jobs", help="compaction or indexing jobs, oldest first")
     jobs.add_argument("--queue", choices=sorted(QUEUE_API), default="compaction",

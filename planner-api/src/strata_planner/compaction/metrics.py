@@ -1,14 +1,16 @@
-"""Prometheus metrics of compaction: the backlog by status, job durations, bytes merged and written, and write
+"""Prometheus metrics of compaction: the backlog by status, job durations, bytes merged and written, write
 amplification per index (how many times, on average, the bytes now published have been written:
-sum(size * (1 + num_merge_ops)) / sum(size) over published splits)."""
+sum(size * (1 + num_merge_ops)) / sum(size) over published splits), and compaction debt per index (the same
+measure as GET /v1/indexes/{id}/debt, whose refresh also keeps the sampled history)."""
 
 from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from strata_planner.compaction.debt import measure_and_sample
+from strata_planner.compaction.schemas import LevelDebtOut
 from strata_shared.domain.jobs import JobStatus
-from strata_shared.metastore.compaction_models import CompactionJobRow
-from strata_shared.metastore.compaction_repository import CompactionRepository
+from strata_shared.metastore.compaction_repository import CompactionRepository, PublishedMerge
 from strata_shared.metastore.repositories import SplitRepository
 from strata_shared.web.state import AppState
 
@@ -35,16 +37,47 @@ class CompactionMetrics:
         self.retention_bytes = Counter("strata_retention_bytes_dropped", "Bytes of splits dropped by retention",
                                        ["index_id"], registry=registry)
 
+        # Merges as they publish, per index: the rate compaction pays its debt at.
+        self.merges = Counter("strata_compaction_merges", "Merges published", ["index_id"], registry=registry)
+        self.merged_rows = Counter("strata_compaction_merged_rows", "Rows of the inputs of published merges",
+                                   ["index_id"], registry=registry)
+        self.first_merge_delay = Histogram(
+            "strata_compaction_debt_first_merge_delay_seconds",
+            "From an ingested split's creation to the merge that first consumes it", ["index_id"],
+            registry=registry, buckets=(5, 10, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, 21600, 86400, 172800))
+
+        # Debt per index, refreshed with the rest (`measure_and_sample`).
+        self.debt_splits = Gauge("strata_compaction_debt_splits", "Published splits the merge policy would still "
+                                 "merge, by level", ["index_id", "level"], registry=registry)
+        self.debt_bytes = Gauge("strata_compaction_debt_bytes", "Bytes of the splits waiting for a merge, by level",
+                                ["index_id", "level"], registry=registry)
+        self.debt_oldest_split = Gauge("strata_compaction_debt_oldest_split_age_seconds",
+                                       "Age of the oldest split waiting for a merge (0: none)", ["index_id"],
+                                       registry=registry)
+        self.debt_closed_windows = Gauge("strata_compaction_debt_closed_windows_not_final",
+                                         "Closed windows still holding a merge", ["index_id"], registry=registry)
+        self.debt_oldest_closed_window = Gauge("strata_compaction_debt_oldest_closed_window_age_seconds",
+                                               "Since the oldest closed window still holding a merge closed (0: none)",
+                                               ["index_id"], registry=registry)
+
     def observe_retention(self, index_id: str, outcome) -> None:
         self.retention_windows.labels(index_id).inc(len(outcome.windows))
         self.retention_splits.labels(index_id).inc(outcome.splits)
         self.retention_bytes.labels(index_id).inc(outcome.bytes)
 
-    def observe_success(self, job: CompactionJobRow) -> None:
+    def observe_success(self, published: PublishedMerge) -> None:
+        job = published.job
+        index_id = job.index_uid.split(":", 1)[0]
         self.bytes_merged.inc(job.input_bytes)
         self.bytes_written.inc(job.output_bytes or 0)
+        self.merges.labels(index_id).inc()
+        self.merged_rows.labels(index_id).inc(job.input_rows)
         if job.first_assigned_at and job.finished_at:
             self.durations.observe((job.finished_at - job.first_assigned_at).total_seconds())
+        if job.finished_at:
+            for created_at in published.first_merged_created_at:
+                self.first_merge_delay.labels(index_id).observe(
+                    max(0.0, (job.finished_at - created_at).total_seconds()))
 
     async def refresh(self, state: AppState) -> None:
         async with state.sessions() as session:
@@ -54,3 +87,17 @@ class CompactionMetrics:
             self.jobs.labels(str(status)).set(counts.get(status, 0))
         for index_id, value in amplification:
             self.write_amplification.labels(index_id).set(value)
+        debts = await measure_and_sample(state, state.clock())
+        # Cleared first: a deleted index's series, or a level now empty, go instead of keeping their last value.
+        for gauge in (self.debt_splits, self.debt_bytes, self.debt_oldest_split, self.debt_closed_windows,
+                      self.debt_oldest_closed_window):
+            gauge.clear()
+        for debt in debts:
+            c = debt.compaction
+            # An index without debt still has its series (level 0 at zero), so rates and alerts see it go to 0.
+            for level, waiting in (c.levels or {"0": LevelDebtOut(splits=0, bytes=0)}).items():
+                self.debt_splits.labels(debt.index_id, level).set(waiting.splits)
+                self.debt_bytes.labels(debt.index_id, level).set(waiting.bytes)
+            self.debt_oldest_split.labels(debt.index_id).set(c.oldest_waiting_split_age_secs or 0.0)
+            self.debt_closed_windows.labels(debt.index_id).set(c.closed_windows_not_final)
+            self.debt_oldest_closed_window.labels(debt.index_id).set(c.oldest_closed_window_not_final_age_secs or 0.0)

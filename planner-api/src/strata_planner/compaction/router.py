@@ -9,10 +9,13 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from strata_planner.compaction.debt import HISTORY_KEPT, debt_history, index_debt
 from strata_planner.compaction.planning import WindowRange, plan_index, skipped_summary
 from strata_planner.compaction.retention import RetentionOutcome, drop_windows
 from strata_planner.compaction.scheduler import cancel_job, compaction_queue
 from strata_planner.compaction.schemas import (
+    DebtHistory,
+    DebtOut,
     DroppedWindowOut,
     JobOut,
     JobPage,
@@ -105,6 +108,27 @@ async def list_windows(index_id: IndexId, session: Session, state: State,
         retention_period_secs=None if retention is None else retention.period_secs,
         retention_cutoff=None if retention is None else retention_cutoff(int(state.clock().timestamp()),
                                                                           retention.period_secs))
+
+
+@router.get("/v1/indexes/{index_id}/debt", response_model=DebtOut, responses=problem_responses(401, 403, 404))
+async def get_debt(index_id: IndexId, session: Session, state: State,
+                   _: Annotated[Principal, Depends(require_any(Scope.WORKER, Scope.WRITER, Scope.QUERY))]) -> DebtOut:
+    """How far compaction and indexing are behind the index's writes: splits the merge policy would still merge
+    (by level), closed windows not yet final, live jobs, the merge rate and first-merge delays, files waiting for
+    their artifacts."""
+    index = await load_live_index(session, index_id)
+    return await index_debt(session, index, state.clock())
+
+
+@router.get("/v1/indexes/{index_id}/debt/history", response_model=DebtHistory,
+            responses=problem_responses(401, 403, 404, 422))
+async def get_debt_history(index_id: IndexId, session: Session, state: State,
+                           _: Annotated[Principal, Depends(require_any(Scope.WORKER, Scope.WRITER, Scope.QUERY))],
+                           minutes: Annotated[int, Query(ge=1, le=int(HISTORY_KEPT.total_seconds() // 60),
+                                                         description="how far back")] = 15) -> DebtHistory:
+    """The index's debt sampled every 10 s by planner-api's metrics refresh, oldest first (an hour is kept)."""
+    index = await load_live_index(session, index_id)
+    return DebtHistory(index_id=index_id, samples=await debt_history(session, index, state.clock(), minutes))
 
 
 def _report(outcome: RetentionOutcome) -> RetentionReport:

@@ -198,6 +198,11 @@ class WindowOut(BaseModel):
     # and when a pass (or an operator) last dropped it.
     expired: bool = False
     dropped_at: datetime | None = None
+    # Compaction debt of the window: its splits the merge policy would still merge (GET /v1/indexes/{id}/debt).
+    splits_waiting: int = 0
+    bytes_waiting: int = 0
+    oldest_waiting_split_age_secs: float | None = None
+    final: bool = Field(False, description="closed, and no merge is left to do in it")
 
 
 class WindowPage(BaseModel):
@@ -230,3 +235,64 @@ class RetentionReport(BaseModel):
     splits: int
     rows: int
     bytes: int
+
+
+class LevelDebtOut(BaseModel):
+    splits: int
+    bytes: int
+
+
+class FirstMergeDelayOut(BaseModel):
+    p50: float | None
+    p90: float | None
+    max: float | None
+    count: int
+
+
+class CompactionDebtOut(BaseModel):
+    splits_waiting: int = Field(description="published splits the merge policy would still merge: not mature, "
+                                            "sorted, window not before compaction_start_time; claimed by a live "
+                                            "job or not")
+    bytes_waiting: int
+    levels: dict[str, LevelDebtOut] = Field(description="the waiting splits by merge level")
+    oldest_waiting_split_age_secs: float | None
+    closed_windows_not_final: int = Field(description="closed windows where the merge policy still merges: two "
+                                                      "waiting splits of one compaction scope that fit together "
+                                                      "within the target size")
+    oldest_closed_window_not_final_age_secs: float | None = Field(
+        description="since the oldest of them closed (window end + late_data_acceptance_secs)")
+    jobs_unassigned: int
+    jobs_in_progress: int
+    merges_per_sec: float = Field(description="successful merges of the index over the last 60 s")
+    rows_merged_per_sec: float
+    first_merge_delay_secs: FirstMergeDelayOut = Field(
+        description="from a split's creation to its first merge, over the never-merged inputs of merges finished "
+                    "in the last 10 minutes")
+
+
+class IndexingDebtOut(BaseModel):
+    files_waiting: int = Field(description="published files without a published artifact snapshot")
+    oldest_waiting_secs: float | None
+    jobs_in_progress: int
+
+
+class DebtOut(BaseModel):
+    index_id: str
+    measured_at: datetime
+    published_splits: int
+    compaction: CompactionDebtOut
+    indexing: IndexingDebtOut
+
+
+class DebtSampleOut(BaseModel):
+    sampled_at: datetime
+    splits_waiting: int
+    bytes_waiting: int
+    closed_windows_not_final: int
+    oldest_waiting_split_age_secs: float | None
+    indexing_files_waiting: int
+
+
+class DebtHistory(BaseModel):
+    index_id: str
+    samples: list[DebtSampleOut] = Field(description="oldest first, one per sampling interval (10 s)")

@@ -90,6 +90,17 @@ def split_level(num_rows: int, params: MergePolicyParams) -> int:
     return level
 
 
+def level_starts(params: MergePolicyParams) -> list[int]:
+    """The row counts at which levels 1, 2, ... start, below the target row count. A split that is not mature has
+    fewer rows than the target, so its `split_level` is how many of these it reaches: a sum of comparisons, which
+    SQL computes from a row-count column as well (the debt repository groups waiting splits by level that way)."""
+    starts, bound = [], params.min_level_num_docs
+    while bound < params.target_split_num_rows:
+        starts.append(bound)
+        bound *= LEVEL_MULTIPLIER
+    return starts
+
+
 def mature_when(num_rows, size_bytes, age_secs, params: MergePolicyParams):
     """Mature splits are never merged again: big enough already, or too old to be worth rewriting.
 

@@ -8,6 +8,7 @@ from sqlalchemy import (
     BigInteger,
     Boolean,
     DateTime,
+    Double,
     ForeignKey,
     Index,
     Integer,
@@ -22,8 +23,8 @@ from sqlalchemy.orm import Mapped, mapped_column
 from strata_shared.metastore.leases import LeasedJobColumns, fencing_token_seq, job_status_enum
 from strata_shared.metastore.models import Base
 
-__all__ = ["CompactionJobInputRow", "CompactionJobRow", "CompactionWindowRow", "fencing_token_seq",
-           "job_status_enum"]
+__all__ = ["CompactionDebtSampleRow", "CompactionJobInputRow", "CompactionJobRow", "CompactionWindowRow",
+           "fencing_token_seq", "job_status_enum"]
 
 class CompactionJobRow(LeasedJobColumns, Base):
     __tablename__ = "compaction_jobs"
@@ -49,6 +50,10 @@ class CompactionJobRow(LeasedJobColumns, Base):
         # The scheduler's queue: unassigned jobs in priority order, and in-progress jobs by lease expiry.
         Index("ix_compaction_jobs_queue", "status", "level", "failures", "lease_expires_at"),
         Index("ix_compaction_jobs_index_window", "index_uid", "window_start"),
+        # Recent merges of one index (the debt's merge rate and first-merge delays): jobs are kept for their
+        # history, so without it those reads would walk every job the index ever had.
+        Index("ix_compaction_jobs_index_finished", "index_uid", "finished_at",
+              postgresql_where=text("status = 'success'")),
     )
 
 
@@ -86,4 +91,25 @@ class CompactionWindowRow(Base):
 
     __table_args__ = (
         Index("ix_compaction_windows_dirty", "index_uid", postgresql_where=text("dirty")),
+    )
+
+
+class CompactionDebtSampleRow(Base):
+    """One sample of an index's compaction and indexing debt, for the console's chart. Keyed by a sampling bucket
+    so that several replicas refreshing their metrics write one row per bucket (the first wins); trimmed to the
+    last hour."""
+
+    __tablename__ = "compaction_debt_samples"
+
+    index_uid: Mapped[str] = mapped_column(ForeignKey("indexes.index_uid", ondelete="CASCADE"), primary_key=True)
+    sampled_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), primary_key=True)
+    splits_waiting: Mapped[int] = mapped_column(BigInteger)
+    bytes_waiting: Mapped[int] = mapped_column(BigInteger)
+    closed_windows_not_final: Mapped[int] = mapped_column(Integer)
+    oldest_waiting_split_age_secs: Mapped[float | None] = mapped_column(Double, nullable=True)
+    indexing_files_waiting: Mapped[int] = mapped_column(BigInteger)
+
+    __table_args__ = (
+        # The trim deletes by age across indexes.
+        Index("ix_compaction_debt_samples_sampled_at", "sampled_at"),
     )

@@ -39,6 +39,14 @@ class CompactionJobFilter(JobFilter):
     window_start_lt: int | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class PublishedMerge:
+    job: CompactionJobRow
+    # Creation times of the inputs this merge is the first to consume (ingested, never merged): the debt's
+    # delay from publication to first merge, observed once the publish commits.
+    first_merged_created_at: list[datetime]
+
+
 class CompactionRepository:
     def __init__(self, session: AsyncSession) -> None:
         self.session = session
@@ -109,7 +117,7 @@ class CompactionRepository:
     # --- a worker's success (fenced) ------------------------------------------------------------------------
 
     async def publish(self, job_id: str, token: int, outputs: Sequence[SplitMetadata],
-                      now: datetime) -> CompactionJobRow:
+                      now: datetime) -> PublishedMerge:
         """One transaction's worth of work: outputs published, inputs marked for deletion, lineage recorded, job
         succeeded; or nothing at all (StaleToken, PublishConflict)."""
         job = await self.queue.fenced(job_id, token)
@@ -141,7 +149,7 @@ class CompactionRepository:
         await CompactionWindowRepository(self.session).mark_compacted(job.index_uid, job.window_duration_secs,
                                                                       job.window_start, now)
         await self.session.flush()
-        return job
+        return PublishedMerge(job, [s.created_at for s in inputs if s.num_merge_ops == 0])
 
     # --- operator actions -----------------------------------------------------------------------------------
 

@@ -222,12 +222,15 @@ class IndexingRepository:
         )).all()}
         return {split_id: [rows[a] for a in ids if a in rows] for split_id, ids in snapshots}
 
-    async def lag(self, now: datetime) -> list[IndexingLag]:
-        """Per index: published files without a published snapshot, and when the oldest of them was published."""
-        rows = (await self.session.execute(
-            select(SplitRow.index_uid, func.count(), func.min(SplitRow.published_at))
-            .outerjoin(ArtifactSnapshotRow, and_(ArtifactSnapshotRow.split_id == SplitRow.split_id,
-                                                 ArtifactSnapshotRow.published))
-            .where(SplitRow.state == SplitState.PUBLISHED, ArtifactSnapshotRow.split_id.is_(None))
-            .group_by(SplitRow.index_uid))).all()
+    async def lag(self, now: datetime, index_uid: str | None = None) -> list[IndexingLag]:
+        """Per index (or of one index): published files without a published snapshot, and when the oldest of them
+        was published."""
+        stmt = (select(SplitRow.index_uid, func.count(), func.min(SplitRow.published_at))
+                .outerjoin(ArtifactSnapshotRow, and_(ArtifactSnapshotRow.split_id == SplitRow.split_id,
+                                                     ArtifactSnapshotRow.published))
+                .where(SplitRow.state == SplitState.PUBLISHED, ArtifactSnapshotRow.split_id.is_(None))
+                .group_by(SplitRow.index_uid))
+        if index_uid is not None:
+            stmt = stmt.where(SplitRow.index_uid == index_uid)
+        rows = (await self.session.execute(stmt)).all()
         return [IndexingLag(index_uid, count, oldest) for index_uid, count, oldest in rows]

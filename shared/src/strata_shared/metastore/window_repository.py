@@ -31,7 +31,7 @@ from strata_shared.metastore.compaction_models import CompactionJobInputRow, Com
 from strata_shared.metastore.models import IndexRow, SplitRow
 
 # A split's creation time in whole epoch seconds, as the merge policy counts a split's age.
-_CREATED_AT_SECS = cast(func.floor(func.extract("epoch", SplitRow.created_at)), BigInteger)
+CREATED_AT_SECS = cast(func.floor(func.extract("epoch", SplitRow.created_at)), BigInteger)
 _CLAIMED = exists().where(and_(CompactionJobInputRow.split_id == SplitRow.split_id, CompactionJobInputRow.live))
 
 
@@ -132,7 +132,7 @@ class CompactionWindowRepository:
             selection.append(SplitRow.window_start < start_lt)
         if windows is not None:
             selection.append(tuple_(SplitRow.window_duration_secs, SplitRow.window_start).in_(list(windows)))
-        mature = mature_when(SplitRow.num_rows, SplitRow.size_bytes, now_secs - _CREATED_AT_SECS, params)
+        mature = mature_when(SplitRow.num_rows, SplitRow.size_bytes, now_secs - CREATED_AT_SECS, params)
         # Counted as the policy would skip them: only splits no earlier reason (CS-3, unsorted, claimed) takes.
         mature_count = await self.session.scalar(select(func.count()).select_from(SplitRow).where(
             *selection, mature, ~before_compaction_start(SplitRow.window_start, rules), SplitRow.sort_schema != "",
@@ -140,7 +140,7 @@ class CompactionWindowRepository:
         rows = await self.session.execute(select(
             SplitRow.split_id, SplitRow.source_id, SplitRow.partition_id, SplitRow.doc_mapping_uid,
             SplitRow.sort_schema, SplitRow.window_duration_secs, SplitRow.window_start, SplitRow.num_rows,
-            SplitRow.size_bytes, SplitRow.num_merge_ops, _CREATED_AT_SECS.label("created_at_secs"),
+            SplitRow.size_bytes, SplitRow.num_merge_ops, CREATED_AT_SECS.label("created_at_secs"),
             _CLAIMED.label("claimed"),
         ).where(*selection, ~mature))
         scopes: dict[tuple, CompactionScope] = {}

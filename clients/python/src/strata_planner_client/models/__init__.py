@@ -3,13 +3,21 @@
 from .assigned_input import AssignedInput
 from .assignment import Assignment
 from .bulk_retry_result import BulkRetryResult
+from .compaction_debt_out import CompactionDebtOut
+from .compaction_debt_out_levels import CompactionDebtOutLevels
+from .debt_history import DebtHistory
+from .debt_out import DebtOut
+from .debt_sample_out import DebtSampleOut
 from .dropped_window_out import DroppedWindowOut
 from .field_problem import FieldProblem
+from .first_merge_delay_out import FirstMergeDelayOut
 from .health import Health
+from .indexing_debt_out import IndexingDebtOut
 from .job_out import JobOut
 from .job_out_failure_log_item import JobOutFailureLogItem
 from .job_page import JobPage
 from .job_status import JobStatus
+from .level_debt_out import LevelDebtOut
 from .output_column_stats import OutputColumnStats
 from .output_column_stats_type import OutputColumnStatsType
 from .output_row_group import OutputRowGroup
@@ -42,13 +50,21 @@ __all__ = (
     "AssignedInput",
     "Assignment",
     "BulkRetryResult",
+    "CompactionDebtOut",
+    "CompactionDebtOutLevels",
+    "DebtHistory",
+    "DebtOut",
+    "DebtSampleOut",
     "DroppedWindowOut",
     "FieldProblem",
+    "FirstMergeDelayOut",
     "Health",
+    "IndexingDebtOut",
     "JobOut",
     "JobOutFailureLogItem",
     "JobPage",
     "JobStatus",
+    "LevelDebtOut",
     "OutputColumnStats",
     "OutputColumnStatsType",
     "OutputRowGroup",

@@ -32,6 +32,10 @@ class WindowOut:
         last_compacted_at (datetime.datetime | None):
         expired (bool | Unset):  Default: False.
         dropped_at (datetime.datetime | None | Unset):
+        splits_waiting (int | Unset):  Default: 0.
+        bytes_waiting (int | Unset):  Default: 0.
+        oldest_waiting_split_age_secs (float | None | Unset):
+        final (bool | Unset): closed, and no merge is left to do in it Default: False.
     """
 
     window_start: int
@@ -46,6 +50,10 @@ class WindowOut:
     last_compacted_at: datetime.datetime | None
     expired: bool | Unset = False
     dropped_at: datetime.datetime | None | Unset = UNSET
+    splits_waiting: int | Unset = 0
+    bytes_waiting: int | Unset = 0
+    oldest_waiting_split_age_secs: float | None | Unset = UNSET
+    final: bool | Unset = False
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -83,6 +91,18 @@ class WindowOut:
         else:
             dropped_at = self.dropped_at
 
+        splits_waiting = self.splits_waiting
+
+        bytes_waiting = self.bytes_waiting
+
+        oldest_waiting_split_age_secs: float | None | Unset
+        if isinstance(self.oldest_waiting_split_age_secs, Unset):
+            oldest_waiting_split_age_secs = UNSET
+        else:
+            oldest_waiting_split_age_secs = self.oldest_waiting_split_age_secs
+
+        final = self.final
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -103,6 +123,14 @@ class WindowOut:
             field_dict["expired"] = expired
         if dropped_at is not UNSET:
             field_dict["dropped_at"] = dropped_at
+        if splits_waiting is not UNSET:
+            field_dict["splits_waiting"] = splits_waiting
+        if bytes_waiting is not UNSET:
+            field_dict["bytes_waiting"] = bytes_waiting
+        if oldest_waiting_split_age_secs is not UNSET:
+            field_dict["oldest_waiting_split_age_secs"] = oldest_waiting_split_age_secs
+        if final is not UNSET:
+            field_dict["final"] = final
 
         return field_dict
 
@@ -163,6 +191,23 @@ class WindowOut:
 
         dropped_at = _parse_dropped_at(d.pop("dropped_at", UNSET))
 
+        splits_waiting = d.pop("splits_waiting", UNSET)
+
+        bytes_waiting = d.pop("bytes_waiting", UNSET)
+
+        def _parse_oldest_waiting_split_age_secs(data: object) -> float | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(float | None | Unset, data)
+
+        oldest_waiting_split_age_secs = _parse_oldest_waiting_split_age_secs(
+            d.pop("oldest_waiting_split_age_secs", UNSET)
+        )
+
+        final = d.pop("final", UNSET)
+
         window_out = cls(
             window_start=window_start,
             window_duration_secs=window_duration_secs,
@@ -176,6 +221,10 @@ class WindowOut:
             last_compacted_at=last_compacted_at,
             expired=expired,
             dropped_at=dropped_at,
+            splits_waiting=splits_waiting,
+            bytes_waiting=bytes_waiting,
+            oldest_waiting_split_age_secs=oldest_waiting_split_age_secs,
+            final=final,
         )
 
         window_out.additional_properties = d

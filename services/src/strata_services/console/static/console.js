@@ -1,13 +1,15 @@
 // The console's page: the key, the refresh loop, the index list with its indexing lag, and the wiring of the
-// windows picture, the two queues and the query box.
+// windows picture, the debt chart, the two queues and the query box.
 
 import { get, hasKey, setKey } from "./api.js";
+import { debtChart } from "./debt.js";
 import { count, el, errorBox, replace, seconds } from "./dom.js";
 import { explain, run } from "./query.js";
 import { showQueue } from "./queues.js";
 import { windowsChart } from "./windows.js";
 
 const REFRESH_MS = 5000;
+const DEBT_MINUTES = 15;
 const state = { indexes: [], selected: null, measure: "splits", timer: null, busy: false };
 const $ = (id) => document.getElementById(id);
 
@@ -65,13 +67,26 @@ async function refreshWindows() {
   }
 }
 
+async function refreshDebt() {
+  const index = state.indexes.find((i) => i.index_id === state.selected);
+  $("debt-title").textContent = index ? `of ${index.index_id}, last ${DEBT_MINUTES} minutes` : "";
+  if (!index) { replace($("debt"), el("p", { class: "empty" }, "select an index")); return; }
+  const path = `indexes/${encodeURIComponent(index.index_id)}/debt`;
+  try {
+    const [debt, history] = await Promise.all([get(path), get(`${path}/history?minutes=${DEBT_MINUTES}`)]);
+    replace($("debt"), debtChart(debt, history, DEBT_MINUTES, Date.parse(debt.measured_at) / 1000));
+  } catch (error) {
+    replace($("debt"), errorBox(error));
+  }
+}
+
 async function refresh() {
   if (!hasKey() || state.busy) return;
   state.busy = true;
   status("refreshing…");
   try {
     await refreshIndexes();
-    await Promise.all([refreshWindows(), showQueue("compaction", $("compaction")), showQueue("indexing", $("indexing"))]);
+    await Promise.all([refreshWindows(), refreshDebt(), showQueue("compaction", $("compaction")), showQueue("indexing", $("indexing"))]);
     status(`updated ${new Date().toLocaleTimeString()}`);
   } catch (error) {
     status(error.status === 401 ? "key refused" : `error: ${error.message}`, true);

@@ -1,0 +1,98 @@
+"""Compaction and indexing debt of an index: how far compaction (and artifact builds) are behind the writes, for
+the API, the metrics and the sampled history behind the console's chart."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from strata_planner.compaction.planning import policy_params, window_rules
+from strata_planner.compaction.schemas import (
+    CompactionDebtOut,
+    DebtOut,
+    DebtSampleOut,
+    FirstMergeDelayOut,
+    IndexingDebtOut,
+    LevelDebtOut,
+)
+from strata_shared.domain.index_config import IndexSettings
+from strata_shared.metastore.debt_repository import MERGE_RATE_SECS, DebtRepository, DebtSample
+from strata_shared.metastore.models import IndexRow
+from strata_shared.metastore.repositories import IndexRepository
+from strata_shared.web.state import AppState
+
+# One sample per index and bucket, whichever replica's refresh comes first; an hour kept.
+SAMPLE_SECS = 10
+HISTORY_KEPT = timedelta(hours=1)
+
+
+def _age(now: datetime, then: datetime | None) -> float | None:
+    return None if then is None else max(0.0, (now - then).total_seconds())
+
+
+async def index_debt(session: AsyncSession, index: IndexRow, now: datetime) -> DebtOut:
+    settings = IndexSettings.model_validate(index.config)
+    repo = DebtRepository(session)
+    c = await repo.compaction(index.index_uid, policy_params(settings), window_rules(settings), now)
+    indexing = await repo.indexing(index.index_uid, now)
+    delays = c.first_merge_delays
+    return DebtOut(
+        index_id=index.index_id, measured_at=now, published_splits=c.published_splits,
+        compaction=CompactionDebtOut(
+            splits_waiting=c.splits_waiting, bytes_waiting=c.bytes_waiting,
+            levels={str(level): LevelDebtOut(splits=d.splits, bytes=d.bytes) for level, d in c.levels.items()},
+            oldest_waiting_split_age_secs=_age(now, c.oldest_waiting_created_at),
+            closed_windows_not_final=c.closed_windows_not_final,
+            oldest_closed_window_not_final_age_secs=None if c.oldest_closed_window_not_final_at is None
+            else max(0.0, now.timestamp() - c.oldest_closed_window_not_final_at),
+            jobs_unassigned=c.jobs_unassigned, jobs_in_progress=c.jobs_in_progress,
+            merges_per_sec=c.merges_last_minute / MERGE_RATE_SECS,
+            rows_merged_per_sec=c.rows_merged_last_minute / MERGE_RATE_SECS,
+            first_merge_delay_secs=FirstMergeDelayOut(p50=delays.p50, p90=delays.p90, max=delays.max,
+                                                      count=delays.count)),
+        indexing=IndexingDebtOut(files_waiting=indexing.files_waiting,
+                                 oldest_waiting_secs=_age(now, indexing.oldest_published_at),
+                                 jobs_in_progress=indexing.jobs_in_progress))
+
+
+def sample_bucket(now: datetime) -> datetime:
+    """The start of the sampling interval holding `now`: every replica sampling in it names the same row."""
+    secs = int(now.timestamp())
+    return datetime.fromtimestamp(secs - secs % SAMPLE_SECS, UTC)
+
+
+async def measure_and_sample(state: AppState, now: datetime) -> list[DebtOut]:
+    """The debt of every live index, each kept as the sample of the current bucket (unless a replica already kept
+    one), and samples older than the kept history deleted. One transaction per index."""
+    out: list[DebtOut] = []
+    after = None
+    while True:
+        async with state.sessions() as session:
+            page = list(await IndexRepository(session).list_live(limit=500, after_index_id=after))
+        for index in page:
+            async with state.sessions() as session:
+                debt = await index_debt(session, index, now)
+                await DebtRepository(session).record_sample(index.index_uid, DebtSample(
+                    sampled_at=sample_bucket(now), splits_waiting=debt.compaction.splits_waiting,
+                    bytes_waiting=debt.compaction.bytes_waiting,
+                    closed_windows_not_final=debt.compaction.closed_windows_not_final,
+                    oldest_waiting_split_age_secs=debt.compaction.oldest_waiting_split_age_secs,
+                    indexing_files_waiting=debt.indexing.files_waiting))
+                await session.commit()
+            out.append(debt)
+        if len(page) < 500:
+            break
+        after = page[-1].index_id
+    async with state.sessions() as session:
+        await DebtRepository(session).trim_samples(now - HISTORY_KEPT)
+        await session.commit()
+    return out
+
+
+async def debt_history(session: AsyncSession, index: IndexRow, now: datetime, minutes: int) -> list[DebtSampleOut]:
+    return [DebtSampleOut(sampled_at=s.sampled_at, splits_waiting=s.splits_waiting, bytes_waiting=s.bytes_waiting,
+                          closed_windows_not_final=s.closed_windows_not_final,
+                          oldest_waiting_split_age_secs=s.oldest_waiting_split_age_secs,
+                          indexing_files_waiting=s.indexing_files_waiting)
+            for s in await DebtRepository(session).samples(index.index_uid, now - timedelta(minutes=minutes))]
