@@ -251,8 +251,8 @@ class FirstMergeDelayOut(BaseModel):
 
 class CompactionDebtOut(BaseModel):
     splits_waiting: int = Field(description="published splits the merge policy would still merge: not mature, "
-                                            "sorted, window not before compaction_start_time; claimed by a live "
-                                            "job or not")
+                                            "sorted, window not before compaction_start_time, and not the splits a "
+                                            "final window keeps; claimed by a live job or not")
     bytes_waiting: int
     levels: dict[str, LevelDebtOut] = Field(description="the waiting splits by merge level")
     oldest_waiting_split_age_secs: float | None

@@ -4,8 +4,9 @@ console charts.
 
 "Waiting" is the merge policy's own selection, its rules applied to column expressions as the planner's
 repository does (`merge_policy.mature_when`, `before_compaction_start`, `windows.is_window_closed`): a published,
-sorted split, not mature, in a window not before the compaction start (CS-3). A split a live job has claimed is
-still waiting: it is debt until the merge publishes. Every read is an aggregate; no split row is loaded.
+sorted split, not mature, in a window not before the compaction start (CS-3), and still owed a merge (a closed
+window's split its final packing leaves alone is not). A split a live job has claimed is still waiting: it is
+debt until the merge publishes. Every read is an aggregate; no split row is loaded.
 """
 
 from __future__ import annotations
@@ -138,11 +139,31 @@ def _by_scope_and_window(waiting, params: MergePolicyParams):
     p = paired.c
     fits = func.coalesce((p.pair_rows <= params.target_split_num_rows)
                          & (p.pair_bytes <= params.target_split_size_bytes), False)
-    return (select(p.window_duration_secs, p.window_start, func.count().label("splits"),
-                   func.sum(p.size_bytes).label("bytes"), func.min(p.created_at).label("oldest"),
-                   func.bool_or(fits).label("mergeable"))
+    return (select(p.source_id, p.partition_id, p.doc_mapping_uid, p.sort_schema, p.window_duration_secs,
+                   p.window_start, func.count().label("splits"), func.sum(p.size_bytes).label("bytes"),
+                   func.min(p.created_at).label("oldest"), func.bool_or(fits).label("mergeable"))
             .group_by(p.source_id, p.partition_id, p.doc_mapping_uid, p.sort_schema, p.window_duration_secs,
                       p.window_start))
+
+
+def _closed(waiting, rules: WindowRules, now_secs: int):
+    return select(waiting).where(is_window_closed(
+        waiting.c.window_start, waiting.c.window_duration_secs, rules.late_data_acceptance_secs,
+        now_secs)).subquery("closed_waiting")
+
+
+def _owed(waiting, params: MergePolicyParams, rules: WindowRules, now_secs: int):
+    """The waiting splits a merge is still owed to: all of an open window's; of a closed window, those of a scope
+    whose final packing still merges something. The split a final window keeps alone (or two too large to pair)
+    will never be merged again, so it is no debt, though it stays below maturity for a long while (48 h by
+    default): counted, it would make a healthy index's debt grow with every window that closes."""
+    final = _by_scope_and_window(_closed(waiting, rules, now_secs), params).subquery("scope_windows")
+    f, w = final.c, waiting.c
+    done = (select(literal(1)).where(
+        ~f.mergeable, f.source_id == w.source_id, f.partition_id == w.partition_id,
+        f.doc_mapping_uid == w.doc_mapping_uid, f.sort_schema == w.sort_schema,
+        f.window_duration_secs == w.window_duration_secs, f.window_start == w.window_start).exists())
+    return select(waiting).where(~done).subquery("owed")
 
 
 class DebtRepository:
@@ -153,17 +174,15 @@ class DebtRepository:
                          now: datetime) -> CompactionDebt:
         now_secs = int(now.timestamp())
         waiting = _waiting(index_uid, params, rules, now_secs)
+        owed = _owed(waiting, params, rules, now_secs)
         levels, oldest = {}, None
         for level, splits, size, first in (await self.session.execute(
-                select(waiting.c.level, func.count(), func.sum(waiting.c.size_bytes), func.min(waiting.c.created_at))
-                .group_by(waiting.c.level).order_by(waiting.c.level))).all():
+                select(owed.c.level, func.count(), func.sum(owed.c.size_bytes), func.min(owed.c.created_at))
+                .group_by(owed.c.level).order_by(owed.c.level))).all():
             levels[int(level)] = LevelDebt(splits=splits, bytes=int(size))
             oldest = first if oldest is None else min(oldest, first)
 
-        closed_waiting = select(waiting).where(is_window_closed(
-            waiting.c.window_start, waiting.c.window_duration_secs, rules.late_data_acceptance_secs,
-            now_secs)).subquery("closed_waiting")
-        scoped = _by_scope_and_window(closed_waiting, params).subquery()
+        scoped = _by_scope_and_window(_closed(waiting, rules, now_secs), params).subquery()
         mergeable = select(scoped).where(scoped.c.mergeable).subquery()
         windows = select(mergeable.c.window_duration_secs, mergeable.c.window_start).distinct().subquery()
         closed, first_end = (await self.session.execute(select(
@@ -207,7 +226,8 @@ class DebtRepository:
         """The debt of listed (duration, start) windows; a window with nothing waiting is absent."""
         if not windows:
             return {}
-        waiting = _waiting(index_uid, params, rules, int(now.timestamp()))
+        now_secs = int(now.timestamp())
+        waiting = _owed(_waiting(index_uid, params, rules, now_secs), params, rules, now_secs)
         listed = select(waiting).where(
             tuple_(waiting.c.window_duration_secs, waiting.c.window_start).in_(windows)).subquery("listed")
         scoped = _by_scope_and_window(listed, params).subquery()

@@ -27,6 +27,7 @@ class IndexingAssignment:
         index_uid (str):
         partition_id (str):
         uri (str):
+        size_bytes (int):
         artifact_prefix (str):
         artifacts (ArtifactConfig): Which index artifacts each file gets (built by the indexing jobs).
         field_types (IndexingAssignmentFieldTypes):
@@ -42,6 +43,7 @@ class IndexingAssignment:
     index_uid: str
     partition_id: str
     uri: str
+    size_bytes: int
     artifact_prefix: str
     artifacts: ArtifactConfig
     field_types: IndexingAssignmentFieldTypes
@@ -66,6 +68,8 @@ class IndexingAssignment:
 
         uri = self.uri
 
+        size_bytes = self.size_bytes
+
         artifact_prefix = self.artifact_prefix
 
         artifacts = self.artifacts.to_dict()
@@ -88,6 +92,7 @@ class IndexingAssignment:
                 "index_uid": index_uid,
                 "partition_id": partition_id,
                 "uri": uri,
+                "size_bytes": size_bytes,
                 "artifact_prefix": artifact_prefix,
                 "artifacts": artifacts,
                 "field_types": field_types,
@@ -122,6 +127,8 @@ class IndexingAssignment:
 
         uri = d.pop("uri")
 
+        size_bytes = d.pop("size_bytes")
+
         artifact_prefix = d.pop("artifact_prefix")
 
         artifacts = ArtifactConfig.from_dict(d.pop("artifacts"))
@@ -141,6 +148,7 @@ class IndexingAssignment:
             index_uid=index_uid,
             partition_id=partition_id,
             uri=uri,
+            size_bytes=size_bytes,
             artifact_prefix=artifact_prefix,
             artifacts=artifacts,
             field_types=field_types,

@@ -19,7 +19,7 @@ class CompactionDebtOut:
     """
     Attributes:
         splits_waiting (int): published splits the merge policy would still merge: not mature, sorted, window not before
-            compaction_start_time; claimed by a live job or not
+            compaction_start_time, and not the splits a final window keeps; claimed by a live job or not
         bytes_waiting (int):
         levels (CompactionDebtOutLevels): the waiting splits by merge level
         oldest_waiting_split_age_secs (float | None):
