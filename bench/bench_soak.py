@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import os
 import random
 import statistics
@@ -59,16 +60,26 @@ def index_config(index_id: str) -> dict[str, Any]:
                                 compaction_start_time=0)
 
 
-def ndjson_rows(rows: int, rng: random.Random, now: float) -> bytes:
-    # Agents send what they just collected: timestamps over the last two seconds.
-    lines = []
-    for _ in range(rows):
-        service = rng.randrange(20)
-        lines.append(json.dumps({
-            "metric_name": f"metric_{rng.randrange(50):03d}", "service": f"service_{service:02d}",
-            "host": f"host-{service * 25 + rng.randrange(25):04d}", "timestamp_secs": int(now - rng.random() * 2),
-            "value": rng.random() * 100}))
-    return ("\n".join(lines) + "\n").encode()
+class RowSource:
+    """NDJSON bodies of metrics rows stamped "now" (the last two seconds, as agents send what they just
+    collected). The rows' other fields are drawn once per source, so a writer spends microseconds, not the
+    server's CPU share, on each body."""
+
+    def __init__(self, seed: int, pool: int = 4096) -> None:
+        rng = random.Random(seed)
+        self.rng = rng
+        self.parts = []
+        for _ in range(pool):
+            service = rng.randrange(20)
+            head = json.dumps({"metric_name": f"metric_{rng.randrange(50):03d}", "service": f"service_{service:02d}",
+                               "host": f"host-{service * 25 + rng.randrange(25):04d}"})[:-1]
+            self.parts.append((head + ', "timestamp_secs": ', f', "value": {rng.random() * 100:.6f}}}\n'))
+
+    def body(self, rows: int, now: float) -> bytes:
+        start = self.rng.randrange(len(self.parts))
+        stamps = (int(now - 2 * self.rng.random()) for _ in range(rows))
+        return "".join(f"{head}{stamp}{tail}" for (head, tail), stamp in zip(
+            (self.parts[(start + i) % len(self.parts)] for i in range(rows)), stamps, strict=True)).encode()
 
 
 class Writers:
@@ -88,7 +99,7 @@ class Writers:
         await asyncio.gather(*(self._writer(w, deadline) for w in range(self.writers)))
 
     async def _writer(self, number: int, deadline: float) -> None:
-        rng = random.Random(number)
+        rng = RowSource(number)
         async with httpx.AsyncClient(timeout=60) as client:
             started = time.monotonic() + number / (self.writers * self.rate)  # writers evenly staggered
             k = 0
@@ -103,8 +114,8 @@ class Writers:
                 # as asked, and the achieved rate says how much of the offered load got through.
                 k = max(k + 1, int((time.monotonic() - started) * self.rate))
 
-    async def send(self, client: httpx.AsyncClient, rng: random.Random) -> None:
-        body = ndjson_rows(self.rows, rng, time.time())
+    async def send(self, client: httpx.AsyncClient, rows: RowSource) -> None:
+        body = rows.body(self.rows, time.time())
         sent = time.perf_counter()
         try:
             response = await client.post(self.url, content=body, headers=self.headers)
@@ -231,7 +242,7 @@ class SoakStack:
 
 async def _idle_latencies(writers: Writers, count: int) -> list[float]:
     """Single requests, spaced out, before any load: ingestion's own latency on an idle stack."""
-    rng = random.Random(99)
+    rng = RowSource(99)
     async with httpx.AsyncClient(timeout=60) as client:
         for _ in range(count):
             await writers.send(client, rng)
@@ -336,7 +347,7 @@ def backlog(stack, *, splits: int, rows: int, env_overrides: dict[str, str] | No
         print(f"[soak] backlog: {splits:,} splits of {rows} rows, compaction paused", flush=True)
 
         async def fill() -> None:
-            rng = random.Random(7)
+            rng = RowSource(7)
             sem = asyncio.Semaphore(8)
             async with httpx.AsyncClient(timeout=60) as client:
                 async def one() -> None:
@@ -380,10 +391,12 @@ def backlog(stack, *, splits: int, rows: int, env_overrides: dict[str, str] | No
 
 
 def sweep(stack, *, rates: list[float], writers: int, rows: int, seconds: float) -> list[dict[str, Any]]:
+    """One soak per rate, with as many writers as the rate needs for each to send at most 12.5 requests/s (an
+    80 ms budget per request: a writer waits for each answer, so fewer could not offer the rate at all)."""
     out = []
     for rate in rates:
-        result = soak(stack, writers=writers, rate=rate, rows=rows, seconds=seconds, drain_secs=240,
-                      name=f"sweep{int(rate)}")
+        result = soak(stack, writers=max(writers, math.ceil(rate / 12.5)), rate=rate, rows=rows, seconds=seconds,
+                      drain_secs=240, name=f"sweep{int(rate)}")
         result["bounded"] = bounded(result)
         out.append({k: v for k, v in result.items() if k != "samples"})
         print(f"[soak] sweep {rate:g} requests/s: bounded={result['bounded']}", flush=True)
@@ -613,18 +626,22 @@ def render(r: dict[str, Any]) -> str:
         lines.append("")
     if "sweep" in r:
         lines += ["### Sustainable rate", "",
-                  "| offered requests/s | achieved | most splits under load | closed window final within | "
-                  "builds waited at most | ingest p50 load / idle | bounded |", "|---|---|---|---|---|---|---|"]
-        best = 0.0
+                  "Two-minute soaks at rising rates, each writer at most 12.5 requests/s (so 4 to 24 writers); "
+                  "bounded: the published splits of the load's last third no higher than of its middle third "
+                  "(+20%, +20), every closed window final within 60 s, no build waiting over 60 s, no failure.", "",
+                  "| offered requests/s | writers | achieved | most splits under load | closed window final within | "
+                  "builds waited at most | ingest p50 load / idle | bounded |", "|---|---|---|---|---|---|---|---|"]
+        best = None
         for s in r["sweep"]:
-            if s["bounded"]:
-                best = max(best, s["offered_rps"])
-            lines.append(f"| {s['offered_rps']:.0f} | {s['achieved_rps']:.1f} | {s['max_published_splits_load']} | "
-                         f"{s['max_closed_not_final_age']:.0f} s | {s['max_indexing_wait']:.0f} s | "
-                         f"{s['ingest_load_p50'] * 1e3:.1f} / {s['ingest_idle_p50'] * 1e3:.1f} ms | "
-                         f"{'yes' if s['bounded'] else 'no'} |")
-        lines += ["", f"Highest offered rate with bounded debt: **{best:.0f} requests/s** of "
-                      f"{r['sweep'][0]['rows']} rows (goal 200).", ""]
+            if s["bounded"] and (best is None or s["achieved_rps"] > best["achieved_rps"]):
+                best = s
+            lines.append(f"| {s['offered_rps']:.0f} | {s['writers']} | {s['achieved_rps']:.1f} | "
+                         f"{s['max_published_splits_load']} | {s['max_closed_not_final_age']:.0f} s | "
+                         f"{s['max_indexing_wait']:.0f} s | {s['ingest_load_p50'] * 1e3:.1f} / "
+                         f"{s['ingest_idle_p50'] * 1e3:.1f} ms | {'yes' if s['bounded'] else 'no'} |")
+        lines += ["", "Highest rate with bounded debt: " + (
+            "none" if best is None else f"**{best['achieved_rps']:.0f} requests/s** of {best['rows']} rows achieved "
+            f"({best['offered_rps']:.0f} offered)") + " (goal 200).", ""]
     if "crossover" in r:
         lines += ["### Where a merge runs: local process vs Spark job", "",
                   "One merge of ten sorted inputs, through the worker's local process pool (spawned child, niceness "
