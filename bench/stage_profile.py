@@ -64,7 +64,7 @@ REGISTER_STAGES: list[tuple[str, tuple[str, ...]]] = [
     ),
     ("footer check: footer_column_stats", ("footer_column_stats (",)),
     ("footer check: row_group_spans", ("row_group_spans (",)),
-    ("footer check: schema, kv, SplitMetadata, rest", ("inspect_split (", "_inspect_chunk (")),
+    ("footer check: schema, kv, SplitMetadata, rest", ("inspect_split (", "_inspect_all (")),
     ("repo.get_many (existing splits + stats)", ("get_many (",)),
     ("repo.find_by_uris", ("find_by_uris (",)),
     ("repo.insert (SQLAlchemy executemany, asyncpg)", ("insert (strata_shared/metastore/repositories.py",)),

@@ -9,8 +9,6 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from sqlalchemy import text
-from sqlalchemy.ext.asyncio import create_async_engine
 from ulid import ULID
 
 from strata_services.sample_data import metrics_index_config
@@ -165,71 +163,3 @@ async def test_registration_needs_writer_scope(indexer, keys):
     response = await _register(indexer, keys, "any", [{"split_id": str(ULID()), "uri": "x", "num_rows": 1}],
                                key=keys.worker)
     assert response.status_code == 403
-
-
-async def _queue_and_flags(database_url: str) -> tuple:
-    """What publishing writes besides the splits: indexing jobs, window flags, the counters."""
-    engine = create_async_engine(database_url)
-    try:
-        async with engine.connect() as connection:
-            out = []
-            for table in ("indexing_jobs", "compaction_windows", "published_totals", "plan_generations"):
-                out.append([tuple(r) for r in await connection.execute(text(f"SELECT * FROM {table} ORDER BY 1, 2"))])
-            return tuple(out)
-    finally:
-        await engine.dispose()
-
-
-@pytest.mark.parametrize(("case", "status", "fragment"), [
-    ("bad-file-last", 422, "splits.4.num_rows"),
-    ("changed-split-last", 409, "registered with different partition_id"),
-    ("file-owned-last", 409, "already registered as split"),
-    ("one-file-twice-across-chunks", 409, "one file under two split ids"),
-])
-async def test_a_batch_checked_chunk_by_chunk_is_still_all_or_nothing(indexer, keys, storage_root, storage,
-                                                                      database_url, monkeypatch, case, status,
-                                                                      fragment):
-    # Chunks of 2: the first chunks of the batch are written (uncommitted) before the refusal in its last one.
-    from strata_indexer.splits import service
-
-    monkeypatch.setattr(service, "_CHUNK", 2)
-    index_id = await _index(indexer, keys)
-    w = _window()
-    known = {"split_id": str(ULID()), "uri": _write_split(storage_root, f"{ULID()}.parquet", [w]), "num_rows": 1}
-    assert (await _register(indexer, keys, index_id, [known])).status_code == 200
-    batch = [{"split_id": str(ULID()), "uri": _write_split(storage_root, f"{ULID()}.parquet", [w + n]),
-              "num_rows": 1} for n in range(5)]
-    if case == "bad-file-last":
-        batch[4]["num_rows"] = 2
-    elif case == "changed-split-last":
-        batch[4] = {**known, "partition_id": "other"}
-    elif case == "file-owned-last":
-        batch[4]["uri"] = known["uri"]
-    else:
-        batch[4]["uri"] = batch[0]["uri"]
-    before = (await db_snapshot(database_url), await _queue_and_flags(database_url), storage_snapshot(storage))
-    response = await _register(indexer, keys, index_id, batch)
-    assert response.status_code == status, response.text
-    assert fragment in response.text
-    assert (await db_snapshot(database_url), await _queue_and_flags(database_url), storage_snapshot(storage)) == before
-
-
-async def test_a_batch_checked_chunk_by_chunk_registers_the_new_and_keeps_the_known(indexer, keys, storage_root,
-                                                                                    database_url, monkeypatch):
-    from strata_indexer.splits import service
-
-    monkeypatch.setattr(service, "_CHUNK", 2)
-    index_id = await _index(indexer, keys)
-    w = _window()
-    items = [{"split_id": str(ULID()), "uri": _write_split(storage_root, f"{ULID()}.parquet", [w + n]),
-              "num_rows": 1} for n in range(5)]
-    first = await _register(indexer, keys, index_id, items[1:4])
-    assert first.status_code == 200, first.text
-    response = await _register(indexer, keys, index_id, items)
-    assert response.status_code == 200, response.text
-    ids = [i["split_id"] for i in items]
-    assert response.json() == {"registered": [ids[0], ids[4]], "unchanged": ids[1:4]}
-    listed = (await indexer.get(f"/v1/indexes/{index_id}/splits", headers=keys.header(keys.writer))).json()
-    assert sorted(s["split_id"] for s in listed["splits"]) == sorted(ids)
-    jobs = (await _queue_and_flags(database_url))[0]
-    assert sum(1 for job in jobs if job[1] in ids) == 5
