@@ -69,7 +69,7 @@ REGISTER_STAGES: list[tuple[str, tuple[str, ...]]] = [
     ("footer check: schema, kv, SplitMetadata, rest", ("inspect_split (", "_inspect_all (")),
     ("repo.get_many (existing splits + stats)", ("get_many (",)),
     ("repo.find_by_uris", ("find_by_uris (",)),
-    ("repo.insert (SQLAlchemy executemany, asyncpg)", ("insert (strata_shared/metastore/repositories.py",)),
+    ("repo.insert (column arrays, asyncpg)", ("insert (strata_shared/metastore/repositories.py",)),
     ("commit", ("commit (",)),
     (
         "request body: json + pydantic validation",

@@ -3,6 +3,7 @@ has no timestamp statistics, the timestamp column)."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import pyarrow.compute as pc
@@ -112,12 +113,18 @@ def _sort_schema(item: SplitToRegister, kv: dict[str, str]) -> str:
     """The writer's sort order, canonical; empty (the file is never compacted) when nobody claims one."""
     claims = [c for c in (item.sort_schema, kv.get("sort_schema")) if c]
     try:
-        parsed = {str(SortSchema.parse(c)) for c in claims}
+        parsed = {_canonical_sort_schema(c) for c in claims}
     except ValueError as exc:
         raise SplitRejected("sort_schema", str(exc)) from exc
     if len(parsed) > 1:
         raise SplitRejected("sort_schema", f"request and file disagree on the sort schema: {sorted(parsed)}")
     return parsed.pop() if parsed else ""
+
+
+@functools.lru_cache(maxsize=256)
+def _canonical_sort_schema(claim: str) -> str:
+    # The files of a batch claim one or a few orders: each is parsed once, not once per file.
+    return str(SortSchema.parse(claim))
 
 
 def _time_bounds(storage: ObjectStore, uri: str, ts_field: str, ts_type: FieldType | None,

@@ -21,10 +21,12 @@ from strata_shared.domain.artifact_refs import ArtifactRef
 from strata_shared.domain.jobs import JobStatus, check_transition
 from strata_shared.domain.scheduler_rules import INDEXING_ASSIGNMENT_ORDER, InProgressLimits
 from strata_shared.domain.split import SplitState
+from strata_shared.metastore.column_arrays import ColumnArrays
 from strata_shared.metastore.indexing_models import ArtifactRow, ArtifactSnapshotRow, IndexingJobRow
 from strata_shared.metastore.leases import JobFilter, LeaseQueue, new_job_values
 from strata_shared.metastore.models import SplitRow
 
+_JOBS_INSERT = ColumnArrays(IndexingJobRow.__table__)
 LIVE_JOB = text("status IN ('unassigned', 'in_progress')")
 
 
@@ -58,12 +60,9 @@ class IndexingRepository:
         rows = [{"job_id": str(ULID()), "split_id": s, "index_uid": i, "partition_id": p, "reason": reason,
                  "artifact_count": None, "artifact_bytes": None, "skipped": [], **new_job_values(now)}
                 for s, i, p in sorted(set(splits))]
-        # The rows as parameters of one cached statement (SQLAlchemy sends them as multi-row INSERTs): a VALUES
-        # list built in the statement was compiled again for every batch, most of a 1,000-split registration.
-        jobs = IndexingJobRow.__table__
-        stmt = pg_insert(jobs).on_conflict_do_nothing(
-            index_elements=["split_id"], index_where=LIVE_JOB).returning(jobs.c.job_id)
-        return len((await self.session.execute(stmt, rows)).all())
+        stmt = _JOBS_INSERT.statement.on_conflict_do_nothing(
+            index_elements=["split_id"], index_where=LIVE_JOB).returning(IndexingJobRow.__table__.c.job_id)
+        return len((await self.session.execute(stmt, _JOBS_INSERT.params(rows))).all())
 
     async def cancel_orphaned(self, now: datetime) -> int:
         """Unassigned jobs whose file is no longer published (merged away, index deleted) will never be read:

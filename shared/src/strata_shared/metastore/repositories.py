@@ -16,7 +16,6 @@ from sqlalchemy import (
     cast,
     delete,
     func,
-    insert,
     select,
     text,
     tuple_,
@@ -27,6 +26,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from strata_shared.domain.column_stats import ColumnStats
 from strata_shared.domain.split import RowGroupSpan, SplitMetadata, SplitState
 from strata_shared.errors import NotFound
+from strata_shared.metastore.column_arrays import ColumnArrays
 from strata_shared.metastore.indexing_repository import IndexingRepository
 from strata_shared.metastore.models import IndexRow, PublishedTotalsRow, SplitColumnStatsRow, SplitRow
 from strata_shared.metastore.split_pruning import Params, constant_source, may_match_sql, stats_source
@@ -102,15 +102,13 @@ class SplitRepository:
         if not splits:
             return
         now = utcnow()
-        # Core inserts on the tables: every row carries every key, so one executemany covers the batch (the ORM
-        # bulk path drops None values and splits rows of different typed columns into separate statements).
-        # RETURNING makes SQLAlchemy send the splits as multi-row INSERTs (up to 1,000 rows each) instead of one
-        # statement per row, so the counters' statement-level triggers (migration 0008) run once per batch.
-        await self.session.execute(insert(SplitRow.__table__).returning(SplitRow.split_id),
-                                   [_split_values(s, now) for s in splits])
+        # One statement per table whatever the batch size, so the counters' statement-level triggers (migration
+        # 0008) run once per batch.
+        await self.session.execute(_SPLITS_INSERT.statement,
+                                   _SPLITS_INSERT.params([_split_values(s, now) for s in splits]))
         stats_rows = [_stats_values(s.split_id, st) for s in splits for st in s.column_stats.values()]
         if stats_rows:
-            await self.session.execute(insert(SplitColumnStatsRow.__table__), stats_rows)
+            await self.session.execute(_STATS_INSERT.statement, _STATS_INSERT.params(stats_rows))
         published = [s for s in splits if s.state == SplitState.PUBLISHED]
         await CompactionWindowRepository(self.session).mark_changed(
             {(s.index_uid, s.window_duration_secs, s.window_start) for s in published})
@@ -399,9 +397,12 @@ def _split_values(split: SplitMetadata, now: datetime) -> dict[str, Any]:
         "created_at": now,
         "updated_at": now,
         "published_at": now if split.state == SplitState.PUBLISHED else None,
+        "marked_for_deletion_at": None,
     }
 
 
+_SPLITS_INSERT = ColumnArrays(SplitRow.__table__)
+_STATS_INSERT = ColumnArrays(SplitColumnStatsRow.__table__)
 _TYPED_COLUMNS = {"string": "string", "i64": "i64", "u64": "u64", "f64": "f64"}
 
 

@@ -27,11 +27,15 @@ from strata_shared.domain.merge_policy import (
 )
 from strata_shared.domain.split import CompactionScope, SplitState
 from strata_shared.domain.windows import is_window_closed, window_expired
+from strata_shared.metastore.column_arrays import ColumnArrays
 from strata_shared.metastore.compaction_models import CompactionJobInputRow, CompactionJobRow, CompactionWindowRow
 from strata_shared.metastore.models import IndexRow, SplitRow
 
 # A split's creation time in whole epoch seconds, as the merge policy counts a split's age.
 CREATED_AT_SECS = cast(func.floor(func.extract("epoch", SplitRow.created_at)), BigInteger)
+_WINDOWS_INSERT = ColumnArrays(CompactionWindowRow.__table__,
+                               ("index_uid", "window_duration_secs", "window_start", "dirty", "final_planned",
+                                "changed_at"))
 _CLAIMED = exists().where(and_(CompactionJobInputRow.split_id == SplitRow.split_id, CompactionJobInputRow.live))
 
 
@@ -65,14 +69,12 @@ class CompactionWindowRepository:
         now = datetime.now(UTC)
         rows = [{"index_uid": i, "window_duration_secs": d, "window_start": w, "dirty": True,
                  "final_planned": False, "changed_at": now} for i, d, w in sorted(windows)]
-        # Rows as parameters of one cached statement, not a VALUES list compiled again for every batch.
-        stmt = pg_insert(CompactionWindowRow.__table__)
         # A window that gains a split needs planning again, including a new final merge if it had one.
-        stmt = stmt.on_conflict_do_update(
+        stmt = _WINDOWS_INSERT.statement.on_conflict_do_update(
             index_elements=["index_uid", "window_duration_secs", "window_start"],
             set_={"dirty": True, "final_planned": False, "changed_at": now},
         )
-        await self.session.execute(stmt, rows)
+        await self.session.execute(stmt, _WINDOWS_INSERT.params(rows))
 
     async def indexes_to_plan(self) -> list[IndexRow]:
         """Live indexes with a window flagged as changed or not yet given its final merge, by index_uid; an index
