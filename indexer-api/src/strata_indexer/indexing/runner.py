@@ -5,6 +5,7 @@ file's build as a Spark job through Spark Connect, or, for a tiny file, in a loc
 from __future__ import annotations
 
 import httpx
+from opentelemetry import trace
 
 from strata_indexer.indexing.schemas import IndexingAssignment, IndexingPollResponse
 from strata_jobs.index_build import IndexBuildResult, IndexBuildSpec
@@ -46,7 +47,9 @@ class IndexBuildExecutor:
     @traced("artifact_build")
     def run(self, assignment: IndexingAssignment) -> IndexBuildResult:
         """Blocking: runs the build and waits for it (call from a worker thread)."""
-        if self.runs_locally(assignment):
+        local = self.runs_locally(assignment)
+        trace.get_current_span().set_attribute("strata.engine", "local" if local else "spark")
+        if local:
             outcome = run_build_locally(self.local, self.spec(assignment))
         else:
             [outcome] = submit_index_builds(self.spark.session(), [self.spec(assignment)],
@@ -63,7 +66,7 @@ class IndexBuildExecutor:
             self.local.close()
 
     def interrupt(self, assignment: IndexingAssignment) -> None:
-        # A local build is not interrupted: it takes milliseconds, and a stale token's artifacts are never
+        # A local build is not interrupted: it is small (seconds at most), and a stale token's artifacts are never
         # published (the janitor removes unregistered objects).
         if not self.runs_locally(assignment):
             self.spark.session().interruptTag(assignment.spark_operation_tag)

@@ -3,6 +3,8 @@ when its inputs are tiny, in a local process with the same kernel and checks (`S
 
 from __future__ import annotations
 
+from opentelemetry import trace
+
 from strata_jobs.merge import MergeInput, MergeResult, MergeSpec
 from strata_jobs.spark_merge import run_merge_locally, submit_merges
 from strata_planner.compaction.schemas import Assignment
@@ -56,7 +58,9 @@ class MergeExecutor:
     def run(self, assignment: Assignment) -> MergeResult:
         """Blocking: runs the merge and waits for it (call from a worker thread)."""
         spec = merge_spec(assignment)
-        if self.runs_locally(assignment):
+        local = self.runs_locally(assignment)
+        trace.get_current_span().set_attribute("strata.engine", "local" if local else "spark")
+        if local:
             outcome = run_merge_locally(self.local, spec)
         else:
             [outcome] = submit_merges(self.spark.session(), [spec], assignment.spark_operation_tag)
@@ -69,7 +73,7 @@ class MergeExecutor:
             self.local.close()
 
     def interrupt(self, assignment: Assignment) -> None:
-        # A local merge is not interrupted: it takes milliseconds, and its outputs, under the attempt's own
+        # A local merge is not interrupted: it is small (seconds at most), and its outputs, under the attempt's own
         # prefix, are never published once its token is stale (the garbage collector removes them).
         if not self.runs_locally(assignment):
             self.spark.session().interruptTag(assignment.spark_operation_tag)
