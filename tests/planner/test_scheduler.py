@@ -217,3 +217,19 @@ async def test_metrics_report_backlog_and_write_amplification(indexer, planner, 
     assert 'strata_compaction_jobs{status="unassigned"} 1.0' in text
     # Nothing merged yet: every published byte of this index has been written once.
     assert f'strata_compaction_write_amplification{{index_id="{index_id}"}} 1.0' in text
+
+
+async def test_a_planner_pass_shares_its_budget_between_indexes(indexer, planner, keys):
+    """One index's backlog cannot take a whole pass (and starve another's merges, a final one included): with a
+    budget of two and two indexes that each need two merges, each index gets one."""
+    from strata_planner.compaction.scheduler import plan_incrementally
+
+    index_ids = [(await _index_with_splits(indexer, keys, 8))[0] for _ in range(2)]
+    state = planner.app.state.strata
+    async with state.sessions() as session:
+        assert await plan_incrementally(session, state.clock(), budget=2) == 2
+        await session.commit()
+    for index_id in index_ids:
+        jobs = (await planner.get("/v1/compaction/jobs", params={"index_id": index_id},
+                                  headers=keys.header(keys.worker))).json()["jobs"]
+        assert len(jobs) == 1, (index_id, jobs)

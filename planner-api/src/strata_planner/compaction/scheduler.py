@@ -111,11 +111,15 @@ def merge_output_prefix(storage: ObjectStore, job: CompactionJobRow) -> str:
 
 async def plan_incrementally(session: AsyncSession, now: datetime, budget: int) -> int:
     """An incremental planner pass over the indexes with changed or newly closed windows, creating at most
-    `budget` jobs; returns how many it created."""
+    `budget` jobs; returns how many it created. Each index gets an equal share of the budget, so one index's
+    backlog (which could fill every pass) never keeps the others' windows, their final merges included, from
+    being planned; what an index leaves of its share goes to those after it."""
+    indexes = await CompactionWindowRepository(session).indexes_to_plan()
     created = 0
-    for index in await CompactionWindowRepository(session).indexes_to_plan():
+    for position, index in enumerate(indexes):
+        share = max(1, (budget - created) // (len(indexes) - position))
         outcome = await plan_index(session, index, now, window_range=WindowRange(), force_final=False,
-                                   create_jobs=True, max_new_jobs=budget - created, incremental=True)
+                                   create_jobs=True, max_new_jobs=share, incremental=True)
         created += len(outcome.created_job_ids)
         if created >= budget:
             break
