@@ -4,6 +4,7 @@ jobs are handed out within the global and per-tenant limits."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
@@ -63,8 +64,10 @@ async def _publish_build(state: AppState, session, repo: IndexingRepository, job
     split = await SplitRepository(session).row(job.split_id, for_update=True)
     if split is None or split.state not in (SplitState.PUBLISHED, SplitState.MARKED_FOR_DELETION):
         raise BuildRejected(f"split {job.split_id} is no longer readable")
-    refs, problems = check_artifacts(state.storage, split.split_id, split.index_uid,
-                                     [artifact.to_ref() for artifact in update.artifacts])
+    # Reading and hashing every object is blocking I/O: off the event loop, which ingestion shares (on it, the
+    # embedded builds' publishes held ingestion's p50 at 2.8x of the same load without indexing).
+    refs, problems = await asyncio.to_thread(check_artifacts, state.storage, split.split_id, split.index_uid,
+                                             [artifact.to_ref() for artifact in update.artifacts])
     if problems:
         raise BuildRejected("; ".join(f"{f}: {m}" for f, m in problems))
     # The job holds the file (one live job per split, fenced): its build supersedes older artifacts.
