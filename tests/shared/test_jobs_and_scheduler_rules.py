@@ -8,14 +8,14 @@ import itertools
 
 import pytest
 
-from strata_shared.domain.jobs import (
+from strata_shared.jobqueue.scheduler_rules import InProgressLimits, choose_within_limits, jobs_to_plan
+from strata_shared.jobqueue.statuses import (
     ALLOWED_TRANSITIONS,
     InvalidTransition,
     JobStatus,
     check_transition,
     status_after_failure,
 )
-from strata_shared.domain.scheduler_rules import InProgressLimits, choose_within_limits, jobs_to_plan
 
 EXPECTED_ALLOWED = {
     (JobStatus.UNASSIGNED, JobStatus.IN_PROGRESS),
