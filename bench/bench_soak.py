@@ -414,8 +414,8 @@ def crossover(stack, *, sizes: tuple[int, ...], runs: int) -> list[dict[str, Any
     from strata_services.local.processes import free_port
     from strata_services.local.spark_server import LocalSparkConnectServer
     from strata_shared.config import Settings
+    from strata_shared.jobqueue.local_jobs import LocalJobPool
     from strata_shared.spark import SparkSessionFactory
-    from strata_shared.workers.local_jobs import LocalJobPool
 
     settings = Settings()
     out = []

@@ -21,7 +21,7 @@ from strata_planner.compaction.executor import MergeExecutor, MergeFailed
 from strata_planner.compaction.schemas import AssignedInput, Assignment
 from strata_shared.domain.index_config import ParquetConfig
 from strata_shared.domain.sort_schema import SortSchema
-from strata_shared.workers.local_jobs import LocalJobFailed, LocalJobPool
+from strata_shared.jobqueue.local_jobs import LocalJobFailed, LocalJobPool
 from tests.jobs.test_merge import (
     METRICS,
     WINDOW,

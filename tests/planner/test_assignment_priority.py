@@ -13,12 +13,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import insert
 
-from strata_shared.domain.jobs import JobStatus
 from strata_shared.domain.merge_policy import MergeKind
-from strata_shared.domain.scheduler_rules import COMPACTION_ASSIGNMENT_ORDER, SortKey, python_sort_key
+from strata_shared.jobqueue.columns import new_job_values
+from strata_shared.jobqueue.scheduler_rules import COMPACTION_ASSIGNMENT_ORDER, SortKey, python_sort_key
+from strata_shared.jobqueue.statuses import JobStatus
 from strata_shared.metastore.compaction_models import CompactionJobRow
 from strata_shared.metastore.compaction_repository import CompactionRepository
-from strata_shared.metastore.leases import new_job_values
 from strata_shared.metastore.models import IndexRow
 from tests.fixtures.postgres import rolled_back
 

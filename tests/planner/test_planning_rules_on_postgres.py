@@ -19,7 +19,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import insert
 
-from strata_shared.domain.jobs import JobStatus
 from strata_shared.domain.merge_policy import (
     MergePolicyParams,
     SkipReason,
@@ -31,8 +30,10 @@ from strata_shared.domain.merge_policy import (
 )
 from strata_shared.domain.split import CompactionScope
 from strata_shared.domain.windows import is_window_closed
+from strata_shared.jobqueue.columns import new_job_values
+from strata_shared.jobqueue.repository import LeaseQueue
+from strata_shared.jobqueue.statuses import JobStatus
 from strata_shared.metastore.compaction_models import CompactionJobInputRow, CompactionJobRow, CompactionWindowRow
-from strata_shared.metastore.leases import LeaseQueue, new_job_values
 from strata_shared.metastore.models import IndexRow, SplitRow
 from strata_shared.metastore.window_repository import CompactionWindowRepository
 from tests.fixtures.postgres import rolled_back

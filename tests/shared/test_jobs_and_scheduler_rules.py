@@ -1,21 +1,25 @@
 """Job status transitions as a full matrix, where a failed attempt leaves a job, and capacity-proportional
 planning within the queue bound. The assignment order and lease expiry are SQL: they are tested on PostgreSQL
-(tests/planner/test_assignment_priority.py, tests/planner/test_queue_rules_on_postgres.py)."""
+(tests/planner/test_assignment_priority.py, tests/planner/test_scheduler.py). The rules stay
+importable without the database or the web stack, so `strata_jobs` could use them."""
 
 from __future__ import annotations
 
 import itertools
+import json
+import subprocess
+import sys
 
 import pytest
 
-from strata_shared.domain.jobs import (
+from strata_shared.jobqueue.scheduler_rules import InProgressLimits, choose_within_limits, jobs_to_plan
+from strata_shared.jobqueue.statuses import (
     ALLOWED_TRANSITIONS,
     InvalidTransition,
     JobStatus,
     check_transition,
     status_after_failure,
 )
-from strata_shared.domain.scheduler_rules import InProgressLimits, choose_within_limits, jobs_to_plan
 
 EXPECTED_ALLOWED = {
     (JobStatus.UNASSIGNED, JobStatus.IN_PROGRESS),
@@ -28,6 +32,20 @@ EXPECTED_ALLOWED = {
     (JobStatus.EXCLUDED, JobStatus.CANCELLED),
     (JobStatus.EXCLUDED, JobStatus.UNASSIGNED),  # an operator's retry
 }
+
+
+_LOADED_BY_THE_RULES = """
+import json, sys
+before = set(sys.modules)
+import strata_shared.jobqueue.statuses, strata_shared.jobqueue.scheduler_rules
+print(json.dumps(sorted({m.split('.')[0] for m in set(sys.modules) - before} - set(sys.stdlib_module_names))))
+"""
+
+
+def test_the_queue_rules_import_neither_the_database_nor_the_web_stack():
+    # A fresh interpreter: what this test process already imported must not hide an import.
+    out = subprocess.run([sys.executable, "-c", _LOADED_BY_THE_RULES], check=True, capture_output=True, text=True)
+    assert json.loads(out.stdout) == ["strata_shared"]
 
 
 @pytest.mark.parametrize(("current", "target"), list(itertools.product(JobStatus, JobStatus)))

@@ -39,6 +39,6 @@ def _outcome(outcome: TaskOutcome) -> IndexBuildOutcome:
 
 
 def run_build_locally(pool, spec) -> IndexBuildOutcome:
-    """The same build (kernel and checks) in a local process of `pool` (`strata_shared.workers.local_jobs`)
+    """The same build (kernel and checks) in a local process of `pool` (`strata_shared.jobqueue.local_jobs`)
     instead of a Spark task: for tiny inputs, where a Spark job's fixed cost is most of the time."""
     return _outcome(pool.run(run_task, _build_json, spec.job_id, spec_to_json(spec)))

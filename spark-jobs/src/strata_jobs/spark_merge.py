@@ -39,6 +39,6 @@ def _outcome(outcome: TaskOutcome) -> MergeOutcome:
 
 
 def run_merge_locally(pool, spec) -> MergeOutcome:
-    """The same merge (kernel and checks) in a local process of `pool` (`strata_shared.workers.local_jobs`)
+    """The same merge (kernel and checks) in a local process of `pool` (`strata_shared.jobqueue.local_jobs`)
     instead of a Spark task: for tiny inputs, where a Spark job's fixed cost is most of the time."""
     return _outcome(pool.run(run_task, _merge_json, spec.job_id, spec_to_json(spec)))

@@ -13,8 +13,8 @@ from prometheus_client import Gauge
 from strata_indexer.indexing.janitor import run_janitor
 from strata_indexer.indexing.lag import lag_by_index
 from strata_shared.web.auth import Scope
+from strata_shared.web.background import Background
 from strata_shared.web.state import AppState
-from strata_shared.workers.background import Background
 
 if TYPE_CHECKING:
     from strata_indexer.parts import IndexerParts

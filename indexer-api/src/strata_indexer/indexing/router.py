@@ -23,8 +23,8 @@ from strata_indexer.indexing.schemas import (
     SplitArtifacts,
 )
 from strata_shared.domain.wire_types import Ulid
+from strata_shared.jobqueue.router import JobAction, JobQueueApi, job_queue_router
 from strata_shared.metastore.indexing_repository import IndexingJobFilter, IndexingRepository
-from strata_shared.scheduling.router import JobAction, JobQueueApi, job_queue_router
 from strata_shared.web.auth import Principal, Scope, require, require_any
 from strata_shared.web.deps import Session, State
 from strata_shared.web.problems import problem_responses

@@ -11,10 +11,10 @@ from strata_indexer.indexing.schemas import IndexingAssignment, IndexingPollResp
 from strata_jobs.index_build import IndexBuildResult, IndexBuildSpec
 from strata_jobs.spark_index import run_build_locally, submit_index_builds
 from strata_shared.config import Settings
+from strata_shared.jobqueue.local_jobs import LocalJobPool
+from strata_shared.jobqueue.runner import PollingRunner, PollProtocol
 from strata_shared.observability.tracing import record_phases, traced
 from strata_shared.spark.session import SparkSessionFactory
-from strata_shared.workers.local_jobs import LocalJobPool
-from strata_shared.workers.runner import PollingRunner, PollProtocol
 
 
 class IndexBuildFailed(Exception):

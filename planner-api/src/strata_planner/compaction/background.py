@@ -12,8 +12,8 @@ from strata_planner.compaction.gc import collect_garbage
 from strata_planner.compaction.metrics import CompactionMetrics
 from strata_planner.compaction.retention import RetentionSchedule
 from strata_shared.web.auth import Scope
+from strata_shared.web.background import Background
 from strata_shared.web.state import AppState
-from strata_shared.workers.background import Background
 
 
 async def start_background(app: FastAPI) -> None:

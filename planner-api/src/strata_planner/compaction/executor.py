@@ -9,9 +9,9 @@ from strata_jobs.merge import MergeInput, MergeResult, MergeSpec
 from strata_jobs.spark_merge import run_merge_locally, submit_merges
 from strata_planner.compaction.schemas import Assignment
 from strata_shared.config import Settings
+from strata_shared.jobqueue.local_jobs import LocalJobPool
 from strata_shared.observability.tracing import traced
 from strata_shared.spark.session import SparkSessionFactory
-from strata_shared.workers.local_jobs import LocalJobPool
 
 
 class MergeFailed(Exception):

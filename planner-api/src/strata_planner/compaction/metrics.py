@@ -9,7 +9,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from strata_planner.compaction.debt import measure_and_sample
 from strata_planner.compaction.schemas import LevelDebtOut
-from strata_shared.domain.jobs import JobStatus
+from strata_shared.jobqueue.statuses import JobStatus
 from strata_shared.metastore.compaction_repository import CompactionRepository, PublishedMerge
 from strata_shared.metastore.repositories import SplitRepository
 from strata_shared.web.state import AppState

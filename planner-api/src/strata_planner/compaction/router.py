@@ -34,9 +34,9 @@ from strata_shared.domain.index_config import IndexSettings
 from strata_shared.domain.windows import retention_cutoff
 from strata_shared.domain.wire_types import IndexId, Int64
 from strata_shared.errors import Conflict, InvalidInput
+from strata_shared.jobqueue.router import JobAction, JobQueueApi, job_queue_router
 from strata_shared.metastore.compaction_repository import CompactionJobFilter, CompactionRepository
 from strata_shared.metastore.repositories import load_live_index
-from strata_shared.scheduling.router import JobAction, JobQueueApi, job_queue_router
 from strata_shared.web.auth import Principal, Scope, require, require_any
 from strata_shared.web.deps import Session, State
 from strata_shared.web.problems import problem_responses

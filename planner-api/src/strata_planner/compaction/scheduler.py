@@ -14,14 +14,14 @@ from strata_planner.compaction.schemas import AssignedInput, Assignment, StatusU
 from strata_shared.domain.column_stats import ColumnStats
 from strata_shared.domain.fields import FieldType
 from strata_shared.domain.index_config import IndexSettings
-from strata_shared.domain.jobs import JobStatus
-from strata_shared.domain.scheduler_rules import COMPACTION_ASSIGNMENT_ORDER, InProgressLimits, jobs_to_plan
 from strata_shared.domain.split import RowGroupSpan, SplitMetadata, SplitState
+from strata_shared.jobqueue.scheduler_rules import COMPACTION_ASSIGNMENT_ORDER, InProgressLimits, jobs_to_plan
+from strata_shared.jobqueue.service import QueueSpec
+from strata_shared.jobqueue.statuses import JobStatus
 from strata_shared.metastore.compaction_models import CompactionJobRow
 from strata_shared.metastore.compaction_repository import CompactionRepository, PublishConflict
 from strata_shared.metastore.repositories import IndexRepository, SplitRepository
 from strata_shared.metastore.window_repository import CompactionWindowRepository
-from strata_shared.scheduling.queue_service import QueueSpec
 from strata_shared.storage import ObjectStore
 from strata_shared.web.state import AppState
 

@@ -18,7 +18,7 @@ from strata_shared.domain.wire_types import (
     NonNegativeInt64,
     Ulid,
 )
-from strata_shared.scheduling.schemas import JobUpdate, LeasedJobOut, PollFields, UpdateResult
+from strata_shared.jobqueue.schemas import JobUpdate, LeasedJobOut, PollFields, UpdateResult
 
 
 class _Strict(BaseModel):

@@ -13,7 +13,7 @@ from strata_shared.config import Settings
 from strata_shared.spark.session import SparkSessionFactory
 from strata_shared.storage import ObjectStore
 from strata_shared.web.auth import ApiKeyRegistry
-from strata_shared.workers.background import Background
+from strata_shared.web.background import Background
 
 P = TypeVar("P")
 

@@ -1,10 +1,10 @@
 """The one lease and fencing mechanism every job queue uses (compaction jobs, indexing jobs).
 
-A job table mixes in `LeasedJobColumns`; `LeaseQueue(model)` does the status bookkeeping on it: handing jobs out
-with a lease and a fencing token drawn from one PostgreSQL sequence, fenced worker writes
-(`job_id`, `fencing_token`, `in_progress`, else `StaleToken`), failures counted toward exclusion, and lease expiry
-treated as a failure. The transitions are `strata_shared.domain.jobs`' table; the queue's order and what a job
-holds are its owner's business.
+A job table mixes in `columns.LeasedJobColumns`; `LeaseQueue(model)` does the status bookkeeping on it: handing
+jobs out with a lease and a fencing token drawn from one PostgreSQL sequence, fenced worker writes (`job_id`,
+`fencing_token`, `in_progress`, else `StaleToken`), failures counted toward exclusion, and lease expiry treated as
+a failure. The transitions are `statuses`' table; the queue's order is `scheduler_rules`', and what a job holds is
+its owner's business.
 
 The operator's controls are here too, once for every queue: pausing an index (`pause_column` of `indexes`: while
 set, `waiting` skips the index's jobs, so no worker is handed one), the caps on jobs in progress per tenant and
@@ -19,20 +19,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Generic, TypeVar
 
-from sqlalchemy import BigInteger, DateTime, Double, Enum, Integer, Select, String, Text, func, select, update
-from sqlalchemy import Sequence as DbSequence
-from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy import Select, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import Mapped, mapped_column
 
-from strata_shared.domain.jobs import LIVE_STATUSES, JobStatus, check_transition, status_after_failure
-from strata_shared.domain.scheduler_rules import InProgressLimits, SortKey, choose_within_limits
-from strata_shared.metastore.models import Base, IndexRow
-
-job_status_enum = Enum(JobStatus, name="job_status", values_callable=lambda e: [m.value for m in e])
-# Fencing tokens: one database sequence, so every assignment's token is larger than every earlier one, whatever
-# the queue.
-fencing_token_seq = DbSequence("compaction_fencing_token_seq", metadata=Base.metadata)
+from strata_shared.jobqueue.columns import LeasedJobColumns, fencing_token_seq
+from strata_shared.jobqueue.scheduler_rules import InProgressLimits, SortKey, choose_within_limits
+from strata_shared.jobqueue.statuses import LIVE_STATUSES, JobStatus, check_transition, status_after_failure
+from strata_shared.metastore.models import IndexRow
 
 
 class StaleToken(Exception):
@@ -42,35 +35,6 @@ class StaleToken(Exception):
 class PublishRefused(Exception):
     """A success whose result cannot be published (an input gone, an output or artifact failing its checks): the
     scheduler records it as a failed attempt instead."""
-
-
-class LeasedJobColumns:
-    """Columns of a leased job; the table adds its own `job_id` primary key and payload."""
-
-    status: Mapped[JobStatus] = mapped_column(job_status_enum)
-    fencing_token: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
-    worker_id: Mapped[str | None] = mapped_column(String(128), nullable=True)
-    lease_expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
-    failures: Mapped[int] = mapped_column(Integer, default=0)
-    last_error: Mapped[str | None] = mapped_column(Text, nullable=True)
-    # [{at, fencing_token, worker_id, reason}], newest last.
-    failure_log: Mapped[list[dict[str, Any]]] = mapped_column(JSONB, default=list)
-    stage: Mapped[str | None] = mapped_column(String(32), nullable=True)
-    progress: Mapped[float] = mapped_column(Double, default=0.0)
-    spark_operation_tag: Mapped[str | None] = mapped_column(String(128), nullable=True)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
-    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
-    first_assigned_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
-    assigned_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
-    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
-
-
-def new_job_values(now: datetime) -> dict[str, Any]:
-    """The lease columns of a job that was just created (for Core bulk inserts, which need every key)."""
-    return {"status": JobStatus.UNASSIGNED, "fencing_token": None, "worker_id": None, "lease_expires_at": None,
-            "failures": 0, "last_error": None, "failure_log": [], "stage": None, "progress": 0.0,
-            "spark_operation_tag": None, "created_at": now, "updated_at": now, "first_assigned_at": None,
-            "assigned_at": None, "finished_at": None}
 
 
 J = TypeVar("J", bound=LeasedJobColumns)
@@ -146,7 +110,7 @@ class LeaseQueue(Generic[J]):
 
     async def waiting(self, order: Sequence[SortKey], limit: int, where: Sequence[Any] = (), *,
                       lock: bool = True) -> list[J]:
-        """Unassigned jobs of indexes not paused, in the queue's declared order (`domain.scheduler_rules`),
+        """Unassigned jobs of indexes not paused, in the queue's declared order (`scheduler_rules`),
         locked (rows other schedulers hold are skipped) unless only counted."""
         columns = [(getattr(self.model, key.column), key) for key in order]
         keys = []

@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 import httpx
 from fastapi import FastAPI
 
-from strata_shared.workers.periodic import every
+from strata_shared.web.periodic import every
 
 
 class Background:

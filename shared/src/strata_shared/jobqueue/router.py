@@ -28,14 +28,11 @@ from fastapi import APIRouter, Depends, Query
 from pydantic import BaseModel, Field
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from strata_shared.domain.jobs import InvalidTransition, JobStatus
 from strata_shared.domain.wire_types import IndexId, Ulid
 from strata_shared.errors import Conflict, InvalidInput, NotFound
-from strata_shared.metastore.leases import JobFilter
-from strata_shared.metastore.repositories import load_live_index
-from strata_shared.scheduling import queue_service
-from strata_shared.scheduling.queue_service import JobRepository, QueueSpec
-from strata_shared.scheduling.schemas import (
+from strata_shared.jobqueue import service
+from strata_shared.jobqueue.repository import JobFilter
+from strata_shared.jobqueue.schemas import (
     BulkRetryResult,
     JobUpdate,
     LeasedJobOut,
@@ -43,6 +40,9 @@ from strata_shared.scheduling.schemas import (
     PollFields,
     UpdateResult,
 )
+from strata_shared.jobqueue.service import JobRepository, QueueSpec
+from strata_shared.jobqueue.statuses import InvalidTransition, JobStatus
+from strata_shared.metastore.repositories import load_live_index
 from strata_shared.web.auth import Principal, Scope, require, require_any
 from strata_shared.web.deps import Session, State
 from strata_shared.web.problems import problem_responses
@@ -119,7 +119,7 @@ def job_queue_router(api: JobQueueApi) -> APIRouter:
 
     async def poll(request: api.poll_request, state: State, _: Worker) -> BaseModel:
         spec = api.queue(state)
-        assignments, results = await queue_service.poll(state.sessions, spec, request, request.updates,
+        assignments, results = await service.poll(state.sessions, spec, request, request.updates,
                                                         state.clock())
         return api.poll_response(assignments=assignments, updates=results, lease_secs=spec.lease_secs)
 
@@ -134,7 +134,7 @@ def job_queue_router(api: JobQueueApi) -> APIRouter:
         async def report_status(job_id: Ulid, update: api.status_update, state: State, _: Worker) -> UpdateResult:
             if update.job_id != job_id:
                 raise InvalidInput.field("job_id", "does not match the path")
-            result = await queue_service.apply_update(state.sessions, api.queue(state), update, state.clock())
+            result = await service.apply_update(state.sessions, api.queue(state), update, state.clock())
             if not result.accepted:
                 raise Conflict(result.reason or "update refused")
             return result
@@ -150,7 +150,7 @@ def job_queue_router(api: JobQueueApi) -> APIRouter:
                         page: Annotated[_Page, Depends(_page)]) -> BaseModel:
         index_uid = (await load_live_index(session, listing.index_id)).index_uid if listing.index_id else None
         flt = replace(own, index_uid=index_uid, statuses=listing.statuses)
-        jobs, next_cursor = await queue_service.list_jobs(api.jobs(session), flt, page.limit, page.cursor)
+        jobs, next_cursor = await service.list_jobs(api.jobs(session), flt, page.limit, page.cursor)
         return api.job_page(jobs=[api.job_out.of(j) for j in jobs], next_cursor=next_cursor)
 
     router.add_api_route(

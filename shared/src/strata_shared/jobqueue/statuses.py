@@ -18,7 +18,6 @@ class JobStatus(enum.StrEnum):
 
 
 LIVE_STATUSES = frozenset({JobStatus.UNASSIGNED, JobStatus.IN_PROGRESS})
-TERMINAL_STATUSES = frozenset({JobStatus.SUCCESS, JobStatus.EXCLUDED, JobStatus.CANCELLED})
 
 ALLOWED_TRANSITIONS: dict[JobStatus, frozenset[JobStatus]] = {
     JobStatus.UNASSIGNED: frozenset({JobStatus.IN_PROGRESS, JobStatus.CANCELLED}),

@@ -15,9 +15,9 @@ from typing import Any, Generic, Protocol, TypeVar
 from opentelemetry import trace
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from strata_shared.metastore.leases import JobFilter, LeaseQueue, PublishRefused, StaleToken
+from strata_shared.jobqueue.repository import JobFilter, LeaseQueue, PublishRefused, StaleToken
+from strata_shared.jobqueue.schemas import JobUpdate, PollFields, UpdateResult
 from strata_shared.observability.context import log_context
-from strata_shared.scheduling.schemas import JobUpdate, PollFields, UpdateResult
 
 log = logging.getLogger("strata.scheduler")
 tracer = trace.get_tracer("strata.scheduler")
