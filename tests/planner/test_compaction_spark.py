@@ -16,7 +16,8 @@ from ulid import ULID
 from strata_planner.compaction.executor import MergeExecutor
 from strata_planner.compaction.runner import CompactionRunner
 from strata_shared.domain.index_uid import split_index_uid
-from strata_shared.domain.sort_schema import SortSchema, is_sorted, sort_indices
+from strata_shared.domain.sort_key import is_sorted, sort_indices
+from strata_shared.domain.sort_schema import SortSchema
 from strata_shared.storage_layout import merges_dir
 from tests.planner.compaction_helpers import create_index, ingest_split, open_window
 
