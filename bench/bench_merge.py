@@ -11,7 +11,8 @@ subprocess (its peak RSS is its own):
 
   (a) floor: pyarrow read of every split (strings as dictionary) + concat + one Parquet write with the same
       writer options, no sort;
-  kernel: strata_jobs.merge.run_merge outside Spark, order_method stable_sort and kway;
+  kernel: strata_jobs.merge.run_merge outside Spark (its order is a stable sort of packed keys; a k-way merge
+      of the inputs' runs, compared here until 2026-11, was slower at every fan-in and was removed);
   (b) Strata's merge as a Spark Connect job (strata_jobs.spark_merge.submit_merges, one MergeSpec) on a local
       server (LocalSparkConnectServer); the first submission is reported separately as the cold time;
   (c) DuckDB COPY (SELECT * FROM read_parquet([...]) ORDER BY ...) TO ... (zstd 3, 128k row groups), 2 threads;
@@ -60,12 +61,11 @@ WINDOW_START = 1_767_225_600
 PARQUET = ParquetConfig()
 ROW_GROUP = PARQUET.row_group_size
 ZSTD_LEVEL = PARQUET.zstd_level
-LOCAL_TASKS = ("floor", "stable_sort", "kway", "duckdb", "polars", "delta")
+LOCAL_TASKS = ("floor", "stable_sort", "duckdb", "polars", "delta")
 SPARK_TASKS = ("spark_merge", "spark_naive", "spark_merge_range")
 LABELS = {
     "floor": "(a) pyarrow read (strings as dictionary) + write, no sort (the floor)",
     "stable_sort": "kernel `run_merge`, stable_sort (outside Spark)",
-    "kway": "kernel `run_merge`, kway (outside Spark)",
     "spark_merge": "(b) Strata merge as a Spark Connect job (`submit_merges`, 1 spec), warm",
     "duckdb": "(c) DuckDB `COPY ... ORDER BY`, 2 threads",
     "polars": "(d) Polars scan_parquet + sort + sink_parquet",
@@ -158,7 +158,7 @@ def parquet_bytes(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*.parquet") if f.is_file() and "_delta_log" not in f.parts)
 
 
-def merge_spec(paths: list[Path], out_dir: Path, job_id: str, method: str = "auto"):
+def merge_spec(paths: list[Path], out_dir: Path, job_id: str):
     """A MergeSpec over `paths` with the index defaults' targets (10M rows, 256 MiB: one output here)."""
     from strata_jobs.merge import MergeInput, MergeSpec
     from strata_shared.domain.index_config import MergePolicyConfig
@@ -172,7 +172,7 @@ def merge_spec(paths: list[Path], out_dir: Path, job_id: str, method: str = "aut
         target_split_size_bytes=policy.target_split_size_bytes, parquet=PARQUET,
         index_uid="bench-merge:01", source_id="bench", partition_id="tenant", doc_mapping_uid="bench",
         window_start=WINDOW_START, window_duration_secs=900, num_merge_ops=1, generation=1,
-        root_split_ids=[f"{p.parent.name}-{p.stem}" for p in paths], order_method=method,
+        root_split_ids=[f"{p.parent.name}-{p.stem}" for p in paths],
     )
 
 
@@ -197,11 +197,11 @@ def _child(task: str, data_dir: Path, out_dir: Path) -> dict[str, Any]:
             del tables
             write_parquet(table, out_dir / "floor.parquet")
 
-    elif task in ("stable_sort", "kway"):
+    elif task == "stable_sort":
         from strata_jobs.merge import run_merge
 
         def action() -> None:
-            result = run_merge(merge_spec(paths, out_dir, f"bench-{task}", task))
+            result = run_merge(merge_spec(paths, out_dir, f"bench-{task}"))
             report.update(stats=result.stats, rows=result.output_rows)
 
     elif task == "duckdb":
@@ -531,10 +531,10 @@ def crossover(data_dir: Path, rows: int) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from strata_jobs.arrow_numpy import to_arrow
     from strata_jobs.merge import union_schema
     from strata_jobs.merge_columns import ColumnBuilder
-    from strata_jobs.merge_order import run_heads
+    from strata_jobs.merge_runs import run_heads
+    from strata_shared.arrow_numpy import to_arrow
 
     paths = generate_dataset(data_dir / f"rows{rows}-fanin16", rows, 16, seed=16)
     tables = [pq.ParquetFile(p, read_dictionary=STRING_COLUMNS).read() for p in paths]
@@ -808,7 +808,7 @@ def render(result: dict[str, Any]) -> str:
             "| method | median | x floor | runs (s) | peak RSS | output | output / input |",
             "|---|---|---|---|---|---|---|",
         ]
-        for task in ("floor", "stable_sort", "kway", "spark_merge", "duckdb", "polars", "delta", "spark_naive",
+        for task in ("floor", "stable_sort", "spark_merge", "duckdb", "polars", "delta", "spark_naive",
                      "spark_merge_range"):
             r = rows[task]
             if task in ("spark_merge", "spark_merge_range"):
@@ -833,7 +833,7 @@ def render(result: dict[str, Any]) -> str:
             f"`submit_merges`, {fmt_s(overhead_range)} with the `spark.range` prototype.",
             "",
         ]
-        for task in ("stable_sort", "kway"):
+        for task in ("stable_sort",):
             stages = [s["stats"]["timings"] for s in per[task]]
             keys = list(stages[0])
             text = ", ".join(f"{k} {statistics.median(t.get(k, 0.0) for t in stages):.3f}" for k in keys)
@@ -875,7 +875,7 @@ def render(result: dict[str, Any]) -> str:
     goals = ["### Goals", "", "| goal | measured | verdict |", "|---|---|---|"]
     for fan_in in fan_ins:
         r = summary[fan_in]
-        for task in ("stable_sort", "kway"):
+        for task in ("stable_sort",):
             goals.append(f"| kernel {task} within {GOALS['kernel_vs_floor']}x the floor ({fan_in} splits) | "
                          f"{r[task]['vs_floor']:.2f}x | {_verdict(r[task]['vs_floor'] <= GOALS['kernel_vs_floor'])} |")
         goals.append(f"| (b) one warm Spark job within {GOALS['spark_vs_floor']}x the floor ({fan_in} splits) | "

@@ -24,7 +24,8 @@ from bench.common import fmt_int, fmt_ms, fmt_s, median, metrics_index_config
 from bench.harness import Stack
 from strata_shared.domain.column_stats import compute_column_stats
 from strata_shared.domain.index_config import ParquetConfig
-from strata_shared.domain.sort_schema import SortSchema, sort_indices
+from strata_shared.domain.sort_key import sort_indices
+from strata_shared.domain.sort_schema import SortSchema
 from strata_shared.domain.split import SplitMetadata
 from strata_shared.splitfile.writer import encode_split
 from strata_shared.storage import ObjectStore

@@ -23,7 +23,8 @@ from strata_planner.compaction.executor import MergeExecutor
 from strata_planner.compaction.runner import CompactionRunner
 from strata_services.local.spark_cluster import ClusterShape, LocalSparkCluster, bare_executor_python
 from strata_shared.config import Settings
-from strata_shared.domain.sort_schema import SortSchema, is_sorted
+from strata_shared.domain.sort_key import is_sorted
+from strata_shared.domain.sort_schema import SortSchema
 from strata_shared.spark.session import SparkSessionFactory
 from tests.helpers import assert_problem
 from tests.indexer.indexing_helpers import (

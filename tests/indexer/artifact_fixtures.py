@@ -8,6 +8,8 @@ import pyarrow.parquet as pq
 from strata_shared.artifacts import artifact_key, build_artifacts
 from strata_shared.domain.fields import FieldType
 from strata_shared.domain.index_config import ArtifactConfig
+from strata_shared.domain.index_uid import split_index_uid
+from strata_shared.storage_layout import artifacts_dir
 from tests.indexer.indexing_helpers import ARTIFACTS, FIELDS
 
 
@@ -17,8 +19,7 @@ async def split_row(indexer, keys, index_id: str, split_id: str) -> dict:
 
 
 def prefix_of(storage, index_uid: str, split_id: str) -> str:
-    index_id, incarnation = index_uid.split(":", 1)
-    return storage.uri_for(f"indexes/{index_id}/{incarnation}/artifacts/{split_id}")
+    return storage.uri_for(f"{artifacts_dir(*split_index_uid(index_uid))}/{split_id}")
 
 
 def build_and_store(storage, split: dict, *, zstd_level: int = 3, write: bool = True) -> list[dict]:

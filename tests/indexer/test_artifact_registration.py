@@ -8,6 +8,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
+from strata_shared.domain.index_uid import split_index_uid
 from tests.indexer.artifact_fixtures import as_request, build_and_store, prefix_of, split_row
 from tests.indexer.indexing_helpers import EXPECTED, artifacts_of, create_indexed_index, ingest, rows_for
 from tests.planner.compaction_helpers import open_window
@@ -89,7 +90,7 @@ async def test_bad_artifacts_are_422_naming_the_field_and_write_nothing(indexer,
 
 async def test_an_artifact_of_another_file_or_outside_its_prefix_is_refused(indexer, keys, storage, split):
     built = as_request(build_and_store(storage, split))
-    index_id = split["index_uid"].split(":")[0]
+    index_id, _ = split_index_uid(split["index_uid"])
     other_id = await ingest(indexer, keys, index_id, rows_for(open_window(), 50, seed=3))
     other = await split_row(indexer, keys, index_id, other_id)
     # The object is under the other file's prefix but its header names the first file.

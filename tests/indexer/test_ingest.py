@@ -11,7 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from strata_services.sample_data import metrics_index_config
-from strata_shared.domain.sort_schema import SortSchema, is_sorted
+from strata_shared.domain.sort_key import is_sorted
+from strata_shared.domain.sort_schema import SortSchema
 from strata_shared.domain.split import read_kv_metadata
 from tests.helpers import (
     ARROW,

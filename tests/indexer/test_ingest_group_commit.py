@@ -24,7 +24,8 @@ import pytest
 from asgi_lifespan import LifespanManager
 
 from strata_services.sample_data import metrics_index_config
-from strata_shared.domain.sort_schema import SortSchema, is_sorted
+from strata_shared.domain.sort_key import is_sorted
+from strata_shared.domain.sort_schema import SortSchema
 from strata_shared.metastore.engine import database_unavailable
 from strata_shared.metastore.repositories import SplitRepository
 from tests.helpers import ARROW, NDJSON, arrow_stream, assert_problem, ndjson, unique_index_id

@@ -6,7 +6,6 @@ corrupted output. Pure pyarrow: no Spark."""
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import json
 import subprocess
@@ -184,13 +183,7 @@ def check_merge_case(base: Path, case) -> None:
         union += [n for n in present if n not in union]
         expected.update(_hashable(tuple(r.get(n) for n in sorted(POOL))) for r in rows)
 
-    results = {}
-    for method in ("stable_sort", "kway"):
-        spec = make_spec(merge_inputs, base / method, sort_text, order_method=method,
-                         target_split_num_rows=target_rows)
-        results[method] = run_merge(spec)
-
-    result = results["stable_sort"]
+    result = run_merge(make_spec(merge_inputs, base / "out", sort_text, target_split_num_rows=target_rows))
     tables = output_tables(result)
     total = sum(len(rows) for _, rows in inputs)
     assert result.input_rows == result.output_rows == total
@@ -200,9 +193,6 @@ def check_merge_case(base: Path, case) -> None:
     got = rows_of(tables, sorted(POOL))
     assert Counter(_hashable(r) for r in got) == expected  # MC-1 and MC-2
     assert_sorted(got, schema, sorted(POOL))  # MC-3, across output boundaries too
-    other = rows_of(output_tables(results["kway"]), sorted(POOL))
-    assert other == got  # both order methods give the same (stable) order
-    assert results["kway"].checksum == result.checksum
 
 
 # -- MC-4 ----------------------------------------------------------------------------------------------------
@@ -368,14 +358,12 @@ def test_mc3_multi_word_keys_and_unsorted_inputs_still_order_exactly(tmp_path):
     table = pa.table({**columns, "ts": np.full(1500, WINDOW)})
     a_rows = sorted_table(table.slice(0, 1000).to_pylist(), table.schema, schema)
     inputs = [write_split(tmp_path / "in", "A", a_rows), write_split(tmp_path / "in", "B", table.slice(1000))]
-    results = [run_merge(make_spec(inputs, tmp_path / m, str(schema), order_method=m))
-               for m in ("stable_sort", "kway")]
-    assert results[0].stats["key_words"] == 2
-    got = [rows_of(output_tables(r), table.column_names) for r in results]
-    assert got[0] == got[1]
+    result = run_merge(make_spec(inputs, tmp_path / "out", str(schema)))
+    assert result.stats["key_words"] == 2
+    got = rows_of(output_tables(result), table.column_names)
     expected = sorted(rows_of([a_rows, table.slice(1000)], table.column_names),
                       key=reference_key(schema, table.column_names))
-    assert got[0] == expected  # exactly the stable order
+    assert got == expected  # exactly the stable order
 
 
 def test_long_runs_are_cut_by_slices_and_high_cardinality_strings_are_decoded(tmp_path):
@@ -462,15 +450,14 @@ def test_mc2_verification_detects_a_duplicated_row_in_memory(tmp_path, three_inp
 
 
 def test_mc3_verification_detects_a_wrong_order_in_memory(tmp_path, three_inputs, monkeypatch):
-    real = merge.compute_order
+    real = merge.stable_order
 
     def broken(*args, **kwargs):
-        order, method = real(*args, **kwargs)
-        order = order.copy()
+        order = real(*args, **kwargs).copy()
         order[[0, -1]] = order[[-1, 0]]
-        return order, method
+        return order
 
-    monkeypatch.setattr(merge, "compute_order", broken)
+    monkeypatch.setattr(merge, "stable_order", broken)
     with pytest.raises(MergeVerificationError, match="MC-3"):
         run_merge(make_spec(three_inputs, tmp_path / "out", "metric,host,ts", target_split_num_rows=600))
     assert files_under(tmp_path / "out") == []
@@ -538,20 +525,18 @@ def test_mc2_checksum_is_order_independent_but_binds_each_row():
 
 
 def test_spec_and_result_json_round_trip(tmp_path, three_inputs):
-    spec = make_spec(three_inputs, tmp_path / "out", "metric,host,ts", order_method="kway")
+    spec = make_spec(three_inputs, tmp_path / "out", "metric,host,ts")
     text = spec_to_json(spec)
     assert spec_from_json(text) == spec
     json.loads(text)
     result = run_merge(spec)
     again = result_from_json(result_to_json(result))
     assert again == result
-    assert result.stats["order_method"] == "kway" and result.checksum < 2**64
+    assert result.stats["key_words"] == 1 and result.checksum < 2**64
     stages = {"footers", "order", "build", "encode", "upload", "verify", "total"}
     assert set(result.stats["timings"]) >= stages
     with pytest.raises(ValueError):
         spec_from_json(json.dumps({**json.loads(text), "surprise": 1}))
-    with pytest.raises(ValueError):
-        run_merge(dataclasses.replace(spec, order_method="bogus"))
 
 
 def test_merge_never_imports_pandas(tmp_path, three_inputs):

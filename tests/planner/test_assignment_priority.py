@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import insert
 
+from strata_shared.domain.index_uid import split_index_uid
 from strata_shared.domain.merge_policy import MergeKind
 from strata_shared.jobqueue.columns import new_job_values
 from strata_shared.jobqueue.scheduler_rules import COMPACTION_ASSIGNMENT_ORDER, SortKey, python_sort_key
@@ -54,7 +55,7 @@ def _job_row(i: int, level: int, failures: int, expiry: int | None, status: JobS
 async def _assigned(url: str, rows: list[dict], capacity: int) -> list[str]:
     async with rolled_back(url) as session:
         await session.execute(insert(IndexRow.__table__), [{
-            "index_uid": INDEX_UID, "index_id": "prio", "incarnation": INDEX_UID.split(":")[1], "config": {},
+            "index_uid": INDEX_UID, "index_id": "prio", "incarnation": split_index_uid(INDEX_UID)[1], "config": {},
             "doc_mapping_uid": "d", "version": 1, "created_at": NOW, "updated_at": NOW, "deleted_at": None}])
         if rows:
             await session.execute(insert(CompactionJobRow.__table__), rows)

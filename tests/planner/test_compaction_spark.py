@@ -15,7 +15,10 @@ from ulid import ULID
 
 from strata_planner.compaction.executor import MergeExecutor
 from strata_planner.compaction.runner import CompactionRunner
-from strata_shared.domain.sort_schema import SortSchema, is_sorted, sort_indices
+from strata_shared.domain.index_uid import split_index_uid
+from strata_shared.domain.sort_key import is_sorted, sort_indices
+from strata_shared.domain.sort_schema import SortSchema
+from strata_shared.storage_layout import merges_dir
 from tests.planner.compaction_helpers import create_index, ingest_split, open_window
 
 pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("clock_at_present")]
@@ -170,8 +173,7 @@ async def test_type_conflict_fails_the_job_naming_the_column_and_touches_no_inpu
     assert "'value'" in job["last_error"] and "MergeTypeConflict" in job["last_error"]
     after = await _splits(indexer, keys, index_id)
     assert {s["split_id"]: s["state"] for s in after} == {s["split_id"]: "published" for s in inputs}
-    incarnation = job["index_uid"].split(":")[1]
-    assert storage.list_files(f"indexes/{index_id}/{incarnation}/merges") == [], "no output was written"
+    assert storage.list_files(merges_dir(*split_index_uid(job["index_uid"]))) == [], "no output was written"
 
 
 async def test_retry_brings_an_excluded_merge_to_success_once_the_cause_is_fixed(indexer, planner, keys, storage,

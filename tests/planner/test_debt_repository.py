@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import insert, text
 
+from strata_shared.domain.index_uid import split_index_uid
 from strata_shared.domain.merge_policy import (
     MergePolicyParams,
     SplitCandidate,
@@ -47,7 +48,7 @@ BEFORE = START - 900
 
 
 def _index(uid: str) -> dict:
-    return {"index_uid": uid, "index_id": uid.split(":")[0], "incarnation": uid.split(":")[1], "config": {},
+    return {"index_uid": uid, "index_id": split_index_uid(uid)[0], "incarnation": split_index_uid(uid)[1], "config": {},
             "doc_mapping_uid": "d", "version": 1, "created_at": NOW, "updated_at": NOW, "deleted_at": None}
 
 

@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import insert
 
+from strata_shared.domain.index_uid import split_index_uid
 from strata_shared.domain.merge_policy import (
     MergePolicyParams,
     SkipReason,
@@ -50,7 +51,7 @@ SETTINGS = dict(max_examples=30, deadline=None, suppress_health_check=[HealthChe
 
 
 def _index(uid: str = INDEX_UID, deleted: bool = False) -> dict:
-    return {"index_uid": uid, "index_id": uid.split(":")[0], "incarnation": uid.split(":")[1], "config": {},
+    return {"index_uid": uid, "index_id": split_index_uid(uid)[0], "incarnation": split_index_uid(uid)[1], "config": {},
             "doc_mapping_uid": "d", "version": 1, "created_at": NOW, "updated_at": NOW,
             "deleted_at": NOW if deleted else None}
 

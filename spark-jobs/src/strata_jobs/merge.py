@@ -2,7 +2,7 @@
 splits.
 
 Pure pyarrow + numpy (+ strata_shared pure modules): it runs in a Spark Python worker
-(strata_jobs.spark_merge) and can be called directly. It never imports pandas (see strata_jobs.arrow_numpy).
+(strata_jobs.spark_merge) and can be called directly. It never imports pandas (see strata_shared.arrow_numpy).
 Steps:
 
 1. Footers of every input (merge_inputs); the output schema is the union of their columns, in
@@ -12,8 +12,8 @@ Steps:
 2. Read the inputs one after another, string columns as dictionaries, in a pipeline: a reader thread reads
    and casts input i+1 to the union's types while a hasher thread hashes input i for the row checksum and
    this thread copies it into the merge's column form (merge_columns). Missing columns are nulls.
-3. Global order (merge_order): per-column ranks packed into one uint64 key, then a stable argsort (timsort
-   over the presorted runs), or a k-way merge of the inputs' key runs; both give exactly the stable order.
+3. Global order (strata_shared.domain.sort_key, the comparator ingestion sorts with too): per-column ranks
+   packed into one uint64 key, then a stable argsort (timsort over the presorted runs of the inputs).
 4. Outputs of at most target_split_num_rows rows and about target_split_size_bytes bytes (bytes per row
    estimated from the inputs' file sizes), each column gathered through the order (`take`) or, for column
    kinds whose crossover the order's mean run length reaches, cut as zero-copy slices of the runs; encoded
@@ -43,8 +43,8 @@ same writer settings, is 1.4-1.75 s, against 1.03 s in an earlier measurement of
 1.25x the floor when the machine was otherwise idle (1.77 s vs 1.42 s; the second core runs the verification
 while the writer thread encodes), 1.55x under contention (CPU: 2.37 s vs 1.51 s). Verification (row checksums
 of inputs and outputs, MC-3 keys) costs about 0.4 CPU-s of that; without it the merge costs 1.13x the floor's
-CPU. kway is slower everywhere: its order step takes 0.48-0.71 s against 0.10-0.15 s for the stable sort, hence
-AUTO_ORDER_METHOD.
+CPU. A vectorized k-way merge of the inputs' key runs, measured as an alternative to the stable sort, was slower
+everywhere (its order step took 0.48-0.71 s against 0.10-0.15 s) and was removed.
 """
 
 from __future__ import annotations
@@ -61,9 +61,8 @@ from ulid import ULID
 from strata_jobs import merge_output
 from strata_jobs.merge_columns import SourceColumn, is_dict_type
 from strata_jobs.merge_inputs import Clock, close_inputs, open_inputs, read_all, union_schema
-from strata_jobs.merge_order import build_sort_key, compute_order, count_runs, run_heads
+from strata_jobs.merge_runs import count_runs, run_heads
 from strata_jobs.merge_spec import (
-    ORDER_METHODS,
     MergeInput,
     MergeResult,
     MergeSpec,
@@ -76,19 +75,17 @@ from strata_jobs.merge_spec import (
 )
 from strata_jobs.merge_verify import Verifier, written_schema_problem
 from strata_jobs.worker_threads import INLINE_MAX_ROWS, worker_threads
+from strata_shared.domain.sort_key import build_sort_key, stable_order
 from strata_shared.domain.sort_schema import SortSchema
 from strata_shared.domain.split import SplitMetadata, SplitState
 from strata_shared.splitfile.writer import row_group_spans
 
 __all__ = [
     "MergeInput", "MergeResult", "MergeSpec", "MergeTypeConflict", "MergeVerificationError", "run_merge",
-    "spec_to_json", "spec_from_json", "result_to_json", "result_from_json", "AUTO_ORDER_METHOD",
+    "spec_to_json", "spec_from_json", "result_to_json", "result_from_json",
     "RUNS_MIN_MEAN_LENGTH", "union_schema",
 ]
 
-# What order_method="auto" means: the faster method in the merge benchmark (bench/bench_merge.py). The stable
-# sort's order step took 0.10-0.14 s for 4M rows from 16 or 64 inputs, the vectorized k-way merge 0.48-0.70 s.
-AUTO_ORDER_METHOD = "stable_sort"
 # Cut an output column from zero-copy run slices instead of gathering it when the order's mean run length
 # (runs of consecutive rows of one input) reaches this, per column kind. Measured by
 # `python -m bench.bench_merge --crossover` on 4M rows: a variable-width Arrow column
@@ -152,8 +149,6 @@ def _validate(spec: MergeSpec) -> SortSchema:
         raise ValueError("a split appears twice among the merge inputs")
     if spec.target_split_num_rows < 1 or spec.target_split_size_bytes < 1:
         raise ValueError("target_split_num_rows and target_split_size_bytes must be positive")
-    if spec.order_method not in ORDER_METHODS:
-        raise ValueError(f"order_method must be one of {ORDER_METHODS}, not {spec.order_method!r}")
     return SortSchema.parse(spec.sort_schema)
 
 
@@ -187,20 +182,14 @@ def run_merge(spec: MergeSpec) -> MergeResult:
         columns, input_checksum = read_all(inputs, union, clock, stats, inline=inline)
     finally:
         close_inputs(inputs)
-    inputs_for_segments = [(0, 0)] * len(inputs)
-    offset = 0
-    for position, item in enumerate(inputs):
-        inputs_for_segments[position] = (offset, item.rows)
-        offset += item.rows
 
     started = time.perf_counter()
-    method = AUTO_ORDER_METHOD if spec.order_method == "auto" else spec.order_method
     with worker_threads(BUILD_THREADS, "merge-key", inline=inline) as pool:
         key = build_sort_key(columns, schema, pool)
     clock.add("sort_key", time.perf_counter() - started)
     started = time.perf_counter()
-    order, used_method = compute_order(key, inputs_for_segments, total_rows, method)
-    stats.update(order_method=used_method, key_words=len(key.words), key_bits=key.total_bits,
+    order = stable_order(key, total_rows)
+    stats.update(key_words=len(key.words), key_bits=key.total_bits,
                  key_column_bits=key.column_bits)
     del key
     clock.add("order", time.perf_counter() - started)

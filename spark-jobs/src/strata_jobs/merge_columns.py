@@ -8,6 +8,7 @@ Three kinds, chosen by the column's output type:
 - `num` (integers, floats, temporal, bool): one numpy array of the values plus a validity mask when some are
   null.
 - `arrow` (anything else: lists, binaries, decimals...): one combined Arrow array, cut with Arrow's take.
+This is the KeyColumn form strata_shared.domain.sort_key ranks, so the merge's order needs no other copy.
 
 Output string columns are written as dictionary arrays whose dictionary is compacted per row group (only the
 values that row group uses): the Parquet writer then stores that dictionary as is, skipping the per-value
@@ -24,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from strata_jobs.arrow_numpy import int_values, primitive_values, to_arrow, validity
+from strata_shared.arrow_numpy import int_values, numpy_dtype, primitive_values, to_arrow, validity
 
 # Past this many distinct values per row group row, compacting per row group costs more than decoding (O(D)
 # work).
@@ -33,21 +34,6 @@ DICT_COMPACT_MAX_RATIO = 4
 
 def is_dict_type(arrow_type: pa.DataType) -> bool:
     return pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type)
-
-
-def numpy_dtype(arrow_type: pa.DataType) -> np.dtype | None:
-    """The numpy dtype holding this Arrow type's fixed-width values, or None when it is not fixed-width."""
-    if pa.types.is_boolean(arrow_type):
-        return np.dtype(bool)
-    if pa.types.is_floating(arrow_type):
-        return np.dtype(f"<f{arrow_type.bit_width // 8}")
-    if pa.types.is_integer(arrow_type):
-        kind = "i" if pa.types.is_signed_integer(arrow_type) else "u"
-        return np.dtype(f"<{kind}{arrow_type.bit_width // 8}")
-    temporal = pa.types.is_temporal(arrow_type) and not pa.types.is_interval(arrow_type)
-    if temporal and arrow_type.bit_width in (32, 64):
-        return np.dtype(f"<i{arrow_type.bit_width // 8}")
-    return None
 
 
 def dictionary_codes(chunk: pa.DictionaryArray) -> np.ndarray:

@@ -15,8 +15,8 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from strata_jobs.arrow_numpy import to_arrow
 from strata_jobs.merge_columns import dictionary_codes
+from strata_shared.arrow_numpy import to_arrow
 from strata_shared.domain.column_stats import ColumnStats, compute_column_stats
 from strata_shared.domain.index_config import ParquetConfig
 from strata_shared.domain.split import SplitMetadata

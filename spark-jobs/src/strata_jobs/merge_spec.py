@@ -9,8 +9,6 @@ from typing import Any
 from strata_shared.domain.index_config import ParquetConfig
 from strata_shared.domain.split import SplitMetadata
 
-ORDER_METHODS = ("auto", "stable_sort", "kway")
-
 
 class MergeTypeConflict(ValueError):
     """MC-4: one column has different logical types in two inputs. Raised before any output is written."""
@@ -55,7 +53,6 @@ class MergeSpec:
     num_merge_ops: int  # max over the inputs + 1
     generation: int
     root_split_ids: list[str] = field(default_factory=list)
-    order_method: str = "auto"  # "stable_sort" | "kway" | "auto"
     # Verify the checksum and the order on the Parquet bytes decoded again, not only on the Arrow tables
     # handed to the writer. Costs one more decode of the outputs.
     verify_readback: bool = False

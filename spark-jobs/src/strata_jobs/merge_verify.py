@@ -7,13 +7,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from strata_jobs.arrow_numpy import to_arrow
 from strata_jobs.merge_columns import ColumnBuilder
 from strata_jobs.merge_inputs import logical_type
-from strata_jobs.merge_order import build_sort_key, first_unsorted, python_compare, spot_check_pairs
 from strata_jobs.merge_spec import MergeVerificationError
 from strata_jobs.row_checksum import combine, table_checksum
-from strata_shared.domain.sort_schema import SortSchema
+from strata_shared.arrow_numpy import to_arrow
+from strata_shared.domain.sort_key import build_sort_key, first_unsorted
+from strata_shared.domain.sort_schema import SortSchema, compare_rows
 
 SPOT_CHECK_PAIRS = 64
 # Rows per verification block: MC-3 keys and checksum accumulators stay this size whatever the output size.
@@ -77,6 +77,23 @@ class Verifier:
         """The block's first row is not below the previous block's (or output's) last row."""
         ends = block.take(to_arrow(np.array([0, block.num_rows - 1], dtype=np.int64))).to_pylist()
         first = tuple(ends[0][n] for n in self.sort_names)
-        if self.previous_last is not None and python_compare(self.previous_last, first, self.descending) > 0:
+        if self.previous_last is not None and compare_rows(self.previous_last, first, self.descending) > 0:
             raise MergeVerificationError(f"MC-3: {where} is below the row before it")
         self.previous_last = tuple(ends[1][n] for n in self.sort_names)
+
+
+def spot_check_pairs(table: pa.Table, schema: SortSchema, positions: np.ndarray) -> int | None:
+    """Row p+1 >= row p under the reference comparator for every p in positions: the first p failing, or
+    None."""
+    names = [c.name for c in schema.columns if c.name in table.column_names]
+    if not names or len(positions) == 0:
+        return None
+    descending = [c.descending for c in schema.columns if c.name in table.column_names]
+    index = np.stack([positions, positions + 1], axis=1).reshape(-1)
+    rows = table.select(names).take(to_arrow(index.astype(np.int64))).to_pylist()
+    for i, p in enumerate(positions):
+        left = tuple(rows[2 * i][n] for n in names)
+        right = tuple(rows[2 * i + 1][n] for n in names)
+        if compare_rows(left, right, descending) > 0:
+            return int(p)
+    return None

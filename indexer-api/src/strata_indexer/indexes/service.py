@@ -8,6 +8,7 @@ from ulid import ULID
 
 from strata_indexer.indexes.schemas import IndexOut
 from strata_shared.domain.index_config import IndexConfig, IndexSettings, config_problems
+from strata_shared.domain.index_uid import make_index_uid
 from strata_shared.errors import Conflict, InvalidInput
 from strata_shared.metastore.compaction_repository import CompactionRepository
 from strata_shared.metastore.indexing_repository import IndexingRepository
@@ -48,7 +49,7 @@ async def create_index(session: AsyncSession, config: IndexConfig) -> IndexOut:
     incarnation = str(ULID())
     now = utcnow()
     row = IndexRow(
-        index_uid=f"{config.index_id}:{incarnation}",
+        index_uid=make_index_uid(config.index_id, incarnation),
         index_id=config.index_id,
         incarnation=incarnation,
         config=_settings_json(config),

@@ -25,6 +25,7 @@ from strata_shared.metastore.models import IndexRow
 from strata_shared.metastore.repositories import SplitRepository
 from strata_shared.splitfile.writer import encode_split, row_group_spans
 from strata_shared.storage import ObjectStore
+from strata_shared.storage_layout import split_path
 from strata_shared.web.state import AppState
 
 log = logging.getLogger("strata.ingest")
@@ -68,10 +69,6 @@ class IngestScope:
 IngestCommitter = GroupCommitter[AdmittedRows, list[SplitMetadata]]
 
 
-def split_object_path(index: IndexRow, split_id: str) -> str:
-    return f"indexes/{index.index_id}/{index.incarnation}/splits/{split_id}.parquet"
-
-
 def admit_body(body: bytes, kind: str, settings: IndexSettings, now_secs: int) -> AdmittedRows:
     """A request's own work before it may join a group (CPU, run on a worker thread): a body that does not decode is
     refused here, alone, and late rows are counted as of the request's arrival."""
@@ -107,7 +104,7 @@ def build_splits(
             time_range_start=part.time_range_start,
             time_range_end=part.time_range_end,
             num_rows=part.table.num_rows,
-            uri=storage.uri_for(split_object_path(index, split_id)),
+            uri=storage.uri_for(split_path(index.index_id, index.incarnation, split_id)),
             column_stats=compute_column_stats(part.table, regex_columns),
             root_split_ids=[split_id],
         )

@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 
 from strata_shared.metastore.repositories import IndexRepository, SplitRepository
 from strata_shared.observability.tracing import traced
+from strata_shared.storage_layout import merges_dir
 from strata_shared.web.state import AppState
 
 log = logging.getLogger("strata.gc")
@@ -52,7 +53,7 @@ async def _delete_unpublished_merge_outputs(state: AppState, older_than: datetim
         indexes = await IndexRepository(session).incarnations()
     removed = 0
     for _, index_id, incarnation in indexes:
-        prefix = f"indexes/{index_id}/{incarnation}/merges"
+        prefix = merges_dir(index_id, incarnation)
         files = await asyncio.to_thread(state.storage.list_files_with_mtime, prefix)
         stale = [(uri, posixpath.basename(uri).split(".")[0]) for uri, mtime in files
                  if mtime <= older_than.timestamp()]

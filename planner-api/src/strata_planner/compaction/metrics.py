@@ -9,6 +9,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from strata_planner.compaction.debt import measure_and_sample
 from strata_planner.compaction.schemas import LevelDebtOut
+from strata_shared.domain.index_uid import split_index_uid
 from strata_shared.jobqueue.statuses import JobStatus
 from strata_shared.metastore.compaction_repository import CompactionRepository, PublishedMerge
 from strata_shared.metastore.repositories import SplitRepository
@@ -67,7 +68,7 @@ class CompactionMetrics:
 
     def observe_success(self, published: PublishedMerge) -> None:
         job = published.job
-        index_id = job.index_uid.split(":", 1)[0]
+        index_id, _ = split_index_uid(job.index_uid)
         self.bytes_merged.inc(job.input_bytes)
         self.bytes_written.inc(job.output_bytes or 0)
         self.merges.labels(index_id).inc()

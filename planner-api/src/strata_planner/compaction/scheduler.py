@@ -14,6 +14,7 @@ from strata_planner.compaction.schemas import AssignedInput, Assignment, StatusU
 from strata_shared.domain.column_stats import ColumnStats
 from strata_shared.domain.fields import FieldType
 from strata_shared.domain.index_config import IndexSettings
+from strata_shared.domain.index_uid import split_index_uid
 from strata_shared.domain.split import RowGroupSpan, SplitMetadata, SplitState
 from strata_shared.jobqueue.scheduler_rules import COMPACTION_ASSIGNMENT_ORDER, InProgressLimits, jobs_to_plan
 from strata_shared.jobqueue.service import QueueSpec
@@ -23,6 +24,7 @@ from strata_shared.metastore.compaction_repository import CompactionRepository, 
 from strata_shared.metastore.repositories import IndexRepository, SplitRepository
 from strata_shared.metastore.window_repository import CompactionWindowRepository
 from strata_shared.storage import ObjectStore
+from strata_shared.storage_layout import merge_attempt_dir
 from strata_shared.web.state import AppState
 
 
@@ -105,8 +107,8 @@ async def _outputs_as_splits(session: AsyncSession, storage: ObjectStore, job: C
 
 def merge_output_prefix(storage: ObjectStore, job: CompactionJobRow) -> str:
     """Where one attempt writes: specific to (job, token), so a stale attempt never overwrites a live one."""
-    index_id, incarnation = job.index_uid.split(":", 1)
-    return storage.uri_for(f"indexes/{index_id}/{incarnation}/merges/{job.job_id}/{job.fencing_token}")
+    index_id, incarnation = split_index_uid(job.index_uid)
+    return storage.uri_for(merge_attempt_dir(index_id, incarnation, job.job_id, job.fencing_token))
 
 
 async def plan_incrementally(session: AsyncSession, now: datetime, budget: int) -> int:

@@ -16,7 +16,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from strata_shared.domain.sort_schema import SortSchema, sort_indices
+from strata_shared.domain.sort_key import sort_indices
+from strata_shared.domain.sort_schema import SortSchema
 from strata_shared.domain.windows import window_starts
 
 

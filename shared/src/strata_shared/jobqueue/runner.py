@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 import httpx
 
+from strata_shared.domain.index_uid import split_index_uid
 from strata_shared.observability.context import log_context
 from strata_shared.spark.errors import failure_reason
 
@@ -135,7 +136,7 @@ class PollingRunner:
 
     async def _execute(self, assignment: Any) -> Any:
         # The job's lines and spans, down to the Spark submission in its worker thread, say which job and attempt.
-        with log_context(index=assignment.index_uid.partition(":")[0], job_id=assignment.job_id,
+        with log_context(index=split_index_uid(assignment.index_uid)[0], job_id=assignment.job_id,
                          fencing_token=assignment.fencing_token):
             if self.start_delay_secs:
                 await asyncio.sleep(self.start_delay_secs)

@@ -29,7 +29,6 @@ import importlib.metadata
 import importlib.util
 import logging
 import os
-import platform
 import sys
 import sysconfig
 import tempfile
@@ -207,11 +206,4 @@ def ship_job_bundle(session, bundle: JobBundle) -> None:
     # The client also puts a pyfile on its own sys.path; this process imports its installed code, not the zip.
     with contextlib.suppress(ValueError):
         sys.path.remove(str(bundle.code_zip))
-
-
-def describe_bundle(bundle: JobBundle) -> str:
-    """One line for logs and `strata status`: digest, size, and what executors must provide."""
-    return (f"job bundle {bundle.digest} ({bundle.size_bytes / 1e6:.1f} MB; executors need CPython "
-            f"{platform.python_version_tuple()[0]}.{platform.python_version_tuple()[1]} on {platform_tag()} with "
-            f"pyarrow>={pyarrow.__version__.split('.')[0]}, numpy, pandas)")
 

@@ -2,7 +2,8 @@
 
 pyarrow's own conversions (pa.array, pa.scalar, pc.fill_null with a Python value, to_numpy on some types)
 import pandas on first use: about a second in a fresh Spark Python worker, paid by every task of a new worker.
-The merge kernel goes through these helpers instead and never imports pandas.
+The merge kernel (strata_jobs) and the sort keys (strata_shared.domain.sort_key) go through these helpers
+instead, so a merge never imports pandas.
 """
 
 from __future__ import annotations
@@ -66,3 +67,18 @@ def int_values(array: pa.Array, null_as: int) -> np.ndarray:
     if valid is not None:
         values[~valid] = null_as
     return values
+
+
+def numpy_dtype(arrow_type: pa.DataType) -> np.dtype | None:
+    """The numpy dtype holding this Arrow type's fixed-width values, or None when it is not fixed-width."""
+    if pa.types.is_boolean(arrow_type):
+        return np.dtype(bool)
+    if pa.types.is_floating(arrow_type):
+        return np.dtype(f"<f{arrow_type.bit_width // 8}")
+    if pa.types.is_integer(arrow_type):
+        kind = "i" if pa.types.is_signed_integer(arrow_type) else "u"
+        return np.dtype(f"<{kind}{arrow_type.bit_width // 8}")
+    temporal = pa.types.is_temporal(arrow_type) and not pa.types.is_interval(arrow_type)
+    if temporal and arrow_type.bit_width in (32, 64):
+        return np.dtype(f"<i{arrow_type.bit_width // 8}")
+    return None
