@@ -96,4 +96,4 @@ async def register_split_artifacts(
 
 
 router.include_router(maintenance_router(
-    "indexing", (MaintenancePass.JANITOR, MaintenancePass.INDEXING_PLANNING), "indexer-api"))
+    (MaintenancePass.JANITOR, MaintenancePass.INDEXING_PLANNING), "indexer-api"))

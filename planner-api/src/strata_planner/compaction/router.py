@@ -193,4 +193,4 @@ router.include_router(job_queue_router(JobQueueApi(
                        "operation is interrupted by the worker (by its operation tag).")],
 )))
 router.include_router(maintenance_router(
-    "compaction", (MaintenancePass.GC, MaintenancePass.RETENTION, MaintenancePass.COMPACTION_PLANNING), "planner-api"))
+    (MaintenancePass.GC, MaintenancePass.RETENTION, MaintenancePass.COMPACTION_PLANNING), "planner-api"))

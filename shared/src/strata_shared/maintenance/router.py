@@ -1,6 +1,7 @@
 """`GET /v1/<api>/maintenance/skips`, written once for every API that runs maintenance passes: what its passes
 currently skip, oldest record first, cursor-paged, filtered by pass and index. Each API serves it under its own
-path head (planner-api `compaction`, indexer-api `indexing`) since the proxy routes by path alone.
+path head (`skips.LISTING_HEAD`: planner-api `compaction`, indexer-api `indexing`) since the proxy routes by path
+alone.
 
 No `from __future__ import annotations`: FastAPI reads the annotations of the route function built here, which
 must be objects rather than names (as in `strata_shared.scheduling.router`).
@@ -14,7 +15,7 @@ from fastapi import APIRouter, Depends, Query
 from strata_shared.domain.wire_types import IndexId
 from strata_shared.errors import InvalidInput
 from strata_shared.maintenance.schemas import SkipOut, SkipPage
-from strata_shared.maintenance.skips import MaintenancePass
+from strata_shared.maintenance.skips import LISTING_HEAD, MaintenancePass
 from strata_shared.metastore.maintenance_repository import MaintenanceSkipRepository
 from strata_shared.web.auth import Principal, Scope, require
 from strata_shared.web.deps import Session
@@ -23,9 +24,10 @@ from strata_shared.web.problems import problem_responses
 Cursor = Annotated[str | None, Query(pattern=r"^[0-9]{1,18}$", description="`next_cursor` of the previous page")]
 
 
-def maintenance_router(head: str, passes: Sequence[MaintenancePass], api: str) -> APIRouter:
+def maintenance_router(passes: Sequence[MaintenancePass], api: str) -> APIRouter:
     router = APIRouter(tags=["maintenance"])
     own = tuple(passes)
+    [head] = {LISTING_HEAD[p] for p in own}
     names = ", ".join(own)
 
     async def list_maintenance_skips(

@@ -5,7 +5,8 @@ A pass opens `maintenance_pass(...)` and runs each entry's action inside `skips.
 action raises, one rule decides whose fault it is (`is_entry_fault`):
 
 - **The dependency's** (the pass stops, logs one line, and runs again at its next interval): PostgreSQL does not
-  answer (connection-level errors), or the object store as a whole does not (its root cannot be listed). Skipping
+  answer (connection-level errors, `Unavailable`), or the object store as a whole does not (its root cannot be
+  listed). Skipping
   every entry because S3 or the database is down would be wrong (nothing is wrong with them) and would flood the
   record with the outage.
 - **The entry's** (skipped, counted in `strata_maintenance_skipped_total{pass,reason}`, recorded in
@@ -38,6 +39,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from strata_shared.artifacts.envelope import ArtifactFormatError
+from strata_shared.errors import Unavailable
 from strata_shared.maintenance.metrics import MaintenanceMetrics
 from strata_shared.metastore.maintenance_models import MAINTENANCE_PASSES
 from strata_shared.metastore.maintenance_repository import MaintenanceSkipRepository, SkippedEntry
@@ -60,6 +62,12 @@ class MaintenancePass(enum.StrEnum):
 assert tuple(MaintenancePass) == MAINTENANCE_PASSES, "the enum and the table's check constraint must agree"
 
 
+# Where each pass's records are listed: under the path head of the API that runs it.
+LISTING_HEAD = {MaintenancePass.GC: "compaction", MaintenancePass.RETENTION: "compaction",
+                MaintenancePass.COMPACTION_PLANNING: "compaction", MaintenancePass.JANITOR: "indexing",
+                MaintenancePass.INDEXING_PLANNING: "indexing"}
+
+
 class StorageUnavailable(Exception):
     """The object store's root does not answer: an outage, not a fault of the entry being handled."""
 
@@ -76,7 +84,7 @@ _NETWORK_DOWN = (ConnectionError, TimeoutError, socket.gaierror)
 
 def is_dependency_failure(exc: BaseException) -> bool:
     """PostgreSQL or the object store as a whole not answering, by the exception alone (no probe)."""
-    if isinstance(exc, StorageUnavailable | _DATABASE_DOWN | _NETWORK_DOWN):
+    if isinstance(exc, (StorageUnavailable, Unavailable, *_DATABASE_DOWN, *_NETWORK_DOWN)):
         return True
     return isinstance(exc, sa_exc.DBAPIError) and exc.connection_invalidated
 
@@ -172,8 +180,9 @@ class PassSkips:
             self.metrics.recorded.labels(pass_name).set(counts[pass_name])
         if self.skipped:
             by_reason = Counter(s.reason_class for s in self.skipped)
-            log.warning("%s: skipped %d entries (%s); GET /v1/maintenance/skips?pass=%s lists them", pass_name,
-                        len(self.skipped), ", ".join(f"{r} {n}" for r, n in sorted(by_reason.items())), pass_name)
+            log.warning("%s: skipped %d entries (%s); GET /v1/%s/maintenance/skips?pass=%s lists them", pass_name,
+                        len(self.skipped), ", ".join(f"{r} {n}" for r, n in sorted(by_reason.items())),
+                        LISTING_HEAD[self.pass_name], pass_name)
 
 
 @asynccontextmanager
