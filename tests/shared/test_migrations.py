@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from strata_shared.metastore import (
     compaction_models,  # noqa: F401 - registers the compaction tables
     indexing_models,  # noqa: F401 - registers the indexing tables
+    maintenance_models,  # noqa: F401 - registers the maintenance skips
     migrate,
 )
 from strata_shared.metastore.models import Base

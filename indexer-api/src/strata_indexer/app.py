@@ -13,6 +13,7 @@ from strata_indexer.parts import install_parts
 from strata_indexer.splits.router import router as splits_router
 from strata_shared.clock import Clock
 from strata_shared.config import Settings
+from strata_shared.maintenance.metrics import install_maintenance_metrics
 from strata_shared.web.app import build_app
 
 
@@ -24,7 +25,8 @@ def create_app(settings: Settings, *, background: bool = True, clock: Clock | No
         if clock is not None:
             app.state.strata.clock = clock
 
-    startup = [install_clock, install_parts, *([start_background] if background else [])]
+    startup = [install_clock, install_parts, install_maintenance_metrics,
+               *([start_background] if background else [])]
     return build_app(
         settings,
         service="indexer-api",

@@ -9,6 +9,7 @@ from strata_planner.compaction.background import start_background
 from strata_planner.compaction.router import router as compaction_router
 from strata_shared.clock import Clock
 from strata_shared.config import Settings
+from strata_shared.maintenance.metrics import install_maintenance_metrics
 from strata_shared.web.app import build_app
 
 
@@ -20,7 +21,7 @@ def create_app(settings: Settings, *, background: bool = True, clock: Clock | No
         if clock is not None:
             app.state.strata.clock = clock
 
-    startup = [install_clock, *([start_background] if background else [])]
+    startup = [install_clock, install_maintenance_metrics, *([start_background] if background else [])]
     return build_app(
         settings,
         service="planner-api",

@@ -94,6 +94,15 @@ class ObjectStore:
         except FileNotFoundError:
             pass
 
+    def root_answers(self) -> bool:
+        """Whether the store as a whole answers (its root can be listed): what tells one object's storage error
+        from an outage of the store."""
+        try:
+            self.fs.get_file_info(pafs.FileSelector(self.root_path, recursive=False, allow_not_found=False))
+        except OSError:
+            return False
+        return True
+
     def list_files_with_mtime(self, prefix: str = "") -> list[tuple[str, float]]:
         """(uri, modification time in epoch seconds) of every file under `prefix`."""
         base = self.resolve(prefix) if prefix else self.root_path

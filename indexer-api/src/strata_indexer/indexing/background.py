@@ -12,6 +12,7 @@ from prometheus_client import Gauge
 
 from strata_indexer.indexing.janitor import run_janitor
 from strata_indexer.indexing.lag import lag_by_index
+from strata_shared.maintenance.skips import quiet_on_outage
 from strata_shared.web.auth import Scope
 from strata_shared.web.background import Background
 from strata_shared.web.state import AppState
@@ -56,7 +57,8 @@ async def start_background(app: FastAPI) -> None:
     settings = state.settings
     background = state.background = Background()
     metrics = state.own().metrics
-    background.every(settings.janitor_interval_secs, lambda: run_janitor(state, state.clock()), "janitor")
+    background.every(settings.janitor_interval_secs,
+                     quiet_on_outage("janitor", lambda: run_janitor(state, state.clock())), "janitor")
     background.every(10.0, lambda: metrics.refresh(state), "lag metrics")
     if settings.indexing_worker_slots > 0 and state.spark is not None:
         from strata_indexer.indexing.runner import index_build_executor, indexing_runner

@@ -7,7 +7,8 @@ Per index incarnation, it lists `.../artifacts/` and compares with the registere
   deleted once older than the grace period (an upload in flight is younger than that);
 - a registered artifact whose object is missing: the row goes, the file's snapshot is unpublished (queries fall
   back to Parquet statistics) and the file is indexed again.
-Running it twice changes nothing the second time.
+Running it twice changes nothing the second time. An index whose artifacts cannot be listed, or an object that
+cannot be read or deleted, is skipped and recorded (`strata_shared.maintenance.skips`); the rest goes on.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from strata_indexer.indexing.artifact_checks import artifact_prefix
 from strata_shared.artifacts import ArtifactFormatError, decode_artifact, manifest_key, parse_artifact_key
 from strata_shared.domain.artifact_refs import ArtifactRef
 from strata_shared.domain.split import SplitState
+from strata_shared.maintenance.skips import MaintenancePass, PassSkips, maintenance_pass
 from strata_shared.metastore.indexing_repository import ArtifactConflict, IndexingRepository
 from strata_shared.metastore.repositories import IndexRepository, SplitRepository
 from strata_shared.observability.tracing import traced
@@ -44,11 +46,13 @@ class JanitorReport:
 
 
 def _valid_object(storage: ObjectStore, uri: str, split_id: str, key) -> ArtifactRef | None:
+    """The object's ref when it is a complete artifact of this name, None when it is not one; a storage error
+    reading it raises (the object is then skipped and recorded, neither registered nor deleted)."""
+    with storage.open_input(uri) as source:
+        data = source.read()
     try:
-        with storage.open_input(uri) as source:
-            data = source.read()
         header, _ = decode_artifact(data)
-    except (ArtifactFormatError, OSError):
+    except ArtifactFormatError:
         return None
     identity = (header.split_id, str(header.artifact_type), header.column, header.format_version)
     if identity != (split_id, str(key.artifact_type), key.column, key.format_version):
@@ -61,16 +65,21 @@ def _valid_object(storage: ObjectStore, uri: str, split_id: str, key) -> Artifac
 async def run_janitor(state: AppState, now: datetime) -> JanitorReport:
     report = JanitorReport()
     async with state.sessions() as session:
-        index_uids = [index_uid for index_uid, _, _ in await IndexRepository(session).incarnations()]
-    for index_uid in index_uids:
-        await _reconcile_index(state, index_uid, now, report)
+        incarnations = await IndexRepository(session).incarnations()
+    async with maintenance_pass(state, MaintenancePass.JANITOR, now) as skips:
+        for index_uid, index_id, _ in incarnations:
+            # An index whose artifacts cannot be listed is skipped whole; an object that cannot be read or
+            # deleted, alone.
+            async with skips.entry(index_id, artifact_prefix(state.storage, index_uid)):
+                await _reconcile_index(state, index_uid, index_id, now, report, skips)
     if report.changed:
         log.info("janitor: registered %d, deleted %d, missing %d, re-indexing %d files", len(report.registered),
                  len(report.deleted), len(report.missing), len(report.reindexed))
     return report
 
 
-async def _reconcile_index(state: AppState, index_uid: str, now: datetime, report: JanitorReport) -> None:
+async def _reconcile_index(state: AppState, index_uid: str, index_id: str, now: datetime, report: JanitorReport,
+                           skips: PassSkips) -> None:
     storage = state.storage
     prefix = artifact_prefix(storage, index_uid)
     relative_prefix = prefix[len(storage.root_uri) + 1:]
@@ -91,11 +100,15 @@ async def _reconcile_index(state: AppState, index_uid: str, now: datetime, repor
             alive = split is not None and split.state in READABLE
             if key_text == manifest_key(split_id) or uri in registered:
                 if not alive and mtime <= old_enough:
-                    await _delete(storage, uri, report)
+                    await _delete(storage, uri, index_id, report, skips)
                 continue
             key = parse_artifact_key(key_text)
-            ref = None if key is None or not alive else await asyncio.to_thread(
-                _valid_object, storage, uri, split_id, key)
+            ref = None
+            if key is not None and alive:
+                async with skips.entry(index_id, uri) as read:
+                    ref = await asyncio.to_thread(_valid_object, storage, uri, split_id, key)
+                if read.skipped:
+                    continue
             if ref is not None:
                 try:
                     async with session.begin_nested():
@@ -105,7 +118,7 @@ async def _reconcile_index(state: AppState, index_uid: str, now: datetime, repor
                 except ArtifactConflict:
                     pass  # another object holds the identity: this one is stale
             if mtime <= old_enough:
-                await _delete(storage, uri, report)
+                await _delete(storage, uri, index_id, report, skips)
         for uri, row in registered.items():
             if uri in present:
                 continue
@@ -121,6 +134,8 @@ async def _reconcile_index(state: AppState, index_uid: str, now: datetime, repor
         await session.commit()
 
 
-async def _delete(storage: ObjectStore, uri: str, report: JanitorReport) -> None:
-    await asyncio.to_thread(storage.delete, uri)
-    report.deleted.append(uri)
+async def _delete(storage: ObjectStore, uri: str, index_id: str, report: JanitorReport, skips: PassSkips) -> None:
+    async with skips.entry(index_id, uri) as deletion:
+        await asyncio.to_thread(storage.delete, uri)
+    if not deletion.skipped:
+        report.deleted.append(uri)

@@ -24,6 +24,8 @@ from strata_indexer.indexing.schemas import (
 )
 from strata_shared.domain.wire_types import Ulid
 from strata_shared.jobqueue.router import JobAction, JobQueueApi, job_queue_router
+from strata_shared.maintenance.router import maintenance_router
+from strata_shared.maintenance.skips import MaintenancePass
 from strata_shared.metastore.indexing_repository import IndexingJobFilter, IndexingRepository
 from strata_shared.web.auth import Principal, Scope, require, require_any
 from strata_shared.web.deps import Session, State
@@ -91,3 +93,7 @@ async def register_split_artifacts(
                                        publish=request.publish, now=state.clock())
     out = await split_artifacts(session, split_id)
     return RegisterArtifactsResponse(**out.model_dump(), created=created)
+
+
+router.include_router(maintenance_router(
+    (MaintenancePass.JANITOR, MaintenancePass.INDEXING_PLANNING), "indexer-api"))

@@ -18,6 +18,7 @@ from strata_shared.domain.split import SplitState
 from strata_shared.jobqueue.repository import PublishRefused
 from strata_shared.jobqueue.scheduler_rules import InProgressLimits
 from strata_shared.jobqueue.service import QueueSpec
+from strata_shared.maintenance.skips import PLANNING_FAULTS, MaintenancePass, maintenance_pass
 from strata_shared.metastore.indexing_models import IndexingJobRow
 from strata_shared.metastore.indexing_repository import IndexingRepository
 from strata_shared.metastore.repositories import IndexRepository, SplitRepository
@@ -45,7 +46,23 @@ def indexing_queue(state: AppState) -> QueueSpec[IndexingUpdate, IndexingAssignm
             total=settings.indexing_max_in_progress, per_tenant=settings.indexing_max_in_progress_per_tenant))
 
     async def describe(session: AsyncSession, jobs: Sequence[IndexingJobRow]) -> list[IndexingAssignment]:
-        return [await _assignment(state, session, job) for job in jobs]
+        if not jobs:
+            return []
+        now = state.clock()
+        out = []
+        # Only the indexes of the jobs handed out are looked at: a record of another stays until one is.
+        async with maintenance_pass(state, MaintenancePass.INDEXING_PLANNING, now, faults=PLANNING_FAULTS,
+                                    covers_everything=False) as skips:
+            for job in jobs:
+                async with skips.entry(job.index_uid.split(":", 1)[0], job.job_id) as described:
+                    out.append(await _assignment(state, session, job))
+                if described.skipped:
+                    # Handed out, it would fail every poll for every worker; as a failed attempt it is excluded
+                    # after max_failures, and the record says why.
+                    await IndexingRepository(session).queue.fail(
+                        job.job_id, job.fencing_token, f"cannot be planned: {described.reason_class}: "
+                        f"{described.reason}", now, settings.indexing_max_failures)
+        return out
 
     return QueueSpec(name="indexing", lease_secs=settings.indexing_lease_secs,
                      max_failures=settings.indexing_max_failures,

@@ -11,6 +11,7 @@ from fastapi import FastAPI
 from strata_planner.compaction.gc import collect_garbage
 from strata_planner.compaction.metrics import CompactionMetrics
 from strata_planner.compaction.retention import RetentionSchedule
+from strata_shared.maintenance.skips import quiet_on_outage
 from strata_shared.web.auth import Scope
 from strata_shared.web.background import Background
 from strata_shared.web.state import AppState
@@ -21,9 +22,11 @@ async def start_background(app: FastAPI) -> None:
     settings = state.settings
     background = state.background = Background()
     metrics = state.parts = CompactionMetrics(state.registry)
-    background.every(settings.gc_interval_secs, lambda: collect_garbage(state, state.clock()), "gc")
+    background.every(settings.gc_interval_secs,
+                     quiet_on_outage("gc", lambda: collect_garbage(state, state.clock())), "gc")
     background.every(10.0, lambda: metrics.refresh(state), "metrics refresh")
-    background.every(settings.retention_tick_secs, RetentionSchedule(state).tick, "retention")
+    background.every(settings.retention_tick_secs, quiet_on_outage("retention", RetentionSchedule(state).tick),
+                     "retention")
     if settings.compaction_worker_slots > 0 and state.spark is not None:
         from strata_planner.compaction.executor import merge_executor
         from strata_planner.compaction.runner import CompactionRunner

@@ -10,6 +10,7 @@ import posixpath
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from strata_shared.maintenance.skips import MaintenancePass, PassSkips, maintenance_pass
 from strata_shared.metastore.repositories import IndexRepository, SplitRepository
 from strata_shared.observability.tracing import traced
 from strata_shared.storage_layout import merges_dir
@@ -23,38 +24,49 @@ BATCH = 1000
 class GcReport:
     splits_deleted: int
     orphans_deleted: int
+    # Entries left for a later pass (listed by GET /v1/maintenance/skips?pass=gc).
+    skipped: int = 0
 
 
 @traced("gc_pass")
 async def collect_garbage(state: AppState, now: datetime) -> GcReport:
     grace = timedelta(seconds=state.settings.gc_grace_secs)
     deleted = 0
-    while True:
-        async with state.sessions() as session:
-            repo = SplitRepository(session)
-            rows = await repo.deletable(now - grace, BATCH)
-            if not rows:
-                break
-            for _, uri in rows:
-                await asyncio.to_thread(state.storage.delete, uri)
-            # Files first, rows after: a crash in between leaves rows whose files are already gone, and the
-            # next pass deletes them again (deleting a missing file is a no-op).
-            await repo.delete([split_id for split_id, _ in rows])
-            await session.commit()
-            deleted += len(rows)
-    orphans = await _delete_unpublished_merge_outputs(state, now - grace)
+    async with maintenance_pass(state, MaintenancePass.GC, now) as skips:
+        after = None
+        while True:
+            async with state.sessions() as session:
+                repo = SplitRepository(session)
+                rows = await repo.deletable(now - grace, BATCH, after_split_id=after)
+                if not rows:
+                    break
+                gone = []
+                for split_id, index_uid, uri in rows:
+                    async with skips.entry(index_uid.split(":", 1)[0], split_id) as outcome:
+                        await asyncio.to_thread(state.storage.delete, uri)
+                    if not outcome.skipped:
+                        gone.append(split_id)
+                # Files first, rows after: a crash in between leaves rows whose files are already gone, and the
+                # next pass deletes them again (deleting a missing file is a no-op). A skipped split keeps its row.
+                await repo.delete(gone)
+                await session.commit()
+                deleted += len(gone)
+                after = rows[-1][0]
+        orphans = await _delete_unpublished_merge_outputs(state, now - grace, skips)
     if deleted or orphans:
         log.info("gc: deleted %d splits past their grace period, %d unpublished merge outputs", deleted, orphans)
-    return GcReport(deleted, orphans)
+    return GcReport(deleted, orphans, len(skips.skipped))
 
 
-async def _delete_unpublished_merge_outputs(state: AppState, older_than: datetime) -> int:
+async def _delete_unpublished_merge_outputs(state: AppState, older_than: datetime, skips: PassSkips) -> int:
     async with state.sessions() as session:
         indexes = await IndexRepository(session).incarnations()
     removed = 0
     for _, index_id, incarnation in indexes:
         prefix = merges_dir(index_id, incarnation)
-        files = await asyncio.to_thread(state.storage.list_files_with_mtime, prefix)
+        files: list[tuple[str, float]] = []
+        async with skips.entry(index_id, state.storage.uri_for(prefix)):
+            files = await asyncio.to_thread(state.storage.list_files_with_mtime, prefix)
         stale = [(uri, posixpath.basename(uri).split(".")[0]) for uri, mtime in files
                  if mtime <= older_than.timestamp()]
         if not stale:
@@ -62,7 +74,9 @@ async def _delete_unpublished_merge_outputs(state: AppState, older_than: datetim
         async with state.sessions() as session:
             known = await SplitRepository(session).existing_ids([s for _, s in stale])
         for uri, split_id in stale:
-            if split_id not in known:
+            if split_id in known:
+                continue
+            async with skips.entry(index_id, uri) as outcome:
                 await asyncio.to_thread(state.storage.delete, uri)
-                removed += 1
+            removed += not outcome.skipped
     return removed

@@ -20,6 +20,7 @@ from datetime import datetime
 
 from strata_shared.domain.index_config import IndexSettings
 from strata_shared.domain.windows import retention_cutoff
+from strata_shared.maintenance.skips import PLANNING_FAULTS, MaintenancePass, maintenance_pass
 from strata_shared.metastore.compaction_repository import CompactionRepository
 from strata_shared.metastore.models import IndexRow
 from strata_shared.metastore.repositories import IndexRepository
@@ -106,19 +107,29 @@ class RetentionSchedule:
         self.last_run: dict[str, float] = {}
 
     async def tick(self) -> list[RetentionOutcome]:
+        """Apply every due index; an index whose retention cannot be applied (its stored config no longer
+        validates, say) is skipped and recorded, never a reason to leave the others' windows in place."""
         now = self.state.clock()
-        now_secs = int(now.timestamp())
         async with self.state.sessions() as session:
             indexes = await IndexRepository(session).list_live(limit=100_000, after_index_id=None)
         out = []
-        for index in indexes:
-            retention = IndexSettings.model_validate(index.config).retention
-            if retention is None:
-                continue
-            last = self.last_run.get(index.index_uid)
-            if last is not None and now_secs - last < retention.interval_secs:
-                continue
-            self.last_run[index.index_uid] = now_secs
-            out.append(await drop_windows(self.state, index, retention_cutoff(now_secs, retention.period_secs),
-                                          now, dry_run=False))
+        # Every live index is looked at each tick, so a record of one not met again (deleted, fixed) is cleared.
+        async with maintenance_pass(self.state, MaintenancePass.RETENTION, now, faults=PLANNING_FAULTS) as skips:
+            for index in indexes:
+                async with skips.entry(index.index_id, index.index_uid):
+                    outcome = await self._apply_if_due(index, now)
+                    if outcome is not None:
+                        out.append(outcome)
         return out
+
+    async def _apply_if_due(self, index: IndexRow, now: datetime) -> RetentionOutcome | None:
+        now_secs = int(now.timestamp())
+        retention = IndexSettings.model_validate(index.config).retention
+        if retention is None:
+            return None
+        last = self.last_run.get(index.index_uid)
+        if last is not None and now_secs - last < retention.interval_secs:
+            return None
+        self.last_run[index.index_uid] = now_secs
+        return await drop_windows(self.state, index, retention_cutoff(now_secs, retention.period_secs), now,
+                                  dry_run=False)

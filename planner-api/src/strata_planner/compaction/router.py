@@ -35,6 +35,8 @@ from strata_shared.domain.windows import retention_cutoff
 from strata_shared.domain.wire_types import IndexId, Int64
 from strata_shared.errors import Conflict, InvalidInput
 from strata_shared.jobqueue.router import JobAction, JobQueueApi, job_queue_router
+from strata_shared.maintenance.router import maintenance_router
+from strata_shared.maintenance.skips import MaintenancePass
 from strata_shared.metastore.compaction_repository import CompactionJobFilter, CompactionRepository
 from strata_shared.metastore.repositories import load_live_index
 from strata_shared.web.auth import Principal, Scope, require, require_any
@@ -190,3 +192,5 @@ router.include_router(job_queue_router(JobQueueApi(
                        "Cancel a job: its inputs are released, its worker's next write is refused, its Spark "
                        "operation is interrupted by the worker (by its operation tag).")],
 )))
+router.include_router(maintenance_router(
+    (MaintenancePass.GC, MaintenancePass.RETENTION, MaintenancePass.COMPACTION_PLANNING), "planner-api"))

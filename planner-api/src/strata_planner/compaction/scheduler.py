@@ -19,8 +19,10 @@ from strata_shared.domain.split import RowGroupSpan, SplitMetadata, SplitState
 from strata_shared.jobqueue.scheduler_rules import COMPACTION_ASSIGNMENT_ORDER, InProgressLimits, jobs_to_plan
 from strata_shared.jobqueue.service import QueueSpec
 from strata_shared.jobqueue.statuses import JobStatus
+from strata_shared.maintenance.skips import PLANNING_FAULTS, MaintenancePass, PassSkips, maintenance_pass
 from strata_shared.metastore.compaction_models import CompactionJobRow
 from strata_shared.metastore.compaction_repository import CompactionRepository, PublishConflict
+from strata_shared.metastore.models import IndexRow
 from strata_shared.metastore.repositories import IndexRepository, SplitRepository
 from strata_shared.metastore.window_repository import CompactionWindowRepository
 from strata_shared.storage import ObjectStore
@@ -52,7 +54,10 @@ def compaction_queue(state: AppState) -> QueueSpec[StatusUpdate, Assignment]:
         budget = jobs_to_plan(capacity, live, waiting, settings.compaction_queue_bound,
                               settings.compaction_plan_ahead)
         if budget > 0:
-            await plan_incrementally(session, now, budget)
+            # Only the indexes this pass plans are looked at: a record of another stays until it is planned.
+            async with maintenance_pass(state, MaintenancePass.COMPACTION_PLANNING, now, faults=PLANNING_FAULTS,
+                                        covers_everything=False) as skips:
+                await plan_incrementally(session, now, budget, skips=skips)
 
     async def assign(session: AsyncSession, worker_id: str, capacity: int, now: datetime, lease) -> Sequence:
         return await CompactionRepository(session).assign(worker_id, capacity, now, lease, limits)
@@ -111,21 +116,32 @@ def merge_output_prefix(storage: ObjectStore, job: CompactionJobRow) -> str:
     return storage.uri_for(merge_attempt_dir(index_id, incarnation, job.job_id, job.fencing_token))
 
 
-async def plan_incrementally(session: AsyncSession, now: datetime, budget: int) -> int:
+async def plan_incrementally(session: AsyncSession, now: datetime, budget: int, *,
+                             skips: PassSkips | None = None) -> int:
     """An incremental planner pass over the indexes with changed or newly closed windows, creating at most
     `budget` jobs; returns how many it created. Each index gets an equal share of the budget, so one index's
     backlog (which could fill every pass) never keeps the others' windows, their final merges included, from
-    being planned; what an index leaves of its share goes to those after it."""
+    being planned; what an index leaves of its share goes to those after it. With `skips`, an index whose
+    planning raises (its config or its splits) is skipped and recorded, its writes undone, and the others are
+    planned; without, the error propagates."""
     indexes = await CompactionWindowRepository(session).indexes_to_plan()
     created = 0
     for position, index in enumerate(indexes):
         share = max(1, (budget - created) // (len(indexes) - position))
-        outcome = await plan_index(session, index, now, window_range=WindowRange(), force_final=False,
-                                   create_jobs=True, max_new_jobs=share, incremental=True)
-        created += len(outcome.created_job_ids)
+        if skips is None:
+            created += await _plan_one(session, index, now, share)
+        else:
+            async with skips.entry(index.index_id, index.index_uid), session.begin_nested():
+                created += await _plan_one(session, index, now, share)
         if created >= budget:
             break
     return created
+
+
+async def _plan_one(session: AsyncSession, index: IndexRow, now: datetime, max_new_jobs: int) -> int:
+    outcome = await plan_index(session, index, now, window_range=WindowRange(), force_final=False,
+                               create_jobs=True, max_new_jobs=max_new_jobs, incremental=True)
+    return len(outcome.created_job_ids)
 
 
 async def build_assignments(session: AsyncSession, storage: ObjectStore, jobs: Sequence[CompactionJobRow],

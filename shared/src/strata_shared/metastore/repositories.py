@@ -165,13 +165,16 @@ class SplitRepository:
         found = await self.session.execute(select(SplitRow.split_id).where(SplitRow.split_id.in_(split_ids)))
         return set(found.scalars().all())
 
-    async def deletable(self, marked_before: datetime, limit: int) -> list[Row]:
-        """(split_id, uri) of splits marked for deletion before `marked_before`, locked; rows another collector
-        holds are skipped."""
+    async def deletable(self, marked_before: datetime, limit: int, *, after_split_id: str | None = None) -> list[Row]:
+        """(split_id, index_uid, uri) of splits marked for deletion before `marked_before`, in split id order after
+        `after_split_id`, locked; rows another collector holds are skipped. The collector pages on: a split whose
+        file it could not delete keeps its row and must not come back in the same pass."""
+        stmt = select(SplitRow.split_id, SplitRow.index_uid, SplitRow.uri).where(
+            SplitRow.state == SplitState.MARKED_FOR_DELETION, SplitRow.marked_for_deletion_at <= marked_before)
+        if after_split_id is not None:
+            stmt = stmt.where(SplitRow.split_id > after_split_id)
         return list((await self.session.execute(
-            select(SplitRow.split_id, SplitRow.uri)
-            .where(SplitRow.state == SplitState.MARKED_FOR_DELETION, SplitRow.marked_for_deletion_at <= marked_before)
-            .order_by(SplitRow.split_id).limit(limit).with_for_update(skip_locked=True))).all())
+            stmt.order_by(SplitRow.split_id).limit(limit).with_for_update(skip_locked=True))).all())
 
     async def delete(self, split_ids: Sequence[str]) -> None:
         await self.session.execute(delete(SplitRow).where(SplitRow.split_id.in_(split_ids)))

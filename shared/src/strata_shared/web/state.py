@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from strata_shared.clock import Clock, system_clock
 from strata_shared.config import Settings
+from strata_shared.maintenance.metrics import MaintenanceMetrics
 from strata_shared.spark.session import SparkSessionFactory
 from strata_shared.storage import ObjectStore
 from strata_shared.web.auth import ApiKeyRegistry
@@ -34,6 +35,8 @@ class AppState(Generic[P]):
     # The service's own long-lived part (query-api's runtime, planner-api's and indexer-api's metrics), set
     # by its startup hook.
     parts: P | None = None
+    # Skips of the maintenance passes (GC, retention, janitor, planning), in the APIs that run them.
+    maintenance: MaintenanceMetrics | None = None
 
     def own(self) -> P:
         if self.parts is None:

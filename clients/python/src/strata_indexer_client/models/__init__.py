@@ -33,6 +33,7 @@ from .ingest_response import IngestResponse
 from .ingested_split import IngestedSplit
 from .janitor_report_out import JanitorReportOut
 from .job_status import JobStatus
+from .maintenance_pass import MaintenancePass
 from .merge_policy_config import MergePolicyConfig
 from .parquet_config import ParquetConfig
 from .pause_state import PauseState
@@ -48,6 +49,8 @@ from .register_splits_request import RegisterSplitsRequest
 from .register_splits_response import RegisterSplitsResponse
 from .retention_config import RetentionConfig
 from .row_group_out import RowGroupOut
+from .skip_out import SkipOut
+from .skip_page import SkipPage
 from .snapshot_out import SnapshotOut
 from .split_artifacts import SplitArtifacts
 from .split_out import SplitOut
@@ -89,6 +92,7 @@ __all__ = (
     "IngestedSplit",
     "JanitorReportOut",
     "JobStatus",
+    "MaintenancePass",
     "MergePolicyConfig",
     "ParquetConfig",
     "PauseState",
@@ -104,6 +108,8 @@ __all__ = (
     "RegisterSplitsResponse",
     "RetentionConfig",
     "RowGroupOut",
+    "SkipOut",
+    "SkipPage",
     "SnapshotOut",
     "SplitArtifacts",
     "SplitOut",

@@ -20,6 +20,7 @@ from .job_out_failure_log_item import JobOutFailureLogItem
 from .job_page import JobPage
 from .job_status import JobStatus
 from .level_debt_out import LevelDebtOut
+from .maintenance_pass import MaintenancePass
 from .output_column_stats import OutputColumnStats
 from .output_column_stats_type import OutputColumnStatsType
 from .output_row_group import OutputRowGroup
@@ -41,6 +42,8 @@ from .readiness import Readiness
 from .readiness_checks import ReadinessChecks
 from .retention_apply_request import RetentionApplyRequest
 from .retention_report import RetentionReport
+from .skip_out import SkipOut
+from .skip_page import SkipPage
 from .status_update import StatusUpdate
 from .status_update_status import StatusUpdateStatus
 from .update_result import UpdateResult
@@ -67,6 +70,7 @@ __all__ = (
     "JobPage",
     "JobStatus",
     "LevelDebtOut",
+    "MaintenancePass",
     "OutputColumnStats",
     "OutputColumnStatsType",
     "OutputRowGroup",
@@ -88,6 +92,8 @@ __all__ = (
     "ReadinessChecks",
     "RetentionApplyRequest",
     "RetentionReport",
+    "SkipOut",
+    "SkipPage",
     "StatusUpdate",
     "StatusUpdateStatus",
     "UpdateResult",

@@ -1,0 +1,58 @@
+"""`GET /v1/<api>/maintenance/skips`, written once for every API that runs maintenance passes: what its passes
+currently skip, oldest record first, cursor-paged, filtered by pass and index. Each API serves it under its own
+path head (`skips.LISTING_HEAD`: planner-api `compaction`, indexer-api `indexing`) since the proxy routes by path
+alone.
+
+No `from __future__ import annotations`: FastAPI reads the annotations of the route function built here, which
+must be objects rather than names (as in `strata_shared.jobqueue.router`).
+"""
+
+from collections.abc import Sequence
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query
+
+from strata_shared.domain.wire_types import IndexId
+from strata_shared.errors import InvalidInput
+from strata_shared.maintenance.schemas import SkipOut, SkipPage
+from strata_shared.maintenance.skips import LISTING_HEAD, MaintenancePass
+from strata_shared.metastore.maintenance_repository import MaintenanceSkipRepository
+from strata_shared.web.auth import Principal, Scope, require
+from strata_shared.web.deps import Session
+from strata_shared.web.problems import problem_responses
+
+Cursor = Annotated[str | None, Query(pattern=r"^[0-9]{1,18}$", description="`next_cursor` of the previous page")]
+
+
+def maintenance_router(passes: Sequence[MaintenancePass], api: str) -> APIRouter:
+    router = APIRouter(tags=["maintenance"])
+    own = tuple(passes)
+    [head] = {LISTING_HEAD[p] for p in own}
+    names = ", ".join(own)
+
+    async def list_maintenance_skips(
+        session: Session, _: Annotated[Principal, Depends(require(Scope.ADMIN))],
+        pass_name: Annotated[list[MaintenancePass] | None, Query(alias="pass", description=f"one of {names}")]
+        = None,
+        index_id: IndexId | None = None,
+        limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+        cursor: Cursor = None,
+    ) -> SkipPage:
+        wanted = tuple(pass_name or own)
+        foreign = [p for p in wanted if p not in own]
+        if foreign:
+            raise InvalidInput.field("pass", f"{api} records the passes {names}, not {', '.join(foreign)}")
+        rows = await MaintenanceSkipRepository(session).list_page(
+            [str(p) for p in wanted], index_id=index_id, limit=limit + 1,
+            after_skip_id=None if cursor is None else int(cursor))
+        page = [SkipOut.of(r) for r in rows[:limit]]
+        return SkipPage(skips=page, next_cursor=str(page[-1].skip_id) if len(rows) > limit else None)
+
+    router.add_api_route(
+        f"/v1/{head}/maintenance/skips", list_maintenance_skips, methods=["GET"], name="list_maintenance_skips",
+        response_model=SkipPage, response_model_by_alias=True, responses=problem_responses(401, 403, 422),
+        description=f"Entries {api}'s maintenance passes ({names}) currently skip, oldest record first: a file "
+                    f"outside the storage root or that cannot be deleted, an artifact that cannot be read, an "
+                    f"index whose planning raises. One record per entry, with its reason and how many passes met "
+                    f"it; cleared once a pass handles the entry or no longer meets it.")
+    return router
