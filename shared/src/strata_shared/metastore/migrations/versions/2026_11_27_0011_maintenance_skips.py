@@ -1,8 +1,8 @@
 """maintenance skips: what a periodic pass could not handle, listed for operators
 
-Revision ID: 2026_11_28_0011
+Revision ID: 2026_11_27_0011
 Revises: 2026_11_27_0010
-Create Date: 2026-11-28
+Create Date: 2026-11-27
 
 `maintenance_skips` holds one row per (pass, entry) that a garbage-collection, retention, janitor or planning pass
 skipped (a file outside the storage root, one that cannot be deleted, an unreadable artifact, an index whose
@@ -13,7 +13,7 @@ it skipped and deletes the rows of the entries it has since handled or no longer
 import sqlalchemy as sa
 from alembic import op
 
-revision = "2026_11_28_0011"
+revision = "2026_11_27_0011"
 down_revision = "2026_11_27_0010"
 branch_labels = None
 depends_on = None
