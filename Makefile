@@ -44,10 +44,10 @@ browser:
 	  fi; \
 	fi
 
-# Tests that need neither PostgreSQL nor Spark (pure logic, file formats, the merge kernel, the proxy against a
-# fake upstream): nothing is started, and a test that would start either fails naming it.
+# Tests that need no PostgreSQL, Spark or S3 server (pure logic, file formats, the merge kernel, the proxy against a
+# fake upstream): nothing is started, and a test that would start one fails naming it.
 test-fast: install
-	STRATA_TEST_WITHOUT_SERVICES=1 $(UV) run pytest -p no:cacheprovider -m "not postgres and not spark" tests
+	STRATA_TEST_WITHOUT_SERVICES=1 $(UV) run pytest -p no:cacheprovider -m "not postgres and not spark and not s3" tests
 
 bench: install
 	$(UV) sync --frozen --group bench

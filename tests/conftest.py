@@ -4,15 +4,16 @@
 import hypothesis  # noqa: F401
 import pytest
 
-pytest_plugins = ["tests.fixtures.spark", "tests.fixtures.postgres", "tests.fixtures.apps"]
+pytest_plugins = ["tests.fixtures.spark", "tests.fixtures.postgres", "tests.fixtures.s3", "tests.fixtures.apps"]
 
 # A test needs a service when its fixtures reach the one that starts it (directly or through an app).
-SERVICE_FIXTURES = {"pg_databases": "postgres", "spark_remote": "spark"}
+SERVICE_FIXTURES = {"pg_databases": "postgres", "spark_remote": "spark", "s3_server": "s3"}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark every test by the services its fixtures start, so `-m "not postgres and not spark"` (make
-    test-fast) selects exactly the tests that need neither, whatever their file declares."""
+    """Mark every test by the services its fixtures start, so `-m "not postgres and not spark and not s3"` (make
+    test-fast) selects exactly the tests that need none, whatever their file declares. A test reaching the S3
+    server only through a parameter (`request.getfixturevalue`) carries the mark on that parameter itself."""
     for item in items:
         for fixture, marker in SERVICE_FIXTURES.items():
             if fixture in getattr(item, "fixturenames", ()):

@@ -9,7 +9,6 @@ with the missing module named in one line: a merge records it as its failure rea
 
 from __future__ import annotations
 
-import asyncio
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -19,8 +18,6 @@ import pyarrow.parquet as pq
 import pytest
 from asgi_lifespan import LifespanManager
 
-from strata_planner.compaction.executor import MergeExecutor
-from strata_planner.compaction.runner import CompactionRunner
 from strata_services.local.spark_cluster import ClusterShape, LocalSparkCluster, bare_executor_python
 from strata_shared.config import Settings
 from strata_shared.domain.sort_key import is_sorted
@@ -35,10 +32,9 @@ from tests.indexer.indexing_helpers import (
     rows_for,
     run_until_indexed,
 )
-from tests.planner.compaction_helpers import SMALL_POLICY, open_window
+from tests.planner.compaction_helpers import SMALL_POLICY, open_window, run_triggered_merge
 
 pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("clock_at_present")]
-TERMINAL = {"success", "excluded", "cancelled"}
 MISSING_MODULE = "ModuleNotFoundError: No module named 'strata_jobs'"
 
 
@@ -83,31 +79,6 @@ async def cluster_query(settings: Settings, cluster: LocalSparkCluster) -> Async
         yield client
 
 
-def _ended(job: dict) -> bool:
-    return job["status"] in TERMINAL
-
-
-async def _run_merge(planner, keys, factory: SparkSessionFactory, index_id: str, *, until=_ended) -> dict:
-    trigger = await planner.post(f"/v1/indexes/{index_id}/compaction/trigger", json={},
-                                 headers=keys.header(keys.admin))
-    assert trigger.status_code == 200, trigger.text
-    [job_id] = trigger.json()["created_job_ids"]
-    key = planner.app.state.strata.api_keys.add_internal_key(frozenset({"worker"}))
-    runner = CompactionRunner(planner, worker_id="cluster-runner", slots=1, executor=MergeExecutor(factory),
-                              api_key=key, poll_interval_secs=0.2)
-    deadline = asyncio.get_running_loop().time() + 240
-    try:
-        while True:
-            await runner.step()
-            job = (await planner.get(f"/v1/compaction/jobs/{job_id}", headers=keys.header(keys.worker))).json()
-            if until(job):
-                return job
-            assert asyncio.get_running_loop().time() < deadline, job
-            await asyncio.sleep(0.2)
-    finally:
-        await runner.shutdown()
-
-
 def _rows(storage, uris: list[str]) -> Counter:
     rows: Counter = Counter()
     for uri in uris:
@@ -142,7 +113,7 @@ async def test_merge_build_and_query_run_on_executors_with_only_a_bare_python(
     inputs = await _splits(indexer, keys, index_id, "published")
     rows_before = _rows(storage, [s["uri"] for s in inputs])
 
-    job = await _run_merge(planner, keys, cluster_factory, index_id)
+    job = await run_triggered_merge(planner, keys, cluster_factory, index_id)
     assert job["status"] == "success", job
     [output] = await _splits(indexer, keys, index_id, "published")
     assert _rows(storage, [output["uri"]]) == rows_before  # MC-1, MC-2
@@ -176,7 +147,7 @@ async def test_without_the_bundle_a_merge_fails_naming_the_missing_module(
         await ingest(indexer, keys, index_id, rows_for(window, 50, seed=seed))
     bare = SparkSessionFactory(cluster.remote)  # no bundle_dir: nothing of Strata reaches the executors
     try:
-        job = await _run_merge(planner, keys, bare, index_id, until=lambda j: j["failures"] >= 1)
+        job = await run_triggered_merge(planner, keys, bare, index_id, until=lambda j: j["failures"] >= 1)
     finally:
         bare.close()
     cause = job["last_error"].splitlines()[0]

@@ -3,12 +3,16 @@ ingested into windows."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 
+from strata_planner.compaction.executor import MergeExecutor
+from strata_planner.compaction.runner import CompactionRunner
 from strata_services.client import arrow_ipc
 from strata_services.sample_data import metrics_index_config, metrics_rows
 from tests.helpers import ARROW, unique_index_id
 
+TERMINAL = {"success", "excluded", "cancelled"}
 SMALL_POLICY = {"min_level_num_docs": 1000, "merge_factor": 3, "max_merge_factor": 4,
                 "target_split_num_rows": 100_000, "target_split_size_bytes": 64 * 1024 * 1024}
 
@@ -44,3 +48,30 @@ async def poll(planner, keys, worker: str, capacity: int, updates: list | None =
                                   json={"worker_id": worker, "capacity": capacity, "updates": updates or []})
     assert response.status_code == 200, response.text
     return response.json()
+
+
+def _ended(job: dict) -> bool:
+    return job["status"] in TERMINAL
+
+
+async def run_triggered_merge(planner, keys, factory, index_id: str, *, until=_ended, timeout: float = 240) -> dict:
+    """Trigger compaction of the index (one job expected) and run it on Spark through `factory` with a runner
+    stepped by hand, until `until(job)`; returns the job."""
+    trigger = await planner.post(f"/v1/indexes/{index_id}/compaction/trigger", json={},
+                                 headers=keys.header(keys.admin))
+    assert trigger.status_code == 200, trigger.text
+    [job_id] = trigger.json()["created_job_ids"]
+    key = planner.app.state.strata.api_keys.add_internal_key(frozenset({"worker"}))
+    runner = CompactionRunner(planner, worker_id="merge-runner", slots=1, executor=MergeExecutor(factory),
+                              api_key=key, poll_interval_secs=0.2)
+    deadline = asyncio.get_running_loop().time() + timeout
+    try:
+        while True:
+            await runner.step()
+            job = (await planner.get(f"/v1/compaction/jobs/{job_id}", headers=keys.header(keys.worker))).json()
+            if until(job):
+                return job
+            assert asyncio.get_running_loop().time() < deadline, job
+            await asyncio.sleep(0.2)
+    finally:
+        await runner.shutdown()

@@ -2,6 +2,11 @@
 
 Every path a client names is resolved against the root and refused if it escapes it: registration must never
 make Strata read or later garbage-collect a file it does not own.
+
+The root URI names a location only (`s3://bucket/prefix`). How to reach S3 (credentials, endpoint, region) comes
+from the standard AWS variables, which pyarrow reads in every process that opens a file: the services and the
+Spark executors alike. A URI carrying them would be copied into every split's URI, the metastore, API responses
+and log lines, and its query string would break the URIs made under it, so it is refused.
 """
 
 from __future__ import annotations
@@ -18,8 +23,27 @@ class PathOutsideRoot(ValueError):
     pass
 
 
+class StorageUriRefused(ValueError):
+    """The storage root URI carries credentials or connection options: its message never repeats them."""
+
+
+# What replaces each way of configuring S3 in a URI; README, "Object storage on S3".
+_AWS_VARIABLES = ("AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_ENDPOINT_URL, AWS_REGION (or the "
+                  "instance's role)")
+
+
+def _refuse_connection_settings(root_uri: str) -> None:
+    parsed = urlparse(root_uri)
+    if parsed.username is None and parsed.password is None and not parsed.query:
+        return
+    location = f"{parsed.scheme}://{parsed.hostname or ''}{parsed.path}"
+    raise StorageUriRefused(f"the storage URI must name a location only ({location}): credentials, endpoint and "
+                            f"region come from the standard AWS variables {_AWS_VARIABLES}, never from the URI")
+
+
 class ObjectStore:
     def __init__(self, root_uri: str) -> None:
+        _refuse_connection_settings(root_uri)
         self.root_uri = root_uri.rstrip("/")
         self.fs, root_path = pafs.FileSystem.from_uri(self.root_uri)
         self.root_path = posixpath.normpath(root_path)
