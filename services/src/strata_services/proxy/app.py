@@ -12,7 +12,7 @@ from typing import Annotated
 
 import anyio
 from fastapi import FastAPI, Request, Security
-from fastapi.responses import Response, StreamingResponse
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 from prometheus_client import CollectorRegistry, Counter, Gauge
 from starlette.types import Receive, Scope, Send
 
@@ -22,7 +22,7 @@ from strata_services.proxy.routes import APIS, QUERY, api_for_path
 from strata_services.proxy.upstream_http import UpstreamError, UpstreamPool, UpstreamResponse, UpstreamUnreachable
 from strata_services.proxy.upstreams import Upstreams
 from strata_shared.config import Settings
-from strata_shared.errors import TooManyRequests, Unavailable
+from strata_shared.errors import PROBLEM_BASE, TooManyRequests, Unavailable
 from strata_shared.observability.context import current_request_id
 from strata_shared.observability.http import REQUEST_ID, install_request_context
 from strata_shared.observability.tracing import client_span
@@ -30,7 +30,7 @@ from strata_shared.web.auth import ApiKeyRegistry, Principal, presented_key
 from strata_shared.web.health import Drain, draining_response
 from strata_shared.web.metrics import install_metrics
 from strata_shared.web.openapi import install_openapi
-from strata_shared.web.problems import install_problem_handlers, problem_responses
+from strata_shared.web.problems import PROBLEM_MEDIA_TYPE, install_problem_handlers, problem_responses
 
 # Request bodies and finished responses up to this size are read whole before forwarding (see _body, forward).
 _WHOLE_BODY_BYTES = 256 * 1024
@@ -172,8 +172,12 @@ def create_proxy_app(settings: Settings) -> FastAPI:
         states = {api: {url: str(state) for url, state in upstreams.states.items()} for api, upstreams in pools.items()}
         unserved = [api for api, upstreams in pools.items() if not upstreams.rotation()]
         if unserved:
-            raise Unavailable("no replica in rotation for " + "; ".join(
-                f"{api} ({', '.join(f'{url} {state}' for url, state in states[api].items())})" for api in unserved))
+            detail = "no replica in rotation for " + "; ".join(
+                f"{api} ({', '.join(f'{url} {state}' for url, state in states[api].items())})" for api in unserved)
+            # The pools go with the problem, as an API's checks go with its own 503.
+            return JSONResponse({"type": PROBLEM_BASE + Unavailable.slug, "title": Unavailable.title, "status": 503,
+                                 "detail": detail, "instance": "/readyz", "errors": [], "upstreams": states},
+                                status_code=503, media_type=PROBLEM_MEDIA_TYPE)
         return {"status": "ready", "upstreams": states}
 
     async def send_upstream(api: str, request: Request, request_id: str) -> tuple[str, UpstreamResponse]:
