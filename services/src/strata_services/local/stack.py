@@ -18,16 +18,16 @@ from strata_services.local.api_process import ApiProcess
 from strata_services.local.keys import resolve_api_keys
 from strata_services.local.postgres import EmbeddedPostgres
 from strata_services.local.spark_server import LocalSparkConnectServer
+from strata_services.proxy.routes import APIS
 from strata_shared.config import Settings
 from strata_shared.metastore import migrate
 
 log = logging.getLogger("strata.stack")
 STATE_FILE = "stack.json"
-APIS = ("planner-api", "indexer-api", "query-api")
 # Replica i (from 0) of an API listens on the API's port + 10 * i: 8001, 8011, 8021 for planner-api, 8002, 8012
 # for indexer-api, 8003, 8013 for query-api, clear of each other's for up to ten replicas.
 REPLICA_PORT_STRIDE = 10
-# The proxy's environment variable naming each API's replicas, and the user's settings that already name them.
+# The proxy's environment variable naming each API's replicas.
 _UPSTREAM_VARIABLES = {"planner-api": "STRATA_PLANNER_UPSTREAMS", "indexer-api": "STRATA_INDEXER_UPSTREAMS",
                        "query-api": "STRATA_QUERY_UPSTREAMS"}
 
@@ -39,6 +39,7 @@ def replica_label(api: str, replica: int) -> str:
 
 
 def _user_upstreams(settings: Settings, api: str) -> str | None:
+    """What the user set to name an API's replicas, if anything."""
     return {"planner-api": settings.planner_upstreams or settings.planner_url,
             "indexer-api": settings.indexer_upstreams or settings.indexer_url,
             "query-api": settings.query_upstreams}[api]
