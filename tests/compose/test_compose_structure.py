@@ -24,8 +24,14 @@ SPARK_DOCKERFILE_PATH = REPO_ROOT / "spark.Dockerfile"
 # Default ports, as in strata_shared.config.Settings.
 API_PORTS = {"planner-api": 8001, "indexer-api": 8002, "query-api": 8003}
 SERVED_PORTS = {"proxy": 8000, **API_PORTS}
+# The further replicas of each API, reached only through the proxy: service -> the API it serves.
+REPLICAS = {"planner-api-2": "planner-api", "indexer-api-2": "indexer-api", "query-api-2": "query-api"}
+API_SERVICES = sorted([*API_PORTS, *REPLICAS])
+# The proxy's list of each API's replicas.
+UPSTREAM_VARIABLES = {"planner-api": "STRATA_PLANNER_UPSTREAMS", "indexer-api": "STRATA_INDEXER_UPSTREAMS",
+                      "query-api": "STRATA_QUERY_UPSTREAMS"}
 ONE_SHOT_SERVICES = {"migrate"}
-STRATA_SERVICES = set(SERVED_PORTS) | ONE_SHOT_SERVICES
+STRATA_SERVICES = set(SERVED_PORTS) | set(REPLICAS) | ONE_SHOT_SERVICES
 REQUIRED_SERVICES = {"postgres", "spark-connect"} | STRATA_SERVICES
 API_ENV_VARS = ("STRATA_DATABASE_URL", "STRATA_SPARK_REMOTE", "STRATA_STORAGE_URI", "STRATA_API_KEYS")
 VALID_CONDITIONS = {"service_started", "service_healthy", "service_completed_successfully"}
@@ -256,7 +262,7 @@ def test_depends_on_targets_exist_and_conditions_are_satisfiable(services: Servi
                 )
 
 
-@pytest.mark.parametrize("name", sorted(API_PORTS))
+@pytest.mark.parametrize("name", API_SERVICES)
 def test_api_waits_for_database_spark_and_migrations(services: Services, name: str) -> None:
     edges = _depends_on(_service(services, name))
     assert edges.get("postgres") == "service_healthy", f"{name}: postgres edge is {edges.get('postgres')}"
@@ -368,7 +374,7 @@ def test_dockerignore_keeps_local_state_out_of_the_context() -> None:
     assert "uv.lock" not in patterns and "pyproject.toml" not in patterns, "the build needs the manifests"
 
 
-@pytest.mark.parametrize("name", sorted(API_PORTS))
+@pytest.mark.parametrize("name", API_SERVICES)
 def test_api_environment_names_database_spark_storage_and_keys(services: Services, name: str) -> None:
     service = _service(services, name)
     env = _environment(service)
@@ -384,7 +390,7 @@ def test_api_environment_names_database_spark_storage_and_keys(services: Service
     assert env["STRATA_STORAGE_URI"] == "file:///data", env["STRATA_STORAGE_URI"]
 
 
-@pytest.mark.parametrize("name", sorted(API_PORTS))
+@pytest.mark.parametrize("name", API_SERVICES)
 def test_api_and_spark_share_the_object_volume(services: Services, name: str) -> None:
     # file:///data URIs written by a Spark job must name the same files inside the API containers.
     spark_source = _volume_mounts(_service(services, "spark-connect")).get("/data")
@@ -395,13 +401,58 @@ def test_api_and_spark_share_the_object_volume(services: Services, name: str) ->
     )
 
 
-def test_proxy_points_at_query_api(services: Services) -> None:
+def _serves(service: dict[str, Any]) -> str | None:
+    """The API a service runs (`strata serve NAME`), if any."""
+    command = _command(service)
+    return command[2] if command[:2] == ["strata", "serve"] and len(command) > 2 else None
+
+
+@pytest.mark.parametrize("api", sorted(API_PORTS))
+def test_proxy_lists_exactly_the_replicas_of_each_api(services: Services, api: str) -> None:
     env = _environment(_service(services, "proxy"))
-    assert env.get("STRATA_PLANNER_URL") == "http://planner-api:8001"
-    assert env.get("STRATA_INDEXER_URL") == "http://indexer-api:8002"
-    assert "http://query-api:8003" in str(env.get("STRATA_QUERY_UPSTREAMS")), env.get(
-        "STRATA_QUERY_UPSTREAMS"
-    )
+    listed = {url.strip() for url in str(env.get(UPSTREAM_VARIABLES[api]) or "").split(",") if url.strip()}
+    running = {f"http://{name}:{API_PORTS[api]}" for name, service in services.items() if _serves(service) == api}
+    assert len(running) >= 2, f"{api} runs as {sorted(running)}: one replica cannot be restarted without a gap"
+    assert listed == running, f"the proxy lists {sorted(listed)} for {api}, compose runs {sorted(running)}"
+    # One way to name them: a single-URL setting beside the list would leave it unclear which one the proxy uses.
+    assert not {"STRATA_PLANNER_URL", "STRATA_INDEXER_URL"} & set(env), env
+
+
+@pytest.mark.parametrize("name", sorted(REPLICAS))
+def test_a_replica_is_its_apis_first_service_but_for_its_published_port(services: Services, name: str) -> None:
+    first = dict(_service(services, REPLICAS[name]))
+    replica = dict(_service(services, name))
+    assert replica.pop("ports") == [], f"{name} publishes ports: two replicas cannot share a host port"
+    first.pop("ports")
+    assert replica == first
+
+
+def test_proxy_waits_for_every_replica(services: Services) -> None:
+    edges = _depends_on(_service(services, "proxy"))
+    for name in API_SERVICES:
+        assert edges.get(name) == "service_healthy", f"proxy -> {name} is {edges.get(name)}"
+
+
+def _seconds(duration: str) -> float:
+    units = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}
+    for unit in ("ms", "s", "m", "h"):
+        if duration.endswith(unit) and duration[: -len(unit)].replace(".", "", 1).isdigit():
+            return float(duration[: -len(unit)]) * units[unit]
+    raise AssertionError(f"not a compose duration: {duration!r}")
+
+
+@pytest.mark.parametrize("name", API_SERVICES)
+def test_docker_stop_outlasts_the_drain_and_the_graceful_shutdown(services: Services, name: str) -> None:
+    from strata_shared.config import Settings
+
+    service = _service(services, name)
+    env = _environment(service)
+    defaults = Settings()
+    grace = float(env.get("STRATA_DRAIN_GRACE_SECS") or defaults.drain_grace_secs)
+    timeout = float(env.get("STRATA_SHUTDOWN_TIMEOUT_SECS") or defaults.shutdown_timeout_secs)
+    # Docker's own default is 10 s, less than the drain and the shutdown together: SIGKILL would cut requests.
+    stop = _seconds(str(service.get("stop_grace_period", "10s")))
+    assert stop >= grace + timeout + 5, f"{name}: stop_grace_period {stop:g} s < {grace:g} + {timeout:g} s + 5 s"
 
 
 def test_named_volumes_are_declared_and_used(compose: dict[str, Any], services: Services) -> None:

@@ -88,7 +88,8 @@ def fuzz_stack(pg_databases, spark_remote, tmp_path_factory, keys, job_bundle_di
                 for name, app in (("indexer", indexer_app(settings, background=False)),
                                   ("planner", planner_app(settings, background=False)),
                                   ("query", query_app(settings)))}
-        urls["proxy"] = stack.enter_context(serve_in_thread(create_proxy_app(settings, [urls["query"]])))
+        urls["proxy"] = stack.enter_context(serve_in_thread(create_proxy_app(
+            settings.model_copy(update={"query_upstreams": urls["query"]}))))
         _seed(urls["indexer"], keys.admin)
         yield urls
 

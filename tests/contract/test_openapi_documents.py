@@ -26,7 +26,7 @@ def _documents() -> dict[str, dict[str, Any]]:
 
     settings = Settings(database_url="postgresql+asyncpg://spec@127.0.0.1/spec", api_keys="{}")
     apps = {"indexer": indexer_app(settings, background=False), "planner": planner_app(settings, background=False),
-            "query": query_app(settings), "proxy": create_proxy_app(settings, [])}
+            "query": query_app(settings), "proxy": create_proxy_app(settings)}
     return {name: app.openapi() for name, app in apps.items()}
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -244,3 +245,69 @@ def _operator_commands(env: dict[str, str], tmp_path: Path) -> None:
         if worker.poll() is None:
             os.killpg(worker.pid, signal.SIGKILL)
             worker.wait()
+
+
+def _port_with_replica_port() -> int:
+    """A free port whose second replica's port (+ 10, local/stack.py) is free too."""
+    while True:
+        port = free_port()
+        try:
+            with socket.socket() as probe:
+                probe.bind(("127.0.0.1", port + 10))
+        except OSError:
+            continue
+        return port
+
+
+def test_up_with_two_replicas_fronts_them_all_and_keeps_the_users_upstreams(stack_env, tmp_path):
+    env = {**stack_env, **{f"STRATA_{api}_PORT": str(_port_with_replica_port()) for api in ("PLANNER", "INDEXER",
+                                                                                           "QUERY")}}
+    # The user's own list of query-api upstreams (here: the first replica alone) is what the proxy uses.
+    own_query = f"http://127.0.0.1:{env['STRATA_QUERY_PORT']}"
+    env["STRATA_QUERY_UPSTREAMS"] = own_query
+    log_path = tmp_path / "up.log"
+    with open(log_path, "w") as log:
+        supervisor = subprocess.Popen([sys.executable, "-m", "strata_services.cli", "up", "--replicas", "2"],
+                                      env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    children: list[int] = []
+    try:
+        deadline = time.monotonic() + 240
+        while "Ctrl-C stops everything" not in log_path.read_text():
+            assert supervisor.poll() is None, log_path.read_text()
+            assert time.monotonic() < deadline, log_path.read_text()
+            time.sleep(0.5)
+        children = _children(supervisor.pid)
+        assert len(children) == 7, "two replicas of each API and the proxy run as children of the supervisor"
+
+        state = json.loads((Path(env["STRATA_HOME"]) / "stack.json").read_text())
+        processes = {p["label"]: p for p in state["processes"]}
+        assert sorted(processes) == ["indexer-api", "indexer-api-2", "planner-api", "planner-api-2", "proxy",
+                                     "query-api", "query-api-2"]
+        assert sorted(p["pid"] for p in state["processes"]) == sorted(children)
+        for api in ("planner", "indexer", "query"):
+            port = int(env[f"STRATA_{api.upper()}_PORT"])
+            assert processes[f"{api}-api"]["url"] == f"http://127.0.0.1:{port}"
+            assert processes[f"{api}-api-2"]["url"] == f"http://127.0.0.1:{port + 10}"
+            assert (Path(env["STRATA_HOME"]) / "logs" / f"{api}-api-2.log").exists()
+
+        status = _strata(env, "status")
+        assert status.returncode == 0, status.stdout + status.stderr
+        assert status.stdout.count(" ready ") == 7, status.stdout
+        assert "query-api-2" in status.stdout
+
+        pools = httpx.get(f"http://127.0.0.1:{env['STRATA_PROXY_PORT']}/readyz", timeout=60).json()["upstreams"]
+        for api in ("planner-api", "indexer-api"):
+            assert pools[api] == {processes[api]["url"]: "ready", processes[f"{api}-2"]["url"]: "ready"}, pools
+        assert pools["query-api"] == {own_query: "ready"}, pools
+
+        down = _strata(env, "down")
+        assert down.returncode == 0 and "(7 processes)" in down.stdout, down.stdout + down.stderr
+        supervisor.wait(timeout=30)
+        assert not [p for p in children if _alive(p)]
+    finally:
+        if supervisor.poll() is None:
+            os.killpg(supervisor.pid, signal.SIGKILL)
+            supervisor.wait()
+        for pid in children:
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)

@@ -25,7 +25,8 @@ from ulid import ULID
 from strata_planner.compaction.gc import collect_garbage
 from strata_services.sample_data import METRICS_SORT_SCHEMA
 from strata_shared.config import Settings
-from strata_shared.domain.sort_schema import SortSchema, is_sorted, sort_indices
+from strata_shared.domain.sort_key import is_sorted, sort_indices
+from strata_shared.domain.sort_schema import SortSchema
 from strata_shared.metastore import migrate
 from tests.e2e.shown_text import watching
 from tests.fixtures.apps import AppStack, app_stack

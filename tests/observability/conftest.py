@@ -119,8 +119,9 @@ def observed_stack(store_settings: Settings, keys: Keys) -> Iterator[ObservedSta
         planner = running.enter_context(serve_in_thread(planner_app(store_settings, clock=ahead)))
         indexer = running.enter_context(serve_in_thread(indexer_app(store_settings)))
         query = running.enter_context(serve_in_thread(query_app(store_settings)))
-        proxy_settings = store_settings.model_copy(update={"planner_url": planner, "indexer_url": indexer})
-        proxy = running.enter_context(serve_in_thread(create_proxy_app(proxy_settings, [query])))
+        proxy_settings = store_settings.model_copy(update={"planner_url": planner, "indexer_url": indexer,
+                                                           "query_upstreams": query})
+        proxy = running.enter_context(serve_in_thread(create_proxy_app(proxy_settings)))
         with httpx.Client(base_url=proxy, timeout=60) as client:
             jobs = _seed(client, keys)
         yield ObservedStack(store_settings, planner, indexer, query, proxy, **jobs, planner_clock=ahead)

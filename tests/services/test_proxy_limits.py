@@ -202,7 +202,9 @@ class FakeQueryApi:
     def _build(self) -> FastAPI:
         app = FastAPI()
 
+        # The proxy asks /readyz of its upstreams.
         @app.get("/healthz")
+        @app.get("/readyz")
         async def healthz() -> dict[str, str]:
             return {"status": "ok"}
 
@@ -258,8 +260,9 @@ def proxy(upstream: FakeQueryApi) -> Iterator[Callable[..., str]]:
     stack = ExitStack()
 
     def start(upstreams: list[str] | None = None, **limits: float) -> str:
-        settings = Settings(api_keys=KEYS_JSON, **{**UNLIMITED, **limits})
-        app = create_proxy_app(settings, upstreams or [upstream.url])
+        settings = Settings(api_keys=KEYS_JSON, query_upstreams=",".join(upstreams or [upstream.url]),
+                            **{**UNLIMITED, **limits})
+        app = create_proxy_app(settings)
         return stack.enter_context(serve_in_thread(app))
 
     try:

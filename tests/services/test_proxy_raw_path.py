@@ -18,7 +18,9 @@ KEY = "raw-path-admin-key"
 def _echo_upstream() -> FastAPI:
     app = FastAPI()
 
+    # The proxy asks /readyz of its upstreams.
     @app.get("/healthz")
+    @app.get("/readyz")
     async def healthz() -> dict[str, str]:
         return {"status": "ok"}
 
@@ -33,7 +35,7 @@ def test_path_and_query_are_forwarded_still_encoded() -> None:
     settings = Settings(api_keys=json.dumps({KEY: {"scopes": ["admin"]}}), proxy_rate_per_sec=1000.0,
                         proxy_burst=1000)
     with serve_in_thread(_echo_upstream()) as upstream, \
-            serve_in_thread(create_proxy_app(settings, [upstream])) as proxy:
+            serve_in_thread(create_proxy_app(settings.model_copy(update={"query_upstreams": upstream}))) as proxy:
         response = httpx.get(f"{proxy}/v1/query/plans/a%3Fb%09c%2F?x=%2F1&y=%00",
                              headers={"Authorization": f"Bearer {KEY}"}, timeout=10)
     assert response.status_code == 200, response.text

@@ -41,8 +41,9 @@ def cmd_up(args: argparse.Namespace, settings: Settings) -> int:
     existing = stack_state(settings.home)
     if existing and pid_alive(existing.get("pid", -1)):
         raise CliError(f"a stack is already running (pid {existing['pid']}); `strata down` stops it")
-    stack = LocalStack(settings, report=lambda line: print(line, flush=True))
-    print("starting strata: postgresql, spark connect, planner-api, indexer-api, query-api ...", flush=True)
+    stack = LocalStack(settings, replicas=args.replicas, report=lambda line: print(line, flush=True))
+    apis = "planner-api, indexer-api, query-api" + (f" ({args.replicas} replicas each)" if args.replicas > 1 else "")
+    print(f"starting strata: postgresql, spark connect, {apis}, proxy ...", flush=True)
     try:
         stack.start()
         print("\nstrata is up:")
@@ -104,13 +105,16 @@ def cmd_down(args: argparse.Namespace, settings: Settings) -> int:
     if not state or not pid_alive(state.get("pid", -1)):
         print("no running stack")
         return 0
+    # The supervisor stops its children (each replica drains first); then none of them may be left.
+    pids = {state["pid"]: "supervisor", **{p["pid"]: p["label"] for p in state.get("processes", []) if p.get("pid")}}
     os.kill(state["pid"], signal.SIGTERM)
     deadline = time.monotonic() + args.timeout
-    while time.monotonic() < deadline and pid_alive(state["pid"]):
+    while time.monotonic() < deadline and any(pid_alive(pid) for pid in pids):
         time.sleep(0.3)
-    if pid_alive(state["pid"]):
-        raise CliError(f"stack (pid {state['pid']}) did not stop within {args.timeout:.0f}s")
-    print("strata stopped")
+    left = [f"{label} (pid {pid})" for pid, label in pids.items() if pid_alive(pid)]
+    if left:
+        raise CliError(f"the stack did not stop within {args.timeout:.0f}s: {', '.join(left)} still running")
+    print(f"strata stopped ({len(pids) - 1} processes)")
     return 0
 
 
@@ -121,25 +125,35 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
     all_ready = True
     supervisor = f"running (pid {state['pid']})" if state else "not running"
     print(f"stack supervisor: {supervisor}")
-    for name in SERVABLE:
-        url = api_url(settings, name)
+    # Every process of the running stack (each replica of each API), else where each one is by default.
+    processes = [(p["label"], p["url"]) for p in state.get("processes", [])] if state else []
+    for label, url in processes or [(name, api_url(settings, name)) for name in SERVABLE]:
         try:
-            # As long as the API's own checks may take, plus the way there and back.
-            response = httpx.get(f"{url}/readyz", timeout=settings.readiness_timeout_secs + 2)
-            body = response.json()
-            checks = body.get("checks") or body.get("upstreams") or {}
+            # As long as the API's own checks may take, plus the way there and back (the proxy's asks each
+            # replica in parallel, so the same).
+            response = httpx.get(f"{url}/readyz", timeout=settings.readiness_timeout_secs + 4)
             ready = response.status_code == 200
-            detail = ", ".join(f"{k}={v}" for k, v in checks.items())
-        except httpx.HTTPError as exc:
+            detail = _readiness_detail(response.json())
+        except (httpx.HTTPError, ValueError) as exc:
             ready, detail = False, f"unreachable ({type(exc).__name__})"
         all_ready &= ready
-        print(f"  {name:<12} {url:<24} {'ready' if ready else 'NOT READY'}  {detail}")
+        print(f"  {label:<14} {url:<24} {'ready' if ready else 'NOT READY'}  {detail}")
     return 0 if all_ready else 1
 
 
-def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
-    import uvicorn
+def _readiness_detail(body: dict) -> str:
+    """An API's checks (`postgresql=ok, ...`), the proxy's replicas by API (`query-api: ...=ready ...`), or the
+    problem's detail."""
+    if upstreams := body.get("upstreams"):
+        return "; ".join(f"{api}: " + ", ".join(f"{url}={state}" for url, state in replicas.items())
+                         for api, replicas in upstreams.items())
+    if checks := body.get("checks"):
+        return ", ".join(f"{k}={v}" for k, v in checks.items())
+    return str(body.get("detail", ""))
 
+
+def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
+    from strata_services.serving import serve
     from strata_shared.observability.logs import configure_logging
     from strata_shared.observability.tracing import SERVICE_NAMES, configure_tracing, shutdown_tracing
 
@@ -153,16 +167,11 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     elif args.name == "query-api":
         from strata_query.app import create_app
     else:
-        from strata_services.proxy.app import create_proxy_app
-
-        upstreams = settings.query_upstreams or f"http://{settings.host}:{settings.query_port}"
-        create_app = lambda s: create_proxy_app(s, [u.strip() for u in upstreams.split(",") if u.strip()])  # noqa: E731
+        from strata_services.proxy.app import create_proxy_app as create_app
     port = args.port or {"planner-api": settings.planner_port, "indexer-api": settings.indexer_port,
                          "query-api": settings.query_port, "proxy": settings.proxy_port}[args.name]
     try:
-        # log_config=None: uvicorn's lines go through the handler configure_logging installed, in its format.
-        uvicorn.run(create_app(settings), host=args.host or settings.host, port=port, log_level="info",
-                    log_config=None, timeout_graceful_shutdown=10)
+        serve(create_app(settings), args.host or settings.host, port, settings)
     finally:
         shutdown_tracing()
     return 0
@@ -215,12 +224,22 @@ def _demo(args: argparse.Namespace, settings: Settings) -> int:
     return cmd_demo(args, settings)
 
 
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"at least 1, not {value}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="strata", description="Strata control plane for Parquet observability data")
     parser.add_argument("--version", action="version", version=f"%(prog)s {version('strata-services')}")
     sub = parser.add_subparsers(dest="command", required=True)
     up = sub.add_parser("up", help="run the local stack on embedded defaults until Ctrl-C")
     up.add_argument("--quickstart", action="store_true", help="create a sample index and ingest sample data")
+    up.add_argument("--replicas", type=_positive_int, default=1,
+                    help="processes of each API, all behind the proxy (default 1); replica i listens on the API's "
+                         "port + 10 * i")
     up.add_argument("--log-format", choices=LOG_FORMATS, help="the services' log lines in .strata/logs: json "
                                                               "(default, one object per line) or text")
     up.set_defaults(func=cmd_up)

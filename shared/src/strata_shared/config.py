@@ -39,11 +39,22 @@ class Settings(BaseSettings):
     indexer_port: int = 8002
     query_port: int = 8003
     spark_port: int = 15002
-    # Comma-separated query-api base URLs behind the proxy; the local stack's query-api when unset.
+    # The replicas of each API behind the proxy, as comma-separated base URLs (`upstream_urls`). planner-api's and
+    # indexer-api's also take a single URL (`*_URL`, one replica); unset, each API's host and port.
     query_upstreams: str | None = None
-    # Where the proxy reaches planner-api and indexer-api (it routes their /v1 paths too); host and port when unset.
+    planner_upstreams: str | None = None
+    indexer_upstreams: str | None = None
     planner_url: str | None = None
     indexer_url: str | None = None
+    # How often the proxy asks each replica's /readyz; a replica that does not answer or says it is draining leaves
+    # the rotation at the next answer.
+    proxy_health_interval_secs: float = Field(2.0, gt=0)
+    # Rolling restarts (`strata serve`, README "Replicas and rolling restarts"): on SIGTERM a process answers
+    # /readyz 503 `draining` and keeps serving this long, a bit over the proxy's health-check interval, so the proxy
+    # has taken it out of rotation before its listener closes; then requests in flight get this long to finish
+    # before they are cancelled and the lifespan shutdown stops background work.
+    drain_grace_secs: float = Field(3.0, ge=0)
+    shutdown_timeout_secs: float = Field(10.0, ge=0)
 
     # Ingestion reads the body as a stream and answers 413 past this many bytes.
     max_ingest_bytes: int = 256 * 1024 * 1024
@@ -170,6 +181,15 @@ class Settings(BaseSettings):
         port = {"planner-api": self.planner_port, "indexer-api": self.indexer_port, "query-api": self.query_port,
                 "proxy": self.proxy_port}[name]
         return (explicit or f"http://{self.host}:{port}").rstrip("/")
+
+    def upstream_urls(self, name: str) -> list[str]:
+        """The replicas of one API (`planner-api`, `indexer-api`, `query-api`) the proxy spreads its requests
+        over."""
+        listed = {"planner-api": self.planner_upstreams, "indexer-api": self.indexer_upstreams,
+                  "query-api": self.query_upstreams}[name]
+        if not listed:
+            return [self.api_base_url(name)]
+        return [url.strip().rstrip("/") for url in listed.split(",") if url.strip()]
 
     @property
     def resolved_job_bundle_dir(self) -> Path:

@@ -1,4 +1,5 @@
-"""One Strata API as a child process of the supervisor, bound to the supervisor's life (PR_SET_PDEATHSIG)."""
+"""One Strata API (or the proxy) as a child process of the supervisor, bound to the supervisor's life
+(PR_SET_PDEATHSIG)."""
 
 from __future__ import annotations
 
@@ -15,12 +16,17 @@ from strata_services.local.processes import Spawner, die_with_parent_hook
 
 
 class ApiProcess:
-    def __init__(self, name: str, host: str, port: int, env: dict[str, str], log_dir: Path) -> None:
+    """`name` is what it serves (`strata serve NAME`); `label` names this process among the replicas of that API
+    (`query-api`, `query-api-2`, ...: `strata_services.local.stack.replica_label`), in logs, state and status."""
+
+    def __init__(self, name: str, host: str, port: int, env: dict[str, str], log_dir: Path,
+                 label: str | None = None) -> None:
         self.name = name
+        self.label = label or name
         self.host = host
         self.port = port
         self.env = env
-        self.log_path = log_dir / f"{name}.log"
+        self.log_path = log_dir / f"{self.label}.log"
         self._proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -48,14 +54,14 @@ class ApiProcess:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if not self.alive():
-                raise RuntimeError(f"{self.name} exited during start-up; see {self.log_path}:\n{self.log_tail()}")
+                raise RuntimeError(f"{self.label} exited during start-up; see {self.log_path}:\n{self.log_tail()}")
             try:
                 if httpx.get(f"{self.url}/healthz", timeout=1.0).status_code == 200:
                     return
             except httpx.HTTPError:
                 pass
             time.sleep(0.2)
-        raise RuntimeError(f"{self.name} did not answer /healthz within {timeout:.0f}s; see {self.log_path}")
+        raise RuntimeError(f"{self.label} did not answer /healthz within {timeout:.0f}s; see {self.log_path}")
 
     def log_tail(self, lines: int = 20) -> str:
         try:
@@ -63,13 +69,23 @@ class ApiProcess:
         except OSError:
             return ""
 
-    def stop(self, timeout: float = 10.0) -> None:
+    def terminate(self) -> None:
+        """SIGTERM: the process drains, then shuts down (`strata_services.serving`); `wait_stopped` waits for it."""
+        if self._proc is not None and self._proc.poll() is None:
+            os.killpg(self._proc.pid, signal.SIGTERM)
+
+    def wait_stopped(self, timeout: float) -> None:
+        """Waits for the process to exit after `terminate`, killing it after `timeout` seconds."""
         proc, self._proc = self._proc, None
         if proc is None or proc.poll() is not None:
             return
-        os.killpg(proc.pid, signal.SIGTERM)
         try:
             proc.wait(timeout)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+
+    def stop(self, timeout: float = 30.0) -> None:
+        # The default outlasts the default drain grace and shutdown timeout (3 s and 10 s) and the lifespan's end.
+        self.terminate()
+        self.wait_stopped(timeout)

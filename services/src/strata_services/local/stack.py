@@ -1,6 +1,6 @@
-"""The local stack supervisor behind `strata up`: embedded PostgreSQL, a Spark Connect server, and the three APIs,
-and the query proxy, each as a child bound to this process, stopped in reverse order on Ctrl-C, SIGTERM or a
-child's death."""
+"""The local stack supervisor behind `strata up`: embedded PostgreSQL, a Spark Connect server, the three APIs (each
+as `replicas` processes) and the proxy in front of them all, each as a child bound to this process, stopped in
+reverse order on Ctrl-C, SIGTERM or a child's death."""
 
 from __future__ import annotations
 
@@ -18,16 +18,37 @@ from strata_services.local.api_process import ApiProcess
 from strata_services.local.keys import resolve_api_keys
 from strata_services.local.postgres import EmbeddedPostgres
 from strata_services.local.spark_server import LocalSparkConnectServer
+from strata_services.proxy.routes import APIS
 from strata_shared.config import Settings
 from strata_shared.metastore import migrate
 
 log = logging.getLogger("strata.stack")
 STATE_FILE = "stack.json"
+# Replica i (from 0) of an API listens on the API's port + 10 * i: 8001, 8011, 8021 for planner-api, 8002, 8012
+# for indexer-api, 8003, 8013 for query-api, clear of each other's for up to ten replicas.
+REPLICA_PORT_STRIDE = 10
+# The proxy's environment variable naming each API's replicas.
+_UPSTREAM_VARIABLES = {"planner-api": "STRATA_PLANNER_UPSTREAMS", "indexer-api": "STRATA_INDEXER_UPSTREAMS",
+                       "query-api": "STRATA_QUERY_UPSTREAMS"}
+
+
+def replica_label(api: str, replica: int) -> str:
+    """The first replica carries the API's name, the others a number (`query-api`, `query-api-2`), as the
+    services of compose.yaml do."""
+    return api if replica == 0 else f"{api}-{replica + 1}"
+
+
+def _user_upstreams(settings: Settings, api: str) -> str | None:
+    """What the user set to name an API's replicas, if anything."""
+    return {"planner-api": settings.planner_upstreams or settings.planner_url,
+            "indexer-api": settings.indexer_upstreams or settings.indexer_url,
+            "query-api": settings.query_upstreams}[api]
 
 
 @dataclass
 class LocalStack:
     settings: Settings
+    replicas: int = 1
     postgres: EmbeddedPostgres | None = None
     spark: LocalSparkConnectServer | None = None
     apis: list[ApiProcess] = field(default_factory=list)
@@ -45,6 +66,8 @@ class LocalStack:
         return self.settings.home
 
     def start(self) -> None:
+        if self.replicas < 1:
+            raise ValueError("a stack runs at least one replica of each API")
         self.home.mkdir(parents=True, exist_ok=True)
         self.keys_json, self.keys_source = resolve_api_keys(self.settings)
         self._start_database()
@@ -56,18 +79,26 @@ class LocalStack:
             "STRATA_STORAGE_URI": self.settings.resolved_storage_uri,
             "STRATA_API_KEYS": self.keys_json,
             "STRATA_HOME": str(self.home),
-            "STRATA_QUERY_UPSTREAMS": f"http://{self.settings.host}:{self.settings.query_port}",
             "STRATA_LOG_FORMAT": self.settings.log_format,
         }
         s = self.settings
-        self.apis = [ApiProcess(name, s.host, port, env, self.home / "logs")
-                     for name, port in (("planner-api", s.planner_port), ("indexer-api", s.indexer_port),
-                                        ("query-api", s.query_port), ("proxy", s.proxy_port))]
+        base_ports = {"planner-api": s.planner_port, "indexer-api": s.indexer_port, "query-api": s.query_port}
+        replicas = [ApiProcess(api, s.host, base_ports[api] + REPLICA_PORT_STRIDE * i, env, self.home / "logs",
+                               replica_label(api, i))
+                    for api in APIS for i in range(self.replicas)]
+        # The proxy fronts every replica, unless the user named an API's upstreams: then those, as they are.
+        proxy_env = {**env, **{_UPSTREAM_VARIABLES[api]: ",".join(r.url for r in replicas if r.name == api)
+                               for api in APIS if not _user_upstreams(s, api)}}
+        self.apis = [*replicas, ApiProcess("proxy", s.host, s.proxy_port, proxy_env, self.home / "logs")]
         for api in self.apis:
             api.start()
         for api in self.apis:
             api.wait_healthy()
-        self._step("planner-api, indexer-api, query-api and proxy answer /healthz")
+        if self.replicas == 1:
+            self._step("planner-api, indexer-api, query-api and proxy answer /healthz")
+        else:
+            self._step(f"{self.replicas} replicas each of planner-api, indexer-api and query-api, and the proxy, "
+                       f"answer /healthz")
         if self.spark is not None:
             version = self.spark.wait_ready(timeout=180, waiting=lambda secs: self._step(
                 f"waiting for the Spark Connect server to answer ({secs:.0f}s so far)"))
@@ -97,14 +128,18 @@ class LocalStack:
         self.spark_remote = self.spark.remote
 
     def urls(self) -> dict[str, str]:
-        urls = {api.name: api.url for api in self.apis}
+        urls = {api.label: api.url for api in self.apis}
         urls["spark-connect"] = self.spark_remote
         urls["postgresql"] = self.database_url.split("@")[-1] if "@" in self.database_url else self.database_url
         return urls
 
     def _write_state(self) -> None:
+        # `urls` names each API's first replica by the API's name (what the CLI calls); `processes` lists every
+        # process, which `strata status` asks and `strata down` waits for.
         state = {"pid": os.getpid(), "urls": self.urls(), "storage": self.settings.resolved_storage_uri,
-                 "keys": self.keys_source}
+                 "keys": self.keys_source, "replicas": self.replicas,
+                 "processes": [{"label": api.label, "serves": api.name, "url": api.url, "pid": api.pid}
+                               for api in self.apis]}
         (self.home / STATE_FILE).write_text(json.dumps(state, indent=2))
 
     def wait(self, stop_event: threading.Event) -> str:
@@ -112,17 +147,24 @@ class LocalStack:
         while not stop_event.wait(1.0):
             for api in self.apis:
                 if not api.alive():
-                    return f"{api.name} exited unexpectedly:\n{api.log_tail()}"
+                    return f"{api.label} exited unexpectedly:\n{api.log_tail()}"
             if self.spark is not None and not self.spark.running():
                 return f"spark connect server exited unexpectedly:\n{self.spark.log_tail()}"
         return "stop requested"
 
     def stop(self) -> None:
-        for api in reversed(self.apis):
-            try:
-                api.stop()
-            except Exception:  # noqa: BLE001 - keep stopping the rest
-                log.exception("stopping %s", api.name)
+        # The proxy first, so no new request comes in; then every replica at once, so their drains overlap.
+        timeout = self.settings.drain_grace_secs + self.settings.shutdown_timeout_secs + 15.0
+        proxies = [api for api in self.apis if api.name == "proxy"]
+        replicas = [api for api in self.apis if api.name != "proxy"]
+        for group in (proxies, replicas):
+            for api in group:
+                try:
+                    api.terminate()
+                except Exception:  # noqa: BLE001 - keep stopping the rest
+                    log.exception("stopping %s", api.label)
+            for api in group:
+                api.wait_stopped(timeout)
         if self.spark is not None:
             self.spark.stop()
         if self.postgres is not None:

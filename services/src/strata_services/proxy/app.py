@@ -1,9 +1,10 @@
 """The proxy app: checks the API key, applies the tenant's rate and concurrency limits, stamps a request id, and
-streams each request and response through without buffering either: to a healthy query-api instance, or to
-planner-api or indexer-api for their paths (`routes`). It also serves the web console at /ui."""
+streams each request and response through without buffering either, to a replica in rotation of the API that serves
+its path (`routes`; each API's replicas health-checked in `upstreams`). It also serves the web console at /ui."""
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -11,24 +12,25 @@ from typing import Annotated
 
 import anyio
 from fastapi import FastAPI, Request, Security
-from fastapi.responses import Response, StreamingResponse
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 from prometheus_client import CollectorRegistry, Counter, Gauge
 from starlette.types import Receive, Scope, Send
 
 from strata_services.console import install_console
 from strata_services.proxy.limits import ConcurrencyCap, RejectionPacer, Slot, TokenBuckets, limit_key
-from strata_services.proxy.routes import INDEXER, PLANNER, QUERY, api_for_path
-from strata_services.proxy.upstream_http import UpstreamError, UpstreamPool, UpstreamResponse
+from strata_services.proxy.routes import APIS, QUERY, api_for_path
+from strata_services.proxy.upstream_http import UpstreamError, UpstreamPool, UpstreamResponse, UpstreamUnreachable
 from strata_services.proxy.upstreams import Upstreams
 from strata_shared.config import Settings
-from strata_shared.errors import TooManyRequests, Unavailable
+from strata_shared.errors import PROBLEM_BASE, TooManyRequests, Unavailable
 from strata_shared.observability.context import current_request_id
 from strata_shared.observability.http import REQUEST_ID, install_request_context
 from strata_shared.observability.tracing import client_span
 from strata_shared.web.auth import ApiKeyRegistry, Principal, presented_key
+from strata_shared.web.health import Drain, draining_response
 from strata_shared.web.metrics import install_metrics
 from strata_shared.web.openapi import install_openapi
-from strata_shared.web.problems import install_problem_handlers, problem_responses
+from strata_shared.web.problems import PROBLEM_MEDIA_TYPE, install_problem_handlers, problem_responses
 
 # Request bodies and finished responses up to this size are read whole before forwarding (see _body, forward).
 _WHOLE_BODY_BYTES = 256 * 1024
@@ -92,28 +94,34 @@ async def _body(request: Request) -> bytes | AsyncIterator[bytes]:
     return request.stream()
 
 
-def create_proxy_app(settings: Settings, upstream_urls: list[str]) -> FastAPI:
+def create_proxy_app(settings: Settings) -> FastAPI:
+    """The proxy in front of the replicas `settings.upstream_urls` lists for each API."""
     keys = ApiKeyRegistry.from_json(settings.api_keys)
     buckets = TokenBuckets(settings.proxy_rate_per_sec, settings.proxy_burst)
     cap = ConcurrencyCap(settings.proxy_max_concurrent_per_tenant)
     pacer = RejectionPacer(settings.proxy_reject_delay_secs, settings.proxy_max_held_rejections, anyio.sleep)
-    other_apis = {PLANNER: settings.api_base_url(PLANNER), INDEXER: settings.api_base_url(INDEXER)}
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         pool = UpstreamPool()
-        upstreams = Upstreams(upstream_urls, pool)
+        # The replicas' own readiness checks take up to readiness_timeout_secs; the way there and back is added.
+        pools = {api: Upstreams(api, settings.upstream_urls(api), pool, settings.proxy_health_interval_secs,
+                                settings.readiness_timeout_secs + 2.0) for api in APIS}
         app.state.pool = pool
-        app.state.upstreams = upstreams
-        upstreams.start()
+        app.state.upstreams = pools
+        for upstreams in pools.values():
+            upstreams.start()
         try:
             yield
         finally:
-            await upstreams.stop()
+            for upstreams in pools.values():
+                await upstreams.stop()
             pool.close()
 
     app = FastAPI(title="Strata query proxy", version="0.1.0", lifespan=lifespan,
                   generate_unique_id_function=lambda route: route.name)
+    # `strata serve` drains the proxy as it does the APIs: its own /readyz says so first.
+    app.state.drain = Drain()
     install_problem_handlers(app)
     registry = CollectorRegistry()
     install_metrics(app, registry, "proxy")
@@ -153,47 +161,75 @@ def create_proxy_app(settings: Settings, upstream_urls: list[str]) -> FastAPI:
         """Liveness of the proxy itself."""
         return {"status": "ok", "service": "proxy"}
 
-    @app.get("/readyz", tags=["operations"], responses=problem_responses(503))
-    async def readyz(request: Request) -> dict[str, object]:
-        """Ready when at least one query-api upstream is healthy."""
-        upstreams: Upstreams = request.app.state.upstreams
-        await upstreams.check_once()
-        if not any(upstreams.healthy.values()):
-            raise Unavailable("no healthy query-api upstream")
-        return {"status": "ready", "upstreams": upstreams.healthy}
+    @app.get("/readyz", tags=["operations"], response_model=dict[str, object], responses=problem_responses(503))
+    async def readyz(request: Request):
+        """Ready when every API has a replica in rotation (its replicas asked afresh); lists each API's replicas
+        with their state: ready, unready (a dependency of theirs is down), draining or down."""
+        if request.app.state.drain.draining:
+            return draining_response("proxy", request.app.state.drain)
+        pools: dict[str, Upstreams] = request.app.state.upstreams
+        await asyncio.gather(*(upstreams.check_all() for upstreams in pools.values()))
+        states = {api: {url: str(state) for url, state in upstreams.states.items()} for api, upstreams in pools.items()}
+        unserved = [api for api, upstreams in pools.items() if not upstreams.rotation()]
+        if unserved:
+            detail = "no replica in rotation for " + "; ".join(
+                f"{api} ({', '.join(f'{url} {state}' for url, state in states[api].items())})" for api in unserved)
+            # The pools go with the problem, as an API's checks go with its own 503.
+            return JSONResponse({"type": PROBLEM_BASE + Unavailable.slug, "title": Unavailable.title, "status": 503,
+                                 "detail": detail, "instance": "/readyz", "errors": [], "upstreams": states},
+                                status_code=503, media_type=PROBLEM_MEDIA_TYPE)
+        return {"status": "ready", "upstreams": states}
 
-    async def forward(path: str, request: Request,
-                      key: Annotated[str | None, Security(presented_key)]) -> Response:
-        """Forward an authenticated /v1 request to the API that serves its path (a healthy query-api instance,
-        planner-api or indexer-api), streaming both ways. A tenant over its request rate or its cap on requests in
-        flight gets a 429 with `Retry-After`."""
-        principal = keys.authenticate(key)
-        request_id = current_request_id()
-        api = api_for_path(path)
-        slot = await admit(principal, request_id)
-        try:
-            upstreams: Upstreams = request.app.state.upstreams
-            pool: UpstreamPool = request.app.state.pool
-            target = upstreams.pick() if api == QUERY else other_apis[api]
-            if target is None:
-                raise Unavailable("no healthy query-api upstream", headers={REQUEST_ID: request_id})
-            raw_target = _raw_target(request)
+    async def send_upstream(api: str, request: Request, request_id: str) -> tuple[str, UpstreamResponse]:
+        """Sends the request to a replica of `api` in rotation; returns the replica and its answer's head.
+
+        A replica that fails before the request was sent to it (connect refused or timed out, or a kept-alive
+        connection found closed) is marked down and the request goes to the next replica in rotation instead of
+        a 503. Which requests are replayable, i.e. sent once more when a kept-alive connection turns out closed
+        before any answer: reads (GET, HEAD, PUT, DELETE: idempotent by their method) and every query-api request
+        (they only read; a plan submitted twice is one more plan to poll). Not replayable: the other POSTs, an
+        ingest above all, which sent twice is written twice; streamed through (over 256 KiB) it could not even be
+        sent again, its body gone by, and held whole it could but must not. Such a request still goes to the next
+        replica when no connection could be made at all, since nothing of it was sent (UpstreamUnreachable).
+        A failure once the request may have been taken in is a 503 and never a retry elsewhere: a request that
+        brought one replica down must not walk through the others."""
+        upstreams: Upstreams = request.app.state.upstreams[api]
+        pool: UpstreamPool = request.app.state.pool
+        body = await _body(request)
+        raw_target = _raw_target(request)
+        tried: list[str] = []
+        while (target := upstreams.pick(tried)) is not None:
             with client_span(request.method, target + raw_target) as (span, trace_headers):
                 headers = [(k, v) for k, v in request.scope["headers"]
                            if k.lower() not in _HOP_BY_HOP and not (trace_headers and k.lower() in _TRACE_CONTEXT)]
                 headers.append((_REQUEST_ID, request_id.encode()))
                 headers.extend((k.encode(), v.encode()) for k, v in trace_headers.items())
                 try:
-                    # query-api's requests only read (a plan submitted twice is one more plan to poll): safe to
-                    # send again should a kept-alive connection turn out closed.
-                    upstream = await pool.request(request.method, target, raw_target, headers, await _body(request),
+                    upstream = await pool.request(request.method, target, raw_target, headers, body,
                                                   replayable=api == QUERY or None)
+                except UpstreamUnreachable as exc:
+                    upstreams.mark_down(target, str(exc))
+                    tried.append(target)
+                    continue
                 except UpstreamError as exc:
-                    if api == QUERY:
-                        upstreams.mark_down(target)
+                    upstreams.mark_down(target, str(exc))
                     raise Unavailable(f"{api} {target} did not answer: {exc}",
                                       headers={REQUEST_ID: request_id}) from exc
                 span.set_attribute("http.response.status_code", upstream.status)
+                return target, upstream
+        unreached = f" ({', '.join(tried)} could not be reached)" if tried else ""
+        raise Unavailable(f"no {api} replica in rotation{unreached}", headers={REQUEST_ID: request_id})
+
+    async def forward(path: str, request: Request,
+                      key: Annotated[str | None, Security(presented_key)]) -> Response:
+        """Forward an authenticated /v1 request to a replica of the API that serves its path, streaming both
+        ways. A tenant over its request rate or its cap on requests in flight gets a 429 with `Retry-After`."""
+        principal = keys.authenticate(key)
+        request_id = current_request_id()
+        api = api_for_path(path)
+        slot = await admit(principal, request_id)
+        try:
+            target, upstream = await send_upstream(api, request, request_id)
         except BaseException:
             # Nothing is streaming yet, so nothing else will give the slot back.
             slot.release()

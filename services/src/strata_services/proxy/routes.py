@@ -8,6 +8,7 @@ rest (queries, plans, and every path no API knows, so an unknown route still ans
 from __future__ import annotations
 
 PLANNER, INDEXER, QUERY = "planner-api", "indexer-api", "query-api"
+APIS = (PLANNER, INDEXER, QUERY)
 
 
 def api_for_path(path: str) -> str:

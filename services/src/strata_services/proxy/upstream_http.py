@@ -30,6 +30,12 @@ class UpstreamError(Exception):
     """The upstream could not be reached, or broke off its answer; the message names how."""
 
 
+class UpstreamUnreachable(UpstreamError):
+    """No connection to the upstream could be made, so nothing of the request reached it on one (a streamed body
+    was not even read). Only a replayable request was tried before on a kept-alive connection that turned out
+    closed (see `UpstreamPool.request`). Either way the request can go to another replica."""
+
+
 class _Connection(asyncio.Protocol):
     """One kept-alive connection: the protocol side of asyncio's transport and the parser's callbacks."""
 
@@ -212,8 +218,8 @@ class UpstreamPool:
                       ) -> UpstreamResponse:
         """Sends the request to `base_url` + `target` (a path with its query, still encoded) and returns once the
         answer's status and headers are in. Raises UpstreamError when the upstream cannot be reached or breaks
-        off before answering. `replayable`: whether sending the request twice does no harm (by default, when its
-        method is idempotent, RFC 9110 section 9.2.2)."""
+        off before answering, UpstreamUnreachable when nothing was sent. `replayable`: whether sending the request
+        twice does no harm (by default, when its method is idempotent, RFC 9110 section 9.2.2)."""
         parts = urlsplit(base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"an upstream is an http(s) URL, not {base_url!r}")
@@ -285,9 +291,9 @@ class UpstreamPool:
             _, connection = await asyncio.wait_for(
                 loop.create_connection(lambda: _Connection(key), host, port, ssl=tls), self.connect_timeout_secs)
         except TimeoutError:
-            raise UpstreamError(f"connecting took over {self.connect_timeout_secs:g} s") from None
+            raise UpstreamUnreachable(f"connecting took over {self.connect_timeout_secs:g} s") from None
         except OSError as exc:
-            raise UpstreamError(f"connecting failed: {exc.strerror or exc}") from exc
+            raise UpstreamUnreachable(f"connecting failed: {exc.strerror or exc}") from exc
         return connection
 
     def _take_idle(self, key: tuple[str, str, int]) -> _Connection | None:

@@ -17,6 +17,7 @@ from strata_shared.observability.tracing import instrument_engine
 from strata_shared.spark.session import SparkSessionFactory
 from strata_shared.storage import ObjectStore
 from strata_shared.web.auth import ApiKeyRegistry
+from strata_shared.web.health import Drain
 from strata_shared.web.health import router as health_router
 from strata_shared.web.metrics import install_metrics
 from strata_shared.web.openapi import install_openapi
@@ -82,6 +83,8 @@ def build_app(
         generate_unique_id_function=_operation_id,
         dependencies=[Depends(refuse_unstorable_text)],
     )
+    # Before the lifespan: the server that sets it on SIGTERM holds the app, not its lifespan state.
+    app.state.drain = Drain()
     registry = CollectorRegistry()
     install_problem_handlers(app)
     install_metrics(app, registry, service)
