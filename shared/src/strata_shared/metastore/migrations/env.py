@@ -7,7 +7,11 @@ from sqlalchemy import pool
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from strata_shared.metastore import compaction_models, indexing_models  # noqa: F401 - registers the tables
+from strata_shared.metastore import (  # noqa: F401 - registers the tables
+    background_pass_models,
+    compaction_models,
+    indexing_models,
+)
 from strata_shared.metastore.models import Base
 
 target_metadata = Base.metadata
