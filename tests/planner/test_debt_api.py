@@ -1,7 +1,7 @@
 """Compaction debt through planner-api on real PostgreSQL: GET /v1/indexes/{id}/debt on ingested splits (levels,
 a closed window not final, claimed splits still waiting once a merge is planned), the windows listing's debt
-columns, the auth and 404 conventions, the gauges and counters on /metrics, and the sampled history that two
-replicas refreshing in the same interval write once."""
+columns, the auth and 404 conventions, the gauges and counters on /metrics (refreshed by every replica, which only
+reads), and the sampled history kept by the debt samples pass (one sample per bucket, an hour kept)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
+from strata_planner.compaction.debt import sample_debts
 from strata_planner.compaction.metrics import CompactionMetrics
 from strata_shared.metastore.compaction_models import CompactionJobRow
 from strata_shared.metastore.compaction_repository import PublishedMerge
@@ -99,8 +100,7 @@ async def test_debt_errors_follow_the_windows_listing(planner, keys):
     assert too_long.status_code == 422
 
 
-async def test_metrics_and_history_sampled_once_per_interval_across_replicas(indexer, planner, keys,
-                                                                            planner_clock):
+async def test_gauges_in_every_replica_and_history_sampled_by_the_pass(indexer, planner, keys, planner_clock):
     index_id, _, _ = await _index_in_debt(indexer, keys, planner_clock)
     state = planner.app.state.strata
     # Two replicas: two metric sets refreshing from the same metastore in the same 10 s interval.
@@ -129,19 +129,23 @@ async def test_metrics_and_history_sampled_once_per_interval_across_replicas(ind
         assert f"{name}{{{label}}} 5.0" in indexing, name
     assert f"strata_indexing_debt_oldest_seconds{{{label}}}" in indexing
 
+    # The refreshes only read: the history is the debt samples pass's (run once across replicas).
     history = f"/v1/indexes/{index_id}/debt/history"
+    assert (await planner.get(history, headers=keys.header(keys.writer))).json()["samples"] == []
+    await sample_debts(state, planner_clock())
     samples = (await planner.get(history, headers=keys.header(keys.writer))).json()["samples"]
     assert [(s["splits_waiting"], s["closed_windows_not_final"], s["indexing_files_waiting"]) for s in samples] \
         == [(5, 1, 5)]
     first = datetime.fromisoformat(samples[0]["sampled_at"])
+    # Two runs in one bucket (a holder that stalled past its lease and the one that took over) keep one sample.
     planner_clock.advance(10)
-    await replicas[1].refresh(state)
+    await sample_debts(state, planner_clock())
     planner_clock.advance(9.5)
-    await replicas[0].refresh(state)
+    await sample_debts(state, planner_clock())
     samples = (await planner.get(history, params={"minutes": 1}, headers=keys.header(keys.writer))).json()["samples"]
     assert [datetime.fromisoformat(s["sampled_at"]) for s in samples] == [first, first + timedelta(seconds=10)]
     planner_clock.advance(120)
-    await replicas[0].refresh(state)
+    await sample_debts(state, planner_clock())
     samples = (await planner.get(history, params={"minutes": 1}, headers=keys.header(keys.writer))).json()["samples"]
     assert len(samples) == 1
 

@@ -12,7 +12,7 @@ from strata_shared.config import Settings
     ("compaction/jobs", PLANNER), ("indexes/m/windows", PLANNER), ("indexes/m/debt", PLANNER),
     ("indexes/m/debt/history", PLANNER), ("indexes/m/compaction/trigger", PLANNER),
     ("indexes/m/retention/apply", PLANNER), ("indexes/m/compaction/pause", PLANNER),
-    ("indexes/m/indexing/pause", INDEXER),
+    ("indexes/m/indexing/pause", INDEXER), ("maintenance/passes", PLANNER),
     ("indexes", INDEXER), ("indexes/m", INDEXER), ("indexes/m/ingest", INDEXER), ("indexes/m/splits", INDEXER),
     ("indexing/lag", INDEXER), ("splits/01J/artifacts", INDEXER), ("query", QUERY), ("query/explain", QUERY),
     ("no-such-route", QUERY), ("", QUERY),

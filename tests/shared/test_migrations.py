@@ -8,6 +8,7 @@ from sqlalchemy import inspect, text
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from strata_shared.metastore import (
+    background_pass_models,  # noqa: F401 - registers the background pass leases
     compaction_models,  # noqa: F401 - registers the compaction tables
     indexing_models,  # noqa: F401 - registers the indexing tables
     maintenance_models,  # noqa: F401 - registers the maintenance skips

@@ -11,6 +11,7 @@ from strata_shared.clock import Clock
 from strata_shared.config import Settings
 from strata_shared.maintenance.metrics import install_maintenance_metrics
 from strata_shared.web.app import build_app
+from strata_shared.web.maintenance import router as maintenance_router
 
 
 def create_app(settings: Settings, *, background: bool = True, clock: Clock | None = None) -> FastAPI:
@@ -28,6 +29,6 @@ def create_app(settings: Settings, *, background: bool = True, clock: Clock | No
         title="Strata planner-api",
         description="Time-windowed sorted compaction: planning, leased jobs with fencing tokens, the worker "
                     "protocol, status and the window timeline.",
-        routers=[compaction_router],
+        routers=[compaction_router, maintenance_router],
         on_startup=startup,
     )

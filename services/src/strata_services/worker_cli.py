@@ -27,7 +27,8 @@ def _runner_builder(kind: str, settings: Settings, spark, executors: list):
             executors.append(executor)
             return CompactionRunner(client, worker_id=worker_id, slots=slots, executor=executor,
                                     api_key=key, poll_interval_secs=settings.compaction_poll_interval_secs,
-                                    merge_delay_secs=settings.fault_merge_delay_secs)
+                                    merge_delay_secs=settings.fault_merge_delay_secs,
+                                    shutdown_timeout_secs=settings.worker_shutdown_timeout_secs)
         return compaction_runner
     from strata_indexer.indexing.runner import index_build_executor, indexing_runner
 
@@ -36,7 +37,8 @@ def _runner_builder(kind: str, settings: Settings, spark, executors: list):
 
     def build_runner(client: httpx.AsyncClient, worker_id: str, slots: int, key: str):
         return indexing_runner(client, executor, worker_id=worker_id, slots=slots, api_key=key,
-                               poll_interval_secs=settings.indexing_poll_interval_secs)
+                               poll_interval_secs=settings.indexing_poll_interval_secs,
+                               shutdown_timeout_secs=settings.worker_shutdown_timeout_secs)
     return build_runner
 
 

@@ -95,6 +95,10 @@ class Settings(BaseSettings):
     # Spark job: same kernel and checks, without a Spark job's fixed ~0.5-0.8 s (docs/benchmarks.md, "Keeping
     # up"). 0 sends every merge to Spark.
     compaction_local_max_bytes: int = Field(32 * 1024 * 1024, ge=0)
+    # At shutdown a job runner (embedded or `strata worker`) gives its jobs back: those not started at once, those
+    # running once they finish or after this long (then interrupted), so no job waits out a lease or counts a
+    # failure because its worker was restarted.
+    worker_shutdown_timeout_secs: float = Field(10.0, ge=0)
     # Fault injection for tests: runners hold each job this long in the "merging" stage before submitting it.
     fault_merge_delay_secs: float = 0.0
 

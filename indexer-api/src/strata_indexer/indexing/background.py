@@ -1,4 +1,5 @@
-"""indexer-api's background work: the embedded indexing runner, the janitor, and the indexing-lag gauges."""
+"""indexer-api's background work: the embedded indexing runner, the janitor (once across the replicas), and the
+indexing-lag gauges (in every replica: they only read)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from strata_indexer.indexing.lag import lag_by_index
 from strata_shared.maintenance.skips import quiet_on_outage
 from strata_shared.web.auth import Scope
 from strata_shared.web.background import Background
+from strata_shared.web.singleton import PassLeases, replica_id
 from strata_shared.web.state import AppState
 
 if TYPE_CHECKING:
@@ -55,10 +57,11 @@ class IndexingMetrics:
 async def start_background(app: FastAPI) -> None:
     state: AppState[IndexerParts] = app.state.strata
     settings = state.settings
-    background = state.background = Background()
+    background = state.background = Background(PassLeases(state.sessions, replica_id()),
+                                              stop_timeout_secs=settings.worker_shutdown_timeout_secs + 5)
     metrics = state.own().metrics
-    background.every(settings.janitor_interval_secs,
-                     quiet_on_outage("janitor", lambda: run_janitor(state, state.clock())), "janitor")
+    background.once_every(settings.janitor_interval_secs,
+                          quiet_on_outage("janitor", lambda: run_janitor(state, state.clock())), "janitor")
     background.every(10.0, lambda: metrics.refresh(state), "lag metrics")
     if settings.indexing_worker_slots > 0 and state.spark is not None:
         from strata_indexer.indexing.runner import index_build_executor, indexing_runner
@@ -69,6 +72,7 @@ async def start_background(app: FastAPI) -> None:
                                  worker_id=f"{socket.gethostname()}:{os.getpid()}:indexer",
                                  slots=settings.indexing_worker_slots,
                                  api_key=state.api_keys.add_internal_key(frozenset({Scope.WORKER})),
-                                 poll_interval_secs=settings.indexing_poll_interval_secs)
+                                 poll_interval_secs=settings.indexing_poll_interval_secs,
+                                 shutdown_timeout_secs=settings.worker_shutdown_timeout_secs)
         background.run(runner.run)
 

@@ -91,6 +91,7 @@ INDEXING_PROTOCOL = PollProtocol(
 
 
 def indexing_runner(client: httpx.AsyncClient, executor: IndexBuildExecutor, *, worker_id: str, slots: int,
-                    api_key: str, poll_interval_secs: float) -> PollingRunner:
+                    api_key: str, poll_interval_secs: float, shutdown_timeout_secs: float = 10.0) -> PollingRunner:
     return PollingRunner(client, INDEXING_PROTOCOL, worker_id=worker_id, slots=slots, executor=executor,
-                         api_key=api_key, poll_interval_secs=poll_interval_secs)
+                         api_key=api_key, poll_interval_secs=poll_interval_secs,
+                         shutdown_timeout_secs=shutdown_timeout_secs)

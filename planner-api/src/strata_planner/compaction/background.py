@@ -1,5 +1,5 @@
-"""planner-api's background work: the embedded compaction runner, the garbage collector, retention, metrics
-refresh."""
+"""planner-api's background work: the embedded compaction runner, the garbage collector, retention and the debt
+samples (once across the replicas), and the metrics refresh (in every replica)."""
 
 from __future__ import annotations
 
@@ -8,25 +8,29 @@ import socket
 
 from fastapi import FastAPI
 
+from strata_planner.compaction.debt import SAMPLE_SECS, sample_debts
 from strata_planner.compaction.gc import collect_garbage
 from strata_planner.compaction.metrics import CompactionMetrics
 from strata_planner.compaction.retention import RetentionSchedule
 from strata_shared.maintenance.skips import quiet_on_outage
 from strata_shared.web.auth import Scope
 from strata_shared.web.background import Background
+from strata_shared.web.singleton import PassLeases, replica_id
 from strata_shared.web.state import AppState
 
 
 async def start_background(app: FastAPI) -> None:
     state: AppState[CompactionMetrics] = app.state.strata
     settings = state.settings
-    background = state.background = Background()
+    background = state.background = Background(PassLeases(state.sessions, replica_id()),
+                                              stop_timeout_secs=settings.worker_shutdown_timeout_secs + 5)
     metrics = state.parts = CompactionMetrics(state.registry)
-    background.every(settings.gc_interval_secs,
-                     quiet_on_outage("gc", lambda: collect_garbage(state, state.clock())), "gc")
+    background.once_every(settings.gc_interval_secs,
+                          quiet_on_outage("gc", lambda: collect_garbage(state, state.clock())), "gc")
+    background.once_every(settings.retention_tick_secs, quiet_on_outage("retention", RetentionSchedule(state).tick),
+                          "retention")
+    background.once_every(SAMPLE_SECS, lambda: sample_debts(state, state.clock()), "debt samples")
     background.every(10.0, lambda: metrics.refresh(state), "metrics refresh")
-    background.every(settings.retention_tick_secs, quiet_on_outage("retention", RetentionSchedule(state).tick),
-                     "retention")
     if settings.compaction_worker_slots > 0 and state.spark is not None:
         from strata_planner.compaction.executor import merge_executor
         from strata_planner.compaction.runner import CompactionRunner
@@ -39,6 +43,7 @@ async def start_background(app: FastAPI) -> None:
             slots=settings.compaction_worker_slots, executor=executor,
             api_key=state.api_keys.add_internal_key(frozenset({Scope.WORKER})),
             poll_interval_secs=settings.compaction_poll_interval_secs,
-            merge_delay_secs=settings.fault_merge_delay_secs)
+            merge_delay_secs=settings.fault_merge_delay_secs,
+            shutdown_timeout_secs=settings.worker_shutdown_timeout_secs)
         background.run(runner.run)
 

@@ -22,7 +22,7 @@ from strata_shared.metastore.models import IndexRow
 from strata_shared.metastore.repositories import IndexRepository
 from strata_shared.web.state import AppState
 
-# One sample per index and bucket, whichever replica's refresh comes first; an hour kept.
+# One sample per index and bucket, by the replica holding the debt samples pass; an hour kept.
 SAMPLE_SECS = 10
 HISTORY_KEPT = timedelta(hours=1)
 
@@ -62,32 +62,45 @@ def sample_bucket(now: datetime) -> datetime:
     return datetime.fromtimestamp(secs - secs % SAMPLE_SECS, UTC)
 
 
-async def measure_and_sample(state: AppState, now: datetime) -> list[DebtOut]:
-    """The debt of every live index, each kept as the sample of the current bucket (unless a replica already kept
-    one), and samples older than the kept history deleted. One transaction per index."""
-    out: list[DebtOut] = []
+async def measure_debts(state: AppState, now: datetime) -> list[DebtOut]:
+    """The debt of every live index (reads only: every replica's metrics refresh runs it)."""
+    return [debt for _, debt in await _debt_by_index(state, now)]
+
+
+async def sample_debts(state: AppState, now: datetime) -> list[DebtOut]:
+    """The debt of every live index kept as the sample of the current bucket, and samples older than the kept
+    history deleted. A pass run once across the replicas (`web/singleton.py`); the bucket key still keeps one
+    sample should two runs meet in one bucket (a holder that stalled past its lease)."""
+    measured = await _debt_by_index(state, now)
+    for index, debt in measured:
+        # One transaction per index: an index deleted meanwhile loses only its own sample.
+        async with state.sessions() as session:
+            await DebtRepository(session).record_sample(index.index_uid, DebtSample(
+                sampled_at=sample_bucket(now), splits_waiting=debt.compaction.splits_waiting,
+                bytes_waiting=debt.compaction.bytes_waiting,
+                closed_windows_not_final=debt.compaction.closed_windows_not_final,
+                oldest_waiting_split_age_secs=debt.compaction.oldest_waiting_split_age_secs,
+                indexing_files_waiting=debt.indexing.files_waiting))
+            await session.commit()
+    async with state.sessions() as session:
+        await DebtRepository(session).trim_samples(now - HISTORY_KEPT)
+        await session.commit()
+    return [debt for _, debt in measured]
+
+
+async def _debt_by_index(state: AppState, now: datetime) -> list[tuple[IndexRow, DebtOut]]:
+    """Every live index and its debt, one transaction per index."""
+    out: list[tuple[IndexRow, DebtOut]] = []
     after = None
     while True:
         async with state.sessions() as session:
             page = list(await IndexRepository(session).list_live(limit=500, after_index_id=after))
         for index in page:
             async with state.sessions() as session:
-                debt = await index_debt(session, index, now)
-                await DebtRepository(session).record_sample(index.index_uid, DebtSample(
-                    sampled_at=sample_bucket(now), splits_waiting=debt.compaction.splits_waiting,
-                    bytes_waiting=debt.compaction.bytes_waiting,
-                    closed_windows_not_final=debt.compaction.closed_windows_not_final,
-                    oldest_waiting_split_age_secs=debt.compaction.oldest_waiting_split_age_secs,
-                    indexing_files_waiting=debt.indexing.files_waiting))
-                await session.commit()
-            out.append(debt)
+                out.append((index, await index_debt(session, index, now)))
         if len(page) < 500:
-            break
+            return out
         after = page[-1].index_id
-    async with state.sessions() as session:
-        await DebtRepository(session).trim_samples(now - HISTORY_KEPT)
-        await session.commit()
-    return out
 
 
 async def debt_history(session: AsyncSession, index: IndexRow, now: datetime, minutes: int) -> list[DebtSampleOut]:

@@ -1,13 +1,14 @@
 """Prometheus metrics of compaction: the backlog by status, job durations, bytes merged and written, write
 amplification per index (how many times, on average, the bytes now published have been written:
 sum(size * (1 + num_merge_ops)) / sum(size) over published splits), and compaction debt per index (the same
-measure as GET /v1/indexes/{id}/debt, whose refresh also keeps the sampled history)."""
+measure as GET /v1/indexes/{id}/debt). Every replica refreshes them (reads only, `web/singleton.py` says why); the
+sampled history is a pass of its own, run once across the replicas (`debt.sample_debts`)."""
 
 from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from strata_planner.compaction.debt import measure_and_sample
+from strata_planner.compaction.debt import measure_debts
 from strata_planner.compaction.schemas import LevelDebtOut
 from strata_shared.domain.index_uid import split_index_uid
 from strata_shared.jobqueue.statuses import JobStatus
@@ -47,7 +48,7 @@ class CompactionMetrics:
             "From an ingested split's creation to the merge that first consumes it", ["index_id"],
             registry=registry, buckets=(5, 10, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, 21600, 86400, 172800))
 
-        # Debt per index, refreshed with the rest (`measure_and_sample`).
+        # Debt per index, refreshed with the rest (`measure_debts`).
         self.debt_splits = Gauge("strata_compaction_debt_splits", "Published splits the merge policy would still "
                                  "merge, by level", ["index_id", "level"], registry=registry)
         self.debt_bytes = Gauge("strata_compaction_debt_bytes", "Bytes of the splits waiting for a merge, by level",
@@ -88,7 +89,7 @@ class CompactionMetrics:
             self.jobs.labels(str(status)).set(counts.get(status, 0))
         for index_id, value in amplification:
             self.write_amplification.labels(index_id).set(value)
-        debts = await measure_and_sample(state, state.clock())
+        debts = await measure_debts(state, state.clock())
         # Cleared first: a deleted index's series, or a level now empty, go instead of keeping their last value.
         for gauge in (self.debt_splits, self.debt_bytes, self.debt_oldest_split, self.debt_closed_windows,
                       self.debt_oldest_closed_window):

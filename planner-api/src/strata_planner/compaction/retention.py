@@ -99,8 +99,9 @@ async def _drop_window(state: AppState, index_uid: str, duration: int, start: in
 
 class RetentionSchedule:
     """The periodic pass: every tick, each live index with retention configured whose own interval has passed
-    since its last pass (in this process) is applied. Two planner processes may both apply an index; a second
-    pass finds nothing left to drop."""
+    since its last pass (in this process) is applied. The tick runs in one replica at a time (a pass lease,
+    `web/singleton.py`); when it moves to another replica, that one's first tick applies every index again,
+    earlier than its interval: what it drops is past the retention period all the same."""
 
     def __init__(self, state: AppState) -> None:
         self.state = state

@@ -1,9 +1,10 @@
 """Which API serves a /v1 path: the proxy is one entry point (and the console's one origin) for all three.
 
 Decided by the path alone, from the routes each API declares: planner-api owns compaction, the window
-timeline, debt and retention, indexer-api the index catalog, ingestion, splits, artifacts and indexing, query-api the
-rest (queries, plans, and every path no API knows, so an unknown route still answers query-api's problem+json
-404)."""
+timeline, debt and retention, and the background passes (`maintenance`: one table of leases for planner-api's
+and indexer-api's replicas, so one API lists them all), indexer-api the index catalog, ingestion, splits,
+artifacts and indexing, query-api the rest (queries, plans, and every path no API knows, so an unknown route
+still answers query-api's problem+json 404)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ def api_for_path(path: str) -> str:
     """`path` is what follows `/v1/`."""
     parts = path.strip("/").split("/")
     head = parts[0]
-    if head == "compaction":
+    if head in ("compaction", "maintenance"):
         return PLANNER
     if head in ("indexing", "splits"):
         return INDEXER

@@ -19,7 +19,9 @@ How a job moves, who moves it, and where:
    earlier token of either queue.
 4. **Heartbeats**. The worker (`runner.PollingRunner`) runs the job through its queue's executor, on Spark or, for
    tiny inputs, in a child process (`local_jobs.LocalJobPool`), and polls at least every half lease, reporting
-   each running job; `service.apply_update` -> `LeaseQueue.refresh` extends its lease.
+   each running job; `service.apply_update` -> `LeaseQueue.refresh` extends its lease. A worker that stops gives
+   its jobs back (`released`: `LeaseQueue.release`, `unassigned` again without a failure), those not started at
+   once, those running once they finish or its shutdown timeout passes (`runner.PollingRunner.shutdown`).
 5. **Succeeded** (`success`). The worker reports the result; the scheduler publishes it in one transaction fenced
    by the token (`service.apply_update` -> `QueueSpec.publish`: `CompactionRepository.publish` or
    `strata_indexer.indexing.scheduler`'s build publish), which ends in `LeaseQueue.succeed`. A result that cannot

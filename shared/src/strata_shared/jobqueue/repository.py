@@ -2,9 +2,9 @@
 
 A job table mixes in `columns.LeasedJobColumns`; `LeaseQueue(model)` does the status bookkeeping on it: handing
 jobs out with a lease and a fencing token drawn from one PostgreSQL sequence, fenced worker writes (`job_id`,
-`fencing_token`, `in_progress`, else `StaleToken`), failures counted toward exclusion, and lease expiry treated as
-a failure. The transitions are `statuses`' table; the queue's order is `scheduler_rules`', and what a job holds is
-its owner's business.
+`fencing_token`, `in_progress`, else `StaleToken`), failures counted toward exclusion, lease expiry treated as
+a failure, and a lease given back by a worker shutting down (`release`), which is not one. The transitions are
+`statuses`' table; the queue's order is `scheduler_rules`', and what a job holds is its owner's business.
 
 The operator's controls are here too, once for every queue: pausing an index (`pause_column` of `indexes`: while
 set, `waiting` skips the index's jobs, so no worker is handed one), the caps on jobs in progress per tenant and
@@ -201,6 +201,20 @@ class LeaseQueue(Generic[J]):
             job.progress = max(0.0, min(1.0, progress))
         if operation_tag is not None:
             job.spark_operation_tag = operation_tag
+        job.updated_at = now
+        await self.session.flush()
+        return job
+
+    async def release(self, job_id: str, token: int, now: datetime) -> J:
+        """The worker gives the job back unfinished (it is shutting down): back to the queue at once, no failure
+        counted, unlike a lease left to expire. The next lease draws a new token, so whatever this attempt still
+        reports is refused."""
+        job = await self.fenced(job_id, token)
+        check_transition(job.status, JobStatus.UNASSIGNED)
+        job.status = JobStatus.UNASSIGNED
+        job.worker_id = None
+        job.stage = "released"
+        job.progress = 0.0
         job.updated_at = now
         await self.session.flush()
         return job

@@ -4,12 +4,19 @@ Every iteration reports each running job (a lease refresh with its stage), every
 executor's outcome, or failure with the reason) and the free capacity; it polls at least every half lease. When
 the scheduler refuses a job's update (stale token, cancelled), the runner interrupts that job's Spark operation and
 drops its result: what it wrote stays unreferenced and the owner's garbage collection removes it.
+
+When it stops (SIGTERM, an API's shutdown), the runner gives its jobs back rather than letting their leases
+expire, which would count a failure against each and keep it from every other worker for a lease: a job it holds
+but has not started goes back to the queue at once (`released`), a job it is running gets `shutdown_timeout_secs`
+to finish (its lease still refreshed, its result still reported), then is interrupted and released. A released
+job is handed out again by the next poll with a new fencing token, so a late result of this attempt is refused.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,12 +36,35 @@ class Executor(Protocol):
     def interrupt(self, assignment: Any) -> None: ...
 
 
+class GivenBack(Exception):
+    """The job was released before its executor started (the runner is stopping)."""
+
+
 @dataclass
 class RunningJob:
     assignment: Any
-    task: asyncio.Task
     stage: str
-    started: float = field(default_factory=time.monotonic)
+    task: asyncio.Task = field(init=False)
+    # Set under `lock`: by the worker thread when the executor starts, by the runner when it gives the job back;
+    # whichever comes first decides, so a job given back never starts and a started one is never given back early.
+    executing: bool = False
+    given_back: bool = False
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def start(self) -> None:
+        with self.lock:
+            if self.given_back:
+                raise GivenBack(self.assignment.job_id)
+            self.executing = True
+
+    def give_back(self, *, even_if_executing: bool) -> bool:
+        """Whether the job is now to be released: always when `even_if_executing`, else only if it never
+        started."""
+        with self.lock:
+            if self.executing and not even_if_executing:
+                return False
+            self.given_back = True
+            return True
 
 
 @dataclass(frozen=True)
@@ -52,7 +82,7 @@ class PollProtocol:
 class PollingRunner:
     def __init__(self, client: httpx.AsyncClient, protocol: PollProtocol, *, worker_id: str, slots: int,
                  executor: Executor, api_key: str, poll_interval_secs: float = 2.0,
-                 start_delay_secs: float = 0.0) -> None:
+                 start_delay_secs: float = 0.0, shutdown_timeout_secs: float = 10.0) -> None:
         self.client = client
         self.protocol = protocol
         self.worker_id = worker_id
@@ -62,6 +92,9 @@ class PollingRunner:
         self.poll_interval_secs = poll_interval_secs
         # Fault injection for tests: hold each job this long in its running stage before Spark starts.
         self.start_delay_secs = start_delay_secs
+        # How long running jobs get to finish once the runner stops, before they are released.
+        self.shutdown_timeout_secs = shutdown_timeout_secs
+        self.stopping = False
         self.running: dict[str, RunningJob] = {}
         self.lease_secs = 15.0
         self.completed = 0
@@ -77,24 +110,53 @@ class PollingRunner:
             await self._wait(stop)
         await self.shutdown()
 
-    async def shutdown(self) -> None:
-        """Stop every running job: cancel its task and interrupt its Spark operation. Its lease then expires
-        and another runner takes the job."""
-        jobs, self.running = list(self.running.values()), {}
-        for job in jobs:
+    async def shutdown(self, timeout_secs: float | None = None) -> None:
+        """Stop taking jobs and give back those held: unstarted ones at once, running ones once they finish or
+        `timeout_secs` (default `shutdown_timeout_secs`) pass, then interrupted. A poll that fails here leaves
+        the leases to expire, as a crash would."""
+        self.stopping = True
+        deadline = time.monotonic() + (self.shutdown_timeout_secs if timeout_secs is None else timeout_secs)
+        for job in self.running.values():
+            if job.give_back(even_if_executing=False):
+                job.task.cancel()
+        while any(not j.given_back for j in self.running.values()) and time.monotonic() < deadline:
+            if not await self._step_while_stopping():
+                break
+            await self._wait_for_running(deadline)
+        # A job that finished meanwhile is reported by the last poll below; only those still running are released.
+        late = [j for j in self.running.values() if not j.task.done() and j.give_back(even_if_executing=True)]
+        for job in late:
+            log.info("job %s did not finish within the shutdown timeout: released", job.assignment.job_id)
             job.task.cancel()
             await asyncio.to_thread(self._interrupt, job.assignment)
+        if self.running:
+            await self._step_while_stopping()
+        jobs, self.running = list(self.running.values()), {}
         for job in jobs:
             try:
                 await job.task
-            except BaseException:  # noqa: BLE001, S110 - cancelled or interrupted: the outcome is dropped
+            except BaseException:  # noqa: BLE001, S110 - cancelled, interrupted or given back: already reported
                 pass
+
+    async def _step_while_stopping(self) -> bool:
+        try:
+            await self.step()
+            return True
+        except Exception as exc:  # noqa: BLE001 - unreachable API: the leases expire instead
+            log.warning("reporting at shutdown failed, leases left to expire: %s", exc)
+            return False
+
+    async def _wait_for_running(self, deadline: float) -> None:
+        tasks = [j.task for j in self.running.values() if not j.task.done()]
+        if tasks and not any(j.task.done() for j in self.running.values()):
+            timeout = max(0.0, min(self.poll_interval_secs, self.lease_secs / 2, deadline - time.monotonic()))
+            await asyncio.wait(tasks, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
 
     async def step(self) -> Any:
         """One poll: report, then start whatever was assigned."""
         updates, finished = self._updates()
-        body = {"worker_id": self.worker_id, "capacity": max(0, self.slots - len(self.running) + len(finished)),
-                "updates": updates}
+        capacity = 0 if self.stopping else max(0, self.slots - len(self.running) + len(finished))
+        body = {"worker_id": self.worker_id, "capacity": capacity, "updates": updates}
         response = await self.client.post(self.protocol.poll_path, json=body, headers=self.headers, timeout=60)
         response.raise_for_status()
         poll = self.protocol.parse_response(response.json())
@@ -110,14 +172,19 @@ class PollingRunner:
                     job.task.cancel()
                     await asyncio.to_thread(self._interrupt, job.assignment)
         for assignment in poll.assignments:
-            task = asyncio.create_task(self._execute(assignment), name=f"job-{assignment.job_id}")
-            self.running[assignment.job_id] = RunningJob(assignment, task, self.protocol.running_stage)
+            job = RunningJob(assignment, self.protocol.running_stage)
+            job.task = asyncio.create_task(self._execute(job), name=f"job-{assignment.job_id}")
+            self.running[assignment.job_id] = job
         return poll
 
     def _updates(self) -> tuple[list[dict], list[str]]:
         updates, finished = [], []
         for job_id, job in self.running.items():
             base = {"job_id": job_id, "fencing_token": job.assignment.fencing_token}
+            if job.given_back:
+                finished.append(job_id)
+                updates.append({**base, "status": "released"})
+                continue
             if not job.task.done():
                 updates.append({**base, "status": "in_progress", "stage": job.stage,
                                 "progress": self.protocol.stage_progress.get(job.stage, 0.0),
@@ -134,13 +201,18 @@ class PollingRunner:
                                 **self.protocol.success_fields(job.task.result())})
         return updates, finished
 
-    async def _execute(self, assignment: Any) -> Any:
+    async def _execute(self, job: RunningJob) -> Any:
+        assignment = job.assignment
         # The job's lines and spans, down to the Spark submission in its worker thread, say which job and attempt.
         with log_context(index=split_index_uid(assignment.index_uid)[0], job_id=assignment.job_id,
                          fencing_token=assignment.fencing_token):
             if self.start_delay_secs:
                 await asyncio.sleep(self.start_delay_secs)
-            return await asyncio.to_thread(self.executor.run, assignment)
+            return await asyncio.to_thread(self._run, job)
+
+    def _run(self, job: RunningJob) -> Any:
+        job.start()
+        return self.executor.run(job.assignment)
 
     def _interrupt(self, assignment: Any) -> None:
         try:

@@ -11,13 +11,14 @@ from strata_shared.domain.wire_types import Int64, Ulid
 
 
 class JobUpdate(BaseModel):
-    """One fenced status write of a worker: progress, a failure, or a success carrying the queue's result."""
+    """One fenced status write of a worker: progress, a failure, a success carrying the queue's result, or the job
+    given back unfinished (`released`: a worker shutting down; back to the queue, no failure counted)."""
 
     model_config = ConfigDict(extra="forbid")
 
     job_id: Ulid
     fencing_token: Int64
-    status: Literal["in_progress", "success", "failure"]
+    status: Literal["in_progress", "success", "failure", "released"]
     stage: str | None = Field(None, max_length=32)
     progress: float | None = Field(None, ge=0, le=1)
     spark_operation_tag: str | None = Field(None, max_length=128)

@@ -77,6 +77,10 @@ async def apply_update(sessions: async_sessionmaker[AsyncSession], spec: QueueSp
                                           update.progress, update.spark_operation_tag)
                 await session.commit()
                 return UpdateResult(job_id=update.job_id, accepted=True, lease_expires_at=job.lease_expires_at)
+            if update.status == "released":
+                await queue.release(update.job_id, update.fencing_token, now)
+                await session.commit()
+                return UpdateResult(job_id=update.job_id, accepted=True)
             if update.status == "failure":
                 await queue.fail(update.job_id, update.fencing_token, update.error or "worker reported a failure",
                                  now, spec.max_failures)

@@ -6,6 +6,7 @@ from enum import StrEnum
 class IndexingUpdateStatus(StrEnum):
     FAILURE = "failure"
     IN_PROGRESS = "in_progress"
+    RELEASED = "released"
     SUCCESS = "success"
 
     def __str__(self) -> str:

@@ -4,6 +4,8 @@
 
 from .assigned_input import AssignedInput
 from .assignment import Assignment
+from .background_pass_list import BackgroundPassList
+from .background_pass_out import BackgroundPassOut
 from .bulk_retry_result import BulkRetryResult
 from .compaction_debt_out import CompactionDebtOut
 from .compaction_debt_out_levels import CompactionDebtOutLevels
@@ -54,6 +56,8 @@ from .window_page import WindowPage
 __all__ = (
     "AssignedInput",
     "Assignment",
+    "BackgroundPassList",
+    "BackgroundPassOut",
     "BulkRetryResult",
     "CompactionDebtOut",
     "CompactionDebtOutLevels",

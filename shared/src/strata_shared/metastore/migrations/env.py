@@ -8,6 +8,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from strata_shared.metastore import (  # noqa: F401 - registers the tables
+    background_pass_models,
     compaction_models,
     indexing_models,
     maintenance_models,

@@ -58,7 +58,7 @@ def sync_detailed(
 ) -> Response[Problem | Readiness]:
     """Readyz
 
-     Readiness: PostgreSQL and Spark Connect both answer a real request in time.
+     Readiness: not draining, and PostgreSQL and Spark Connect both answer a real request in time.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -83,7 +83,7 @@ def sync(
 ) -> Problem | Readiness | None:
     """Readyz
 
-     Readiness: PostgreSQL and Spark Connect both answer a real request in time.
+     Readiness: not draining, and PostgreSQL and Spark Connect both answer a real request in time.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -104,7 +104,7 @@ async def asyncio_detailed(
 ) -> Response[Problem | Readiness]:
     """Readyz
 
-     Readiness: PostgreSQL and Spark Connect both answer a real request in time.
+     Readiness: not draining, and PostgreSQL and Spark Connect both answer a real request in time.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -127,7 +127,7 @@ async def asyncio(
 ) -> Problem | Readiness | None:
     """Readyz
 
-     Readiness: PostgreSQL and Spark Connect both answer a real request in time.
+     Readiness: not draining, and PostgreSQL and Spark Connect both answer a real request in time.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
