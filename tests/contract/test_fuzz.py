@@ -89,7 +89,8 @@ def fuzz_stack(pg_databases, spark_remote, tmp_path_factory, keys, job_bundle_di
                                   ("planner", planner_app(settings, background=False)),
                                   ("query", query_app(settings)))}
         urls["proxy"] = stack.enter_context(serve_in_thread(create_proxy_app(
-            settings.model_copy(update={"query_upstreams": urls["query"]}))))
+            settings.model_copy(update={"query_upstreams": urls["query"], "planner_upstreams": urls["planner"],
+                                        "indexer_upstreams": urls["indexer"]}))))
         _seed(urls["indexer"], keys.admin)
         yield urls
 
