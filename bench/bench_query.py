@@ -596,6 +596,7 @@ class ExplainClient:
 async def measure_explain(url: str, storage_uri: str, info: ExplainIndex, sql: str, runs: int, cold_runs: int,
                           server_url: str) -> dict[str, Any]:
     from bench.bench_planner import raw_fetch
+    from strata_query.schemas import plan_out
     from strata_shared.metastore.engine import create_engine, session_factory
     from strata_shared.storage import ObjectStore
 
@@ -636,7 +637,7 @@ async def measure_explain(url: str, storage_uri: str, info: ExplainIndex, sql: s
         print("[query] in-process build_plan, cold caches ...", flush=True)
         cold, _ = await _timed_plans(sessions, sql, cold_runs, fresh)
         out["cold"] = latency_summary(cold)
-        out["plan"] = plan.out.model_dump(mode="json")
+        out["plan"] = plan_out(plan, None).model_dump(mode="json")
         out["cache_bytes"] = {"artifacts": shared.artifacts.lru._bytes, "footers": shared.footers.lru._bytes}
 
         timer = _stage_timer()

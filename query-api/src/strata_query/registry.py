@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from strata_query.execution.engine import Engine
+from strata_query.execution.engine_choice import EngineChoice
 from strata_query.planning.plan import QueryPlan
 from strata_shared.errors import StrataError
 
@@ -25,10 +26,9 @@ class AsyncPlan:
     plan_id: str
     tenant: str | None
     status: PlanState = "submitted"
-    # Once completed: the plan, and the engine that would run it (None: none here can) and why.
+    # Once completed: the plan, and the engine that would run it and why.
     plan: QueryPlan | None = None
-    engine: Engine | None = None
-    engine_reason: str | None = None
+    engine: EngineChoice | None = None
     # Once failed: why, as the problem a synchronous EXPLAIN would have answered.
     error: StrataError | None = None
 

@@ -41,7 +41,7 @@ async def explain_query(request: QueryRequest, service: Service, principal: Call
     by stage (files, row groups, bytes before and after), per file the row groups, byte ranges and columns a
     scan reads, and the engine that would run it and why."""
     planned = await service.explain(_call(request, principal))
-    return plan_out(planned.plan, planned.engine.engine, planned.engine.reason)
+    return plan_out(planned.plan, planned.engine)
 
 
 @router.post("/v1/query/plans", response_model=PlanStatus, status_code=202, responses=problem_responses(429))
@@ -80,8 +80,8 @@ async def run_sql_query(request: QueryRequest, http: Request, service: Service, 
     """Plan, then run the shaped scan (only the kept row groups and columns) with the query's SQL on top: in
     query-api's process (DuckDB) when the plan is within the local limits, on Spark otherwise, or on the engine
     the request names. The result streams as the engine produces it. A repeated query whose published files have
-    not changed is answered from the result cache unless the request says `Cache-Control: no-cache` (run it,
-    cache the new result) or `no-store` (run it, cache nothing)."""
+    not changed is answered from its kept result unless the request says `Cache-Control: no-cache` (run it, keep
+    the new result) or `no-store` (run it, keep nothing)."""
     media = negotiate(http.headers.get("accept"))
     run = await service.run(_call(request, principal, _result_cache_directives(http.headers.get("cache-control"))))
 

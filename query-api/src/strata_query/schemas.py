@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from strata_query.execution.engine import Engine
+from strata_query.execution.engine_choice import EngineChoice
 from strata_query.planning.cascade import FilePart
 from strata_query.planning.plan import QueryPlan
 from strata_query.registry import AsyncPlan
@@ -126,7 +126,9 @@ class QueryResult(BaseModel):
     summary: ResultSummary = Field(description="written after the last row")
 
 
-def plan_out(plan: QueryPlan, engine: Engine | None, engine_reason: str) -> PlanOut:
+def plan_out(plan: QueryPlan, engine: EngineChoice | None) -> PlanOut:
+    """The plan as the API shows it, with the engine chosen for it (None: not chosen, as when planned outside the
+    service)."""
     time_range = plan.time_range
     return PlanOut(
         index_id=plan.index_id, index_uid=plan.index_uid, tenant=plan.tenant, sql=plan.sql, predicate=plan.predicate,
@@ -140,11 +142,12 @@ def plan_out(plan: QueryPlan, engine: Engine | None, engine_reason: str) -> Plan
         files=[FilePartOut(**{name: getattr(f, name) for name in _FILE_PART_FIELDS}) for f in plan.files],
         total_files=plan.total_files, total_row_groups=plan.total_row_groups, total_bytes=plan.total_bytes,
         total_rows=plan.total_rows, planning_ms=plan.planning_ms,
-        engine=EngineOut(engine=None if engine is None else engine.name, reason=engine_reason))
+        engine=None if engine is None else EngineOut(
+            engine=None if engine.engine is None else engine.engine.name, reason=engine.reason))
 
 
 def plan_status(entry: AsyncPlan) -> PlanStatus:
-    plan = None if entry.plan is None else plan_out(entry.plan, entry.engine, entry.engine_reason or "")
+    plan = None if entry.plan is None else plan_out(entry.plan, entry.engine)
     error = None if entry.error is None else Problem(
         type=entry.error.type_uri, title=entry.error.title, status=entry.error.status, detail=entry.error.detail,
         errors=entry.error.errors)

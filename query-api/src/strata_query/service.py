@@ -128,8 +128,7 @@ class QueryService:
         try:
             async with self.runtime.admission.slot(call.tenant):
                 planned, _ = await self._plan(call)
-            entry.status, entry.plan = "completed", planned.plan
-            entry.engine, entry.engine_reason = planned.engine.engine, planned.engine.reason
+            entry.status, entry.plan, entry.engine = "completed", planned.plan, planned.engine
         except asyncio.CancelledError:
             entry.status = "cancelled"
             await self.registry.save_plan(entry)
