@@ -8,8 +8,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Coroutine
 from contextlib import suppress
 from dataclasses import dataclass, field
+from typing import Any
 
 from opentelemetry import trace
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -290,7 +292,7 @@ class QueryService:
                     raise problem from exc
             raise
 
-    def _in_background(self, work) -> None:
+    def _in_background(self, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.ensure_future(work)
         # The loop keeps only weak references to tasks.
         self._background.add(task)
