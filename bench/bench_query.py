@@ -469,7 +469,8 @@ def explain_sql(info: ExplainIndex) -> str:
 
 @dataclass
 class PlanCaches:
-    """What query-api's runtime keeps between plans (`QueryRuntime`): passed to build_plan as the router does."""
+    """What query-api's runtime keeps between plans (`QueryRuntime`): passed to build_plan as the query service
+    does."""
 
     artifacts: Any
     footers: Any
@@ -519,17 +520,17 @@ STEP_TOTALS = "published_totals (files and bytes of the whole index)"
 STEP_CANDIDATES = ("published_candidates (one statement: time range and split min/max in PostgreSQL, the counts of "
                    "every candidate, full rows of the survivors; then their statistics)")
 STEP_STATS = "... _stats_of (the survivors' statistics, within the step above)"
-STEP_SPLIT_STAGE = "passes_split_stats (the Python reference, re-run on the survivors)"
 STEP_ARTIFACTS = "published_artifacts (snapshots and artifact rows of the survivors)"
-STEP_CASCADE = "run_cascade (the later stages, in a worker thread)"
-STEP_ORDER = (STEP_LOOKUP, STEP_PARSE, STEP_TOTALS, STEP_CANDIDATES, STEP_STATS, STEP_SPLIT_STAGE,
-              STEP_ARTIFACTS, STEP_CASCADE)
+STEP_CASCADE = "run_cascade (every stage over the candidates read, in a worker thread)"
+STEP_SPLIT_STAGE = "... split_may_match (the Python reference, re-run on the survivors, within the step above)"
+STEP_ORDER = (STEP_LOOKUP, STEP_PARSE, STEP_TOTALS, STEP_CANDIDATES, STEP_STATS, STEP_ARTIFACTS, STEP_CASCADE,
+              STEP_SPLIT_STAGE)
 
 
 def _stage_timer():
     """Each step of build_plan timed on its own (wrapped in this process only)."""
     from bench.bench_planner import StageTimer
-    from strata_query.planning import planner
+    from strata_query.planning import planner, stages
     from strata_shared.metastore.indexing_repository import IndexingRepository
     from strata_shared.metastore.repositories import IndexRepository, SplitRepository
 
@@ -540,7 +541,7 @@ def _stage_timer():
     timer.wrap_async(SplitRepository, "_stats_of", STEP_STATS)
     timer.wrap_async(IndexingRepository, "published_artifacts", STEP_ARTIFACTS)
     timer.wrap_sync(planner, "parse_query", STEP_PARSE)
-    timer.wrap_sync(planner, "passes_split_stats", STEP_SPLIT_STAGE)
+    timer.wrap_sync(stages, "split_may_match", STEP_SPLIT_STAGE)
     timer.wrap_sync(planner, "run_cascade", STEP_CASCADE)
     return timer
 
@@ -595,6 +596,7 @@ class ExplainClient:
 async def measure_explain(url: str, storage_uri: str, info: ExplainIndex, sql: str, runs: int, cold_runs: int,
                           server_url: str) -> dict[str, Any]:
     from bench.bench_planner import raw_fetch
+    from strata_query.schemas import plan_out
     from strata_shared.metastore.engine import create_engine, session_factory
     from strata_shared.storage import ObjectStore
 
@@ -635,7 +637,7 @@ async def measure_explain(url: str, storage_uri: str, info: ExplainIndex, sql: s
         print("[query] in-process build_plan, cold caches ...", flush=True)
         cold, _ = await _timed_plans(sessions, sql, cold_runs, fresh)
         out["cold"] = latency_summary(cold)
-        out["plan"] = plan.out.model_dump(mode="json")
+        out["plan"] = plan_out(plan, None).model_dump(mode="json")
         out["cache_bytes"] = {"artifacts": shared.artifacts.lru._bytes, "footers": shared.footers.lru._bytes}
 
         timer = _stage_timer()

@@ -162,6 +162,7 @@ async def test_without_the_bundle_a_query_answers_502_naming_the_missing_module(
     state = cluster_query.app.state.strata
     state.spark.close()
     state.spark = SparkSessionFactory(cluster.remote)  # no bundle_dir
+    state.own().runtime.engines.distributed.spark = state.spark  # the engine that runs the app's Spark queries
     query = {"sql": f'SELECT count(*) FROM "{index_id}"', "engine": "spark"}
     response = await cluster_query.post("/v1/query", json=query, headers=keys.header(keys.admin))
     problem = assert_problem(response, 502, "spark-job-failed")

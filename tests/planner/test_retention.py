@@ -162,10 +162,10 @@ async def test_a_query_planned_before_the_drop_finishes_on_the_kept_files(indexe
     app = create_app(settings.model_copy(update={"fault_query_scan_delay_secs": 3.0}))
     async with LifespanManager(app), httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://q",
                                                        timeout=60) as query:
-        runtime = app.state.strata.own()
+        running_queries = app.state.strata.own().registry.running_queries
         running = asyncio.create_task(query.post("/v1/query", json={"sql": sql, "engine": "local"},
                                                  headers=keys.header(keys.admin)))
-        while not runtime.running:  # planned: its files are chosen, the scan waits
+        while not running_queries:  # planned: its files are chosen, the scan waits
             assert not running.done(), running.result().text
             await asyncio.sleep(0.05)
         dropped = await planner.delete(f"/v1/indexes/{index_id}/windows", params={"older_than": a - 4 * W},

@@ -4,19 +4,17 @@ plan on the default lookback is reused only while the clock's move cannot change
 
 from __future__ import annotations
 
-import dataclasses
 import re
 
 import pytest
 from sqlalchemy import text
 
-from strata_query.planning.plan_cache import KeptPlan, PlanCache, reuse
-from strata_query.planning.planner import QueryPlan
-from strata_query.planning.schemas import PlanOut, TimeRangeOut
+from strata_query.query_cache import CachedPlan, PlanCache, reuse
 from strata_services.sample_data import metrics_index_config
 from tests.helpers import delete_index
 from tests.indexer.indexing_helpers import ingest, rows_for
 from tests.planner.compaction_helpers import open_window
+from tests.query.plans import cached_plan
 
 
 def _counter(metrics: str, outcome: str) -> float:
@@ -99,21 +97,15 @@ async def test_a_settings_change_or_a_new_incarnation_plans_again(query, indexer
     assert (await _count(query, keys, sql))[0] == 100
 
 
-def _lookback_plan(lookback_start: int, earliest: int | None) -> KeptPlan:
-    out = PlanOut(index_id="i", index_uid="i:1", tenant=None, sql="", predicate="", columns=[],
-                  time_range=TimeRangeOut(column="ts", unit="seconds", intervals=[(lookback_start, None)],
-                                          includes_null_timestamps=False, source="default_lookback",
-                                          default_lookback_secs=1000),
-                  stages=[], files=[], total_files=0, total_row_groups=0, total_bytes=0, total_rows=0,
-                  planning_ms=1.0)
-    return KeptPlan(QueryPlan(None, None, out, [], None), ("i:1", 1, 7), lookback_start, earliest)
+def _lookback_plan(lookback_start: int, earliest: int | None, files: int = 0) -> CachedPlan:
+    return cached_plan(((lookback_start, None),), files=files, lookback_start=lookback_start, earliest=earliest)
 
 
 def test_a_lookback_plan_holds_while_its_files_stay_inside_the_lookback():
     kept = _lookback_plan(lookback_start=5000, earliest=5500)
     moved = reuse(kept, ("i:1", 1, 7), now=6400.0)  # the lookback now starts at 5400, before every kept file
-    assert moved is not None and moved.out.time_range.intervals == [(5400, None)]
-    assert kept.plan.out.time_range.intervals == [(5000, None)], "the kept plan itself is never changed"
+    assert moved is not None and moved.time_range.intervals == ((5400, None),)
+    assert kept.plan.time_range.intervals == ((5000, None),), "the cached plan itself is never changed"
     assert reuse(kept, ("i:1", 1, 7), now=6501.0) is None  # a kept file would start before the lookback
     assert reuse(_lookback_plan(5000, None), ("i:1", 1, 7), now=1e9) is not None  # it kept no file
     assert reuse(kept, ("i:1", 1, 8), now=6000.0) is None  # the index changed
@@ -122,10 +114,8 @@ def test_a_lookback_plan_holds_while_its_files_stay_inside_the_lookback():
 
 
 def test_the_cache_is_bounded_in_plans_and_in_files_the_least_recently_used_leaving_first():
-    def sized(files: int) -> KeptPlan:
-        kept = _lookback_plan(0, None)
-        return dataclasses.replace(kept, plan=dataclasses.replace(
-            kept.plan, out=kept.plan.out.model_copy(update={"total_files": files})))
+    def sized(files: int) -> CachedPlan:
+        return _lookback_plan(0, None, files)
 
     cache = PlanCache(max_plans=3, max_files=100)
     for name in "abc":

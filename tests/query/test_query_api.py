@@ -171,7 +171,7 @@ async def test_no_key_is_401_and_a_timeout_interrupts_the_query(query, keys, dat
     response = await _query(query, keys, f"SELECT host, count(*) FROM {dataset.table} GROUP BY host",
                             timeout_secs=0.001)
     assert response.status_code == 504 and "interrupted" in response.json()["detail"]
-    assert query.app.state.strata.own().running == {}
+    assert query.app.state.strata.own().registry.running_queries == {}
 
 
 async def test_a_plan_over_the_file_limit_is_a_422_with_the_limit(settings, keys, dataset):
@@ -221,12 +221,12 @@ async def test_delete_interrupts_a_running_query(settings, keys, dataset, engine
     app = create_app(settings.model_copy(update={"fault_query_scan_delay_secs": 30.0}))
     async with LifespanManager(app), httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://q",
                                                        timeout=60) as client:
-        runtime = app.state.strata.own()
+        running_queries = app.state.strata.own().registry.running_queries
         started = asyncio.get_running_loop().time()
         running = asyncio.create_task(_query(client, keys, f"SELECT count(*) FROM {dataset.table}", engine=engine))
-        while not runtime.running:
+        while not running_queries:
             await asyncio.sleep(0.05)
-        [query_id] = runtime.running
+        [query_id] = running_queries
         await asyncio.sleep(1.0)  # let Spark start the scan tasks
         cancel = await client.delete(f"/v1/query/{query_id}", headers=keys.header(keys.admin))
         assert cancel.status_code == 202
@@ -234,7 +234,7 @@ async def test_delete_interrupts_a_running_query(settings, keys, dataset, engine
         assert response.status_code == 409 and query_id in response.json()["detail"], response.text
         # Interrupted, not waited out: well before the injected 30 s.
         assert asyncio.get_running_loop().time() - started < 25
-        assert runtime.running == {}
+        assert running_queries == {}
         unknown = await client.delete(f"/v1/query/{query_id}", headers=keys.header(keys.admin))
         assert unknown.status_code == 404
 

@@ -13,8 +13,7 @@ import pytest
 from strata_planner.compaction.executor import MergeExecutor
 from strata_planner.compaction.runner import CompactionRunner
 from strata_query.execution.scan_request import scan_request
-from strata_query.execution.spark_query import open_spark_query
-from strata_query.router import _plan
+from strata_query.service import QueryCall
 from tests.planner.compaction_helpers import create_index, ingest_split, open_window
 
 pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("clock_at_present")]
@@ -69,20 +68,17 @@ async def test_a_query_planned_before_a_merge_publishes_still_completes(indexer,
     window = open_window()
     for seed in range(3):
         await ingest_split(indexer, keys, index_id, window, 300, seed=seed)
-    state = query.app.state.strata
-    principal = state.api_keys.authenticate(keys.admin)
-    plan, _ = await _plan(state, principal, f'SELECT count(*) AS n FROM "{index_id}"')
-    assert plan.out.total_files == 3
+    service = query.app.state.strata.own()
+    plan = (await service.explain(QueryCall(tenant=None, sql=f'SELECT count(*) AS n FROM "{index_id}"'))).plan
+    assert plan.total_files == 3
     job = await _merge(planner, keys, spark_factory, index_id)
     assert job["status"] == "success", job
     # The plan still names the three inputs, now marked for deletion but kept through the grace period.
-    for dialect in ("spark", "duckdb"):
-        request = scan_request("01PLANNEDBEFOREMERGE000000", plan, dialect)
-        if dialect == "spark":
-            stream = await asyncio.to_thread(open_spark_query, state.spark, request)
-        else:
-            stream = await asyncio.to_thread(query.app.state.strata.own().local.open, request)
-        assert pa.Table.from_batches(list(stream), stream.schema).to_pylist() == [{"n": 900}], dialect
+    engines = service.runtime.engines
+    for engine in (engines.distributed, engines.in_process):
+        request = scan_request("01PLANNEDBEFOREMERGE000000", plan, engine.dialect)
+        stream = await asyncio.to_thread(engine.open, request)
+        assert pa.Table.from_batches(list(stream), stream.schema).to_pylist() == [{"n": 900}], engine.name
     assert await _count(query, keys, index_id) == 900
 
 

@@ -1,4 +1,4 @@
-"""Kept results: a repeated query over unchanged published files is answered from the result of its earlier run,
+"""The result cache: a repeated query over unchanged published files is answered from the result of its earlier run,
 and only then. Any publication makes the answer a fresh run again; Cache-Control asks for a run; results are
 kept per tenant, engine and row cap, never when cut at the cap or larger than their bound."""
 
@@ -10,11 +10,10 @@ import re
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
-from strata_query.planning.plan_cache import MAX_RESULT_BYTES, KeptPlan, KeptResult, PlanCache
-from strata_query.planning.planner import QueryPlan
-from strata_query.planning.schemas import PlanOut, TimeRangeOut
+from strata_query.query_cache import MAX_RESULT_BYTES, CachedPlan, CachedResult, PlanCache
 from tests.indexer.indexing_helpers import ingest, rows_for
 from tests.planner.compaction_helpers import open_window
+from tests.query.plans import cached_plan
 
 
 async def _run(query, key_header: dict, sql: str, *, accept: str = "application/json", **extra):
@@ -140,17 +139,12 @@ async def test_a_result_cut_at_its_cap_is_never_kept_and_a_streamed_one_is(query
     assert len(replayed.text.splitlines()) == 1500
 
 
-def _kept(files: int = 1) -> KeptPlan:
-    out = PlanOut(index_id="i", index_uid="i:1", tenant=None, sql="", predicate="", columns=[],
-                  time_range=TimeRangeOut(column="ts", unit="seconds", intervals=[(0, 10)],
-                                          includes_null_timestamps=False, source="where"),
-                  stages=[], files=[], total_files=files, total_row_groups=0, total_bytes=0, total_rows=0,
-                  planning_ms=1.0)
-    return KeptPlan(QueryPlan(None, None, out, [], None), ("i:1", 1, 7), None, None)
+def _kept(files: int = 1) -> CachedPlan:
+    return cached_plan(((0, 10),), files=files)
 
 
-def _result(nbytes: int) -> KeptResult:
-    return KeptResult(pa.schema([("n", pa.int64())]), (), nbytes)
+def _result(nbytes: int) -> CachedResult:
+    return CachedResult(pa.schema([("n", pa.int64())]), (), nbytes)
 
 
 def test_kept_results_stay_within_their_bytes_the_least_recently_used_plans_results_leaving_first():
@@ -158,16 +152,16 @@ def test_kept_results_stay_within_their_bytes_the_least_recently_used_plans_resu
     plans = {sql: _kept() for sql in ("a", "b", "c")}
     for sql, kept in plans.items():
         cache.put(sql, None, kept)
-        assert cache.keep_result(sql, None, kept, ("local", 10), _result(400))
+        assert cache.cache_result(sql, None, kept, ("local", 10), _result(400))
     # "a" was the least recently used plan: its result left for "c"'s.
     assert not plans["a"].results and plans["b"].results and plans["c"].results
     assert cache.result_bytes == 800
     cache.candidate("b", None)
-    assert cache.keep_result("a", None, plans["a"], ("local", 10), _result(400))
+    assert cache.cache_result("a", None, plans["a"], ("local", 10), _result(400))
     assert not plans["c"].results and plans["b"].results and cache.result_bytes == 800
 
     # A result replacing one under the same key counts once; a plan replaced or dropped takes its results along.
-    assert cache.keep_result("b", None, plans["b"], ("local", 10), _result(300))
+    assert cache.cache_result("b", None, plans["b"], ("local", 10), _result(300))
     assert cache.result_bytes == 700
     cache.put("b", None, _kept())
     assert cache.result_bytes == 400
@@ -178,9 +172,9 @@ def test_kept_results_stay_within_their_bytes_the_least_recently_used_plans_resu
 def test_a_result_is_kept_only_with_its_own_plan_and_within_the_bound():
     cache = PlanCache(max_result_bytes=64 * MAX_RESULT_BYTES)
     kept = _kept()
-    assert not cache.keep_result("a", None, kept, ("local", 10), _result(1))  # not (or no longer) the kept plan
+    assert not cache.cache_result("a", None, kept, ("local", 10), _result(1))  # not (or no longer) the kept plan
     cache.put("a", None, kept)
-    assert not cache.keep_result("a", "acme", kept, ("local", 10), _result(1))
-    assert not cache.keep_result("a", None, kept, ("local", 10), _result(MAX_RESULT_BYTES + 1))
-    assert cache.keep_result("a", None, kept, ("local", 10), _result(MAX_RESULT_BYTES))
-    assert not PlanCache(max_result_bytes=0).keep_result("a", None, kept, ("local", 10), _result(1))
+    assert not cache.cache_result("a", "acme", kept, ("local", 10), _result(1))
+    assert not cache.cache_result("a", None, kept, ("local", 10), _result(MAX_RESULT_BYTES + 1))
+    assert cache.cache_result("a", None, kept, ("local", 10), _result(MAX_RESULT_BYTES))
+    assert not PlanCache(max_result_bytes=0).cache_result("a", None, kept, ("local", 10), _result(1))

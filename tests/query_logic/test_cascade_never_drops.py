@@ -1,9 +1,11 @@
-"""The whole pruning cascade, with real artifacts built by the artifact builder over real split files: for random
+"""The pruning cascade query-api plans with (`run_cascade` over `CASCADE`, as `build_plan` calls it), fed by a
+candidate source that holds real split files and the real artifacts the artifact builder made of them: for random
 data and random predicates, the rows of the kept row groups that match are exactly the rows of the whole file
 that match (pruning never drops a matching row), and something does get pruned."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 import tempfile
 
@@ -13,15 +15,31 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from strata_query.planning.caches import ArtifactCache, FooterCache
-from strata_query.planning.cascade import CandidateFile, PublishedArtifact, run_full_cascade
+from strata_query.planning.candidates import CandidateFile, CandidateQuery, PublishedArtifact
+from strata_query.planning.cascade import CascadeContext, CascadeResult, run_cascade
+from strata_query.planning.stages import CASCADE
 from strata_shared.artifacts import build_artifacts
 from strata_shared.domain.column_stats import compute_column_stats
 from strata_shared.domain.fields import FieldType
 from strata_shared.domain.index_config import ArtifactConfig, ParquetConfig
 from strata_shared.domain.split import SplitMetadata
-from strata_shared.query.predicate import And, Compare, InList, IsNull, Like, Or, TextMatch, evaluate_row, to_nnf
+from strata_shared.query.predicate import (
+    And,
+    Compare,
+    InList,
+    IsNull,
+    Like,
+    Or,
+    Predicate,
+    TextMatch,
+    columns_of,
+    evaluate_row,
+    to_nnf,
+)
+from strata_shared.query.time_range import TimeRanges
 from strata_shared.splitfile.writer import encode_split, row_group_spans
 from strata_shared.storage import ObjectStore
+from tests.query_logic.in_memory_candidates import InMemoryCandidates
 
 TYPES = {"host": FieldType.STRING, "code": FieldType.I64, "value": FieldType.F64, "message": FieldType.STRING}
 CONFIG = ArtifactConfig(bloom_columns=[{"column": "host"}], bitmap_columns=["code"], full_text_columns=["message"])
@@ -50,6 +68,17 @@ atom = st.one_of(
 predicates = st.recursive(atom, lambda children: st.one_of(
     st.lists(children, min_size=2, max_size=3).map(lambda c: And(tuple(c))),
     st.lists(children, min_size=2, max_size=3).map(lambda c: Or(tuple(c)))), max_leaves=5)
+
+
+def _cascade(store: ObjectStore, pred: Predicate, candidates: list[CandidateFile]) -> CascadeResult:
+    """What the planner does once the index and the time range are known: read the candidates from a source, then
+    run the cascade's stages over them."""
+    stats_columns = frozenset(columns_of(pred)) & frozenset(TYPES)
+    read = asyncio.run(InMemoryCandidates(candidates).read(CandidateQuery(
+        tenant=None, ranges=TimeRanges.everything(), predicate=pred, window_duration_secs=900, split_columns={},
+        stats_columns=stats_columns, prune_columns=stats_columns, limit=1000)))
+    return run_cascade(CASCADE, CascadeContext(read, pred, {}, frozenset(TYPES), ArtifactCache(store),
+                                               FooterCache(store)))
 
 
 def _split(store: ObjectStore, rows: list[dict], sort: bool) -> CandidateFile:
@@ -91,7 +120,7 @@ def test_the_cascade_never_drops_a_matching_row(rows, pred, sort, with_artifacts
         if not with_artifacts:
             candidate.artifacts = None
         nnf = to_nnf(pred)
-        result = run_full_cascade(nnf, [candidate], set(TYPES), ArtifactCache(store), FooterCache(store))
+        result = _cascade(store, nnf, [candidate])
         parquet = pq.ParquetFile(store.open_input(candidate.split.uri))
         all_rows = parquet.read().to_pylist()
         expected = [r for r in all_rows if evaluate_row(pred, r)]
@@ -109,7 +138,7 @@ def test_the_cascade_prunes_row_groups_with_each_kind_of_artifact():
         groups = len(candidate.split.row_groups)
         for pred, stage in [(Compare("host", "=", "h3"), "zone_maps"), (InList("code", (4,)), "zone_maps"),
                             (TextMatch("message", ("word7",)), "full_text")]:
-            result = run_full_cascade(to_nnf(pred), [candidate], set(TYPES), ArtifactCache(store), FooterCache(store))
+            result = _cascade(store, to_nnf(pred), [candidate])
             counts = {s.stage: s for s in result.stages}
             assert counts[stage].row_groups_after < groups
             assert 0 < sum(len(p.row_groups) for p in result.files) < groups

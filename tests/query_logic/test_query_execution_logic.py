@@ -8,36 +8,53 @@ import pyarrow as pa
 import pytest
 
 from strata_query.execution.admission import FairAdmission, TenantBusy
-from strata_query.execution.engine_choice import EngineUnavailable, LocalLimits, choose_engine
+from strata_query.execution.engine_choice import Engines, EngineUnavailable, LocalLimits, choose_engine
+from strata_query.execution.hot_tier import HotTier
+from strata_query.execution.local_query import LocalEngine
 from strata_query.execution.result_stream import ResultStream, engine_limit
+from strata_query.execution.spark_query import SparkEngine
+from strata_query.planning.caches import FooterCache
+from strata_shared.spark.session import SparkSessionFactory
+from strata_shared.storage import ObjectStore
 
 LIMITS = LocalLimits(max_bytes=1000, max_rows=100, max_files=3)
 
 
-def _choose(files=1, rows=10, bytes_read=100, requested=None, spark=True):
+@pytest.fixture(scope="module")
+def engines(tmp_path_factory):
+    """The real engines, never asked to run anything: the Spark session is created only on first use."""
+    storage = ObjectStore(f"file://{tmp_path_factory.mktemp('engines')}")
+    local = LocalEngine(HotTier(storage, FooterCache(storage), 0), threads=1)
+    yield Engines(local, SparkEngine(SparkSessionFactory("sc://127.0.0.1:1")))
+    local.close()
+
+
+def _choose(engines, files=1, rows=10, bytes_read=100, requested=None, spark=True):
+    available = engines if spark else Engines(engines.in_process, None)
     return choose_engine(files=files, rows=rows, bytes_read=bytes_read, limits=LIMITS, requested=requested,
-                         spark_available=spark)
+                         engines=available).engine.name
 
 
-def test_a_plan_within_every_limit_runs_locally_at_the_limits_included():
-    assert _choose().engine == "local"
-    assert _choose(files=3, rows=100, bytes_read=1000).engine == "local"
+def test_a_plan_within_every_limit_runs_locally_at_the_limits_included(engines):
+    assert _choose(engines) == "local"
+    assert _choose(engines, files=3, rows=100, bytes_read=1000) == "local"
 
 
 @pytest.mark.parametrize(("over", "named"), [({"files": 4}, "files 4 > 3"), ({"rows": 101}, "rows 101 > 100"),
                                              ({"bytes_read": 1001}, "bytes 1,001 > 1,000")])
-def test_a_plan_over_any_limit_runs_on_spark_and_says_which(over, named):
-    choice = _choose(**over)
-    assert choice.engine == "spark" and named in choice.reason
+def test_a_plan_over_any_limit_runs_on_spark_and_says_which(engines, over, named):
+    choice = choose_engine(**{"files": 1, "rows": 10, "bytes_read": 100, **over}, limits=LIMITS, requested=None,
+                           engines=engines)
+    assert choice.engine.name == "spark" and named in choice.reason
 
 
-def test_a_request_forces_an_engine_but_not_a_missing_spark():
-    assert _choose(files=99, requested="local").engine == "local"
-    assert _choose(requested="spark").engine == "spark"
+def test_a_request_forces_an_engine_but_not_a_missing_spark(engines):
+    assert _choose(engines, files=99, requested="local") == "local"
+    assert _choose(engines, requested="spark") == "spark"
     with pytest.raises(EngineUnavailable, match="no Spark Connect server"):
-        _choose(requested="spark", spark=False)
+        _choose(engines, requested="spark", spark=False)
     with pytest.raises(EngineUnavailable, match="over the local engine's limits"):
-        _choose(rows=101, spark=False)
+        _choose(engines, rows=101, spark=False)
 
 
 def _stream(sizes: list[int], cap: int | None) -> tuple[ResultStream, list[int]]:

@@ -1,5 +1,5 @@
 """Split pruning inside PostgreSQL (`published_candidates`, `split_pruning.may_match_sql`) against the Python
-reference (`passes_split_stats`, the time range's `overlaps`), on real PostgreSQL, for random statistics (every
+reference (`split_may_match`, the time range's `overlaps`), on real PostgreSQL, for random statistics (every
 value kind, nulls, all-null and empty splits, a column whose kind differs between splits, mixed-type literals) and
 random predicates:
 
@@ -23,11 +23,11 @@ from hypothesis import strategies as st
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, create_async_engine
 
-from strata_query.planning.cascade import passes_split_stats
 from strata_shared.domain.column_stats import ColumnStats
 from strata_shared.domain.split import SplitMetadata, SplitState
 from strata_shared.metastore.repositories import SplitRepository
 from strata_shared.query.predicate import And, Compare, InList, IsNull, Like, Or, Predicate, to_nnf
+from strata_shared.query.pruning import split_may_match
 from strata_shared.query.time_range import Interval, TimeRanges
 from tests.query_logic.strategies import PREDICATES
 
@@ -150,7 +150,7 @@ def _reference(population: list[SplitMetadata], pred: Predicate, ranges: TimeRan
     in_range = [s for s in population
                 if (s.time_range_start is None and ranges.includes_null)
                 or (s.time_range_start is not None and ranges.overlaps(s.time_range_start, s.time_range_end))]
-    return in_range, [s.split_id for s in in_range if passes_split_stats(pred, s.summary(), CONSTANTS)]
+    return in_range, [s.split_id for s in in_range if split_may_match(pred, s.summary(), CONSTANTS)]
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -165,7 +165,7 @@ def test_sql_pruning_never_drops_a_split_the_reference_keeps(database, populatio
     assert found.size_bytes == sum(s.size_bytes for s in in_range)
     assert found.null_time_range_starts == sum(s.time_range_start is None for s in in_range)
     # What the planner does: the reference over the SQL's survivors, with the statistics read back.
-    assert [s.split_id for s in found.splits if passes_split_stats(nnf, s.summary(), CONSTANTS)] == kept
+    assert [s.split_id for s in found.splits if split_may_match(nnf, s.summary(), CONSTANTS)] == kept
     assert {s.split_id: s.column_stats for s in found.splits} == {
         s.split_id: s.column_stats for s in population if s.split_id in set(sql_kept)}
 

@@ -6,21 +6,23 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from strata_query.execution.runtime import QueryRuntime
+from strata_query.registry import InMemoryQueryRegistry
 from strata_query.router import router as query_router
+from strata_query.service import QueryService
 from strata_shared.config import Settings
 from strata_shared.web.app import build_app
 from strata_shared.web.state import AppState
 
 
-async def _install_runtime(app: FastAPI) -> None:
-    state: AppState[QueryRuntime] = app.state.strata
-    state.parts = QueryRuntime(state.storage, state.registry, state.settings)
+async def _install_service(app: FastAPI) -> None:
+    state: AppState[QueryService] = app.state.strata
+    runtime = QueryRuntime(state.storage, state.registry, state.settings, state.spark)
+    state.parts = QueryService(runtime, state.sessions, state.settings, InMemoryQueryRegistry())
 
 
-async def _close_runtime(app: FastAPI) -> None:
-    state: AppState[QueryRuntime] = app.state.strata
-    state.own().local.close()
-    state.own().plan_checks.close()
+async def _close_service(app: FastAPI) -> None:
+    state: AppState[QueryService] = app.state.strata
+    state.own().runtime.close()
 
 
 def create_app(settings: Settings) -> FastAPI:
@@ -33,6 +35,6 @@ def create_app(settings: Settings) -> FastAPI:
                     "plans; small plans run in process on DuckDB, large ones on Spark through Spark Connect; results "
                     "streamed as Arrow, NDJSON or JSON.",
         routers=[query_router],
-        on_startup=[_install_runtime],
-        on_shutdown=[_close_runtime],
+        on_startup=[_install_service],
+        on_shutdown=[_close_service],
     )

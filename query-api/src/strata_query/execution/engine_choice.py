@@ -5,9 +5,11 @@ byte is read, and the reason is reported with the result."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
-Engine = Literal["local", "spark"]
+from strata_query.execution.engine import Engine
+
+# What a request naming an engine that is not configured here is told.
+_NOT_CONFIGURED = {"spark": "the query asks for Spark, but query-api has no Spark Connect server configured"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,8 +23,20 @@ class LocalLimits:
 
 
 @dataclass(frozen=True, slots=True)
+class Engines:
+    """The engines of this query-api: the in-process one, always, and Spark when one is configured."""
+
+    in_process: Engine
+    distributed: Engine | None
+
+    def named(self, name: str) -> Engine | None:
+        return next((e for e in (self.in_process, self.distributed) if e is not None and e.name == name), None)
+
+
+@dataclass(frozen=True, slots=True)
 class EngineChoice:
-    engine: Engine
+    # None: no engine here can run the plan, and `reason` says why.
+    engine: Engine | None
     reason: str
 
 
@@ -30,23 +44,24 @@ class EngineUnavailable(Exception):
     """The engine a plan needs is not configured here."""
 
 
-def choose_engine(*, files: int, rows: int, bytes_read: int, limits: LocalLimits, requested: Engine | None,
-                  spark_available: bool) -> EngineChoice:
-    """The engine for a plan reading `files` files, `rows` rows and `bytes_read` bytes. A request may force one;
-    forcing Spark where none is configured raises EngineUnavailable, and so does a plan over the local limits."""
-    if requested == "local":
-        return EngineChoice("local", "requested by the query")
-    if requested == "spark":
-        if not spark_available:
-            raise EngineUnavailable("the query asks for Spark, but query-api has no Spark Connect server configured")
-        return EngineChoice("spark", "requested by the query")
+def choose_engine(*, files: int, rows: int, bytes_read: int, limits: LocalLimits, requested: str | None,
+                  engines: Engines) -> EngineChoice:
+    """The engine for a plan reading `files` files, `rows` rows and `bytes_read` bytes. A request may name one;
+    naming one that is not configured raises EngineUnavailable, and so does a plan over the local limits where
+    there is no Spark."""
+    if requested is not None:
+        engine = engines.named(requested)
+        if engine is None:
+            raise EngineUnavailable(_NOT_CONFIGURED.get(
+                requested, f"the query asks for the engine {requested!r}, which query-api does not have"))
+        return EngineChoice(engine, "requested by the query")
     over = [f"{name} {value:,} > {limit:,}" for name, value, limit in (
         ("bytes", bytes_read, limits.max_bytes), ("rows", rows, limits.max_rows), ("files", files, limits.max_files))
         if value > limit]
     if not over:
-        return EngineChoice("local", f"plan within local limits ({bytes_read:,} bytes, {rows:,} rows, "
-                                     f"{files:,} files)")
-    if not spark_available:
+        return EngineChoice(engines.in_process, f"plan within local limits ({bytes_read:,} bytes, {rows:,} rows, "
+                                                f"{files:,} files)")
+    if engines.distributed is None:
         raise EngineUnavailable(f"the plan is over the local engine's limits ({', '.join(over)}) and query-api has "
                                 "no Spark Connect server configured; narrow the query or force \"engine\": \"local\"")
-    return EngineChoice("spark", f"plan over local limits: {', '.join(over)}")
+    return EngineChoice(engines.distributed, f"plan over local limits: {', '.join(over)}")

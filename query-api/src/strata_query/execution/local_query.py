@@ -52,6 +52,11 @@ class StorageUnavailable(Unavailable):
 
 
 class LocalEngine:
+    """The in-process engine (implements `engine.Engine`)."""
+
+    name = "local"
+    dialect = "duckdb"
+
     def __init__(self, hot: HotTier, threads: int, table_scan_max_rows: int = TABLE_SCAN_MAX_ROWS) -> None:
         self.hot = hot
         self.table_scan_max_rows = table_scan_max_rows
@@ -131,6 +136,11 @@ class LocalEngine:
         interrupted.set()
         cursor.interrupt()
         return True
+
+    def problem(self, exc: Exception) -> StrataError | None:
+        """None: what this engine raises is a Strata problem already (QueryFailed, StorageUnavailable) or a
+        defect."""
+        return None
 
     def close(self) -> None:
         self._db.close()

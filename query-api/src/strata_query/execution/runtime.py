@@ -1,48 +1,27 @@
-"""What query-api keeps between requests: the planning caches, kept plans and the RAM tier, the in-process engine,
-admission, the running queries (so DELETE can interrupt them), asynchronous plans, and the query metrics."""
+"""What query-api keeps between requests: the planning caches, the plan and result cache and the RAM tier, the
+engines, admission, and the query metrics."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import time
-from collections import OrderedDict
-from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from strata_query.execution.admission import FairAdmission
-from strata_query.execution.engine_choice import Engine, LocalLimits
+from strata_query.execution.engine_choice import Engines, LocalLimits
 from strata_query.execution.hot_tier import HotTier
 from strata_query.execution.local_query import LocalEngine
+from strata_query.execution.spark_query import SparkEngine
 from strata_query.planning.caches import ArtifactCache, ByteLru, FooterCache
-from strata_query.planning.plan_cache import PlanCache
-from strata_query.planning.schemas import PlanStatus
+from strata_query.planning.plan import QueryPlan
+from strata_query.query_cache import PlanCache
 from strata_shared.config import Settings
 from strata_shared.metastore.single_reads import SingleReads
+from strata_shared.spark.session import SparkSessionFactory
 from strata_shared.storage import ObjectStore
 
-MAX_PLANS = 1000
 log = logging.getLogger("strata.query")
-
-
-@dataclass
-class RunningQuery:
-    query_id: str
-    tenant: str | None
-    engine: Engine
-    started: float = field(default_factory=time.monotonic)
-    cancelled: bool = False
-    # True until the engine has produced the first batch (or failed).
-    opening: bool = True
-
-
-@dataclass
-class AsyncPlan:
-    status: PlanStatus
-    tenant: str | None
-    task: asyncio.Task | None = None
 
 
 class QueryMetrics:
@@ -65,10 +44,10 @@ class QueryMetrics:
         self.truncated = Counter("strata_query_truncated_total", "Results cut at the result-row cap",
                                  registry=registry)
         self.result_cache = Counter("strata_query_result_cache_total", "Executions by where the result came from: "
-                                    "hit (a kept result), miss (run now), bypass (run now: Cache-Control)",
+                                    "hit (a cached result), miss (run now), bypass (run now: Cache-Control)",
                                     ["outcome"], registry=registry)
 
-    def observe_plan(self, plan) -> None:
+    def observe_plan(self, plan: QueryPlan) -> None:
         """Counts what each stage pruned. Metrics never fail a query: a stage reporting more after it than before
         it would be a planner defect, logged and counted as zero rather than raised to the caller."""
         for stage in plan.stages:
@@ -102,31 +81,26 @@ class CacheCollector:
 
 
 class QueryRuntime:
-    def __init__(self, storage: ObjectStore, registry: CollectorRegistry, settings: Settings) -> None:
+    def __init__(self, storage: ObjectStore, registry: CollectorRegistry, settings: Settings,
+                 spark: SparkSessionFactory | None) -> None:
         self.artifacts = ArtifactCache(storage)
         self.footers = FooterCache(storage)
         self.hot = HotTier(storage, self.footers, settings.query_hot_cache_bytes)
         self.local = LocalEngine(self.hot, settings.query_local_threads)
+        self.engines = Engines(self.local, None if spark is None else SparkEngine(spark))
         self.local_limits = LocalLimits(settings.query_local_max_bytes, settings.query_local_max_rows,
                                         settings.query_local_max_files)
         self.plan_cache = PlanCache(max_result_bytes=settings.query_result_cache_bytes)
-        # Checking a kept plan is one statement on every repeated query: one round trip on a kept connection.
+        # Checking a cached plan is one statement on every repeated query: one round trip on a kept connection.
         self.plan_checks = SingleReads(settings.database_url, "strata-query-plan-check")
         self.admission = FairAdmission(settings.query_max_concurrent, settings.query_max_concurrent_per_tenant,
                                        settings.query_max_waiting_per_tenant)
-        self.running: dict[str, RunningQuery] = {}
-        self.plans: OrderedDict[str, AsyncPlan] = OrderedDict()
         self.metrics = QueryMetrics(registry)
-        Gauge("strata_query_result_cache_bytes", "Bytes of the results kept with kept plans",
+        Gauge("strata_query_result_cache_bytes", "Bytes of the results in the result cache",
               registry=registry).set_function(lambda: self.plan_cache.result_bytes)
         registry.register(CacheCollector({"hot": self.hot.lru, "footers": self.footers.lru,
                                           "artifacts": self.artifacts.lru}))
 
-    def remember_plan(self, plan_id: str, plan: AsyncPlan) -> None:
-        self.plans[plan_id] = plan
-        # Finished plans are kept for their readers, the oldest dropped past the bound.
-        while len(self.plans) > MAX_PLANS:
-            oldest_id, oldest = next(iter(self.plans.items()))
-            if oldest.task is not None and not oldest.task.done():
-                break
-            self.plans.pop(oldest_id)
+    def close(self) -> None:
+        self.local.close()
+        self.plan_checks.close()

@@ -5,11 +5,11 @@ with which the in-process scan drops rows that cannot match before the engine re
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 from strata_jobs.pruned_scan import ScanTask
 from strata_query.execution.result_stream import engine_limit
-from strata_query.planning.planner import PARTITION_COLUMN, QueryPlan
+from strata_query.planning.plan import QueryPlan
+from strata_query.planning.planner import PARTITION_COLUMN
 from strata_shared.domain.fields import FieldType
 from strata_shared.query.predicate import TRUE, Predicate
 
@@ -46,12 +46,13 @@ class ScanRequest:
         return self.sql_template.replace(VIEW, self.view)
 
 
-def scan_request(query_id: str, plan: QueryPlan, dialect: Literal["spark", "duckdb"], row_cap: int | None = None,
+def scan_request(query_id: str, plan: QueryPlan, dialect: str, row_cap: int | None = None,
                  scan_delay_secs: float = 0.0) -> ScanRequest:
+    """The plan's scan in `dialect` (an engine's, e.g. "duckdb", "spark")."""
     tasks = [ScanTask(uri=f.uri, row_groups=f.row_groups, constants={PARTITION_COLUMN: f.partition_id})
-             for f in plan.out.files]
+             for f in plan.files]
     extra = None if plan.extra_filter is None else plan.extra_filter.sql(dialect=dialect, identify=True)
     return ScanRequest(query_id=query_id, tasks=tasks, columns=plan.scan_columns,
                        sql_template=plan.parsed.sql_for(VIEW, dialect, engine_limit(row_cap)), extra_filter=extra,
-                       row_cap=row_cap, rows=plan.out.total_rows, predicate=plan.parsed.predicate,
+                       row_cap=row_cap, rows=plan.total_rows, predicate=plan.parsed.predicate,
                        scan_delay_secs=scan_delay_secs)

@@ -14,9 +14,31 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from strata_jobs.pruned_scan import scan_frame
 from strata_query.execution.result_stream import ResultStream
 from strata_query.execution.scan_request import ScanRequest
+from strata_shared.errors import StrataError
+from strata_shared.spark.errors import spark_problem
 from strata_shared.spark.session import SparkSessionFactory
 
 log = logging.getLogger("strata.query")
+
+
+class SparkEngine:
+    """Spark through Spark Connect (implements `engine.Engine`)."""
+
+    name = "spark"
+    dialect = "spark"
+
+    def __init__(self, spark: SparkSessionFactory) -> None:
+        self.spark = spark
+
+    def open(self, scan: ScanRequest) -> ResultStream:
+        return open_spark_query(self.spark, scan)
+
+    def interrupt(self, query_id: str) -> bool:
+        return bool(interrupt_spark_query(self.spark, query_id))
+
+    def problem(self, exc: Exception) -> StrataError | None:
+        """503 when Spark Connect is unreachable, 502 for a failed job; None for a failure not from Spark."""
+        return spark_problem(exc, self.spark.remote)
 
 
 def open_spark_query(spark: SparkSessionFactory, request: ScanRequest) -> ResultStream:

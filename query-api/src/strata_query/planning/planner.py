@@ -11,24 +11,17 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import asdict, dataclass, fields
 
 from opentelemetry import trace
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlglot import exp
 
 from strata_query.planning.caches import ArtifactCache, FooterCache
-from strata_query.planning.cascade import (
-    CandidateFile,
-    CascadeResult,
-    FilePart,
-    PublishedArtifact,
-    passes_split_stats,
-    run_cascade,
-    split_stage_count,
-)
-from strata_query.planning.schemas import FilePartOut, PlanOut, StageOut, TimeRangeOut
-from strata_query.sql import ParsedQuery, parse_query
+from strata_query.planning.candidates import CandidateQuery, MetastoreCandidates
+from strata_query.planning.cascade import CascadeContext, CascadeResult, run_cascade
+from strata_query.planning.plan import PlannedTimeRange, QueryPlan
+from strata_query.planning.stages import CASCADE
+from strata_query.sql import parse_query
 from strata_query.sql.errors import QueryValidationError
 from strata_query.sql.query import parse_sql
 from strata_query.sql.validation import statement_of
@@ -36,28 +29,16 @@ from strata_query.sql.where import timestamp_literal
 from strata_shared.domain.fields import FieldType
 from strata_shared.domain.index_config import FieldSpec, IndexSettings
 from strata_shared.errors import InvalidInput, NotFound
-from strata_shared.metastore.indexing_repository import IndexingRepository
-from strata_shared.metastore.repositories import IndexRepository, SplitRepository
+from strata_shared.metastore.repositories import IndexRepository
 from strata_shared.query.predicate import And, Compare, columns_of, describe, to_nnf
 from strata_shared.query.time_range import TimeRanges, extract_time_range
 
 PARTITION_COLUMN = "partition_id"
-_FILE_PART_FIELDS = tuple(f.name for f in fields(FilePart))
 tracer = trace.get_tracer("strata.query")
 
 
 class PlanTooLarge(InvalidInput):
     slug, title = "plan-too-large", "The query would read too many files"
-
-
-@dataclass(slots=True)
-class QueryPlan:
-    parsed: ParsedQuery
-    settings: IndexSettings
-    out: PlanOut
-    scan_columns: list[tuple[str, FieldType]]
-    # A condition the planner adds (the default lookback), applied to the scan before the query's SQL.
-    extra_filter: exp.Expression | None
 
 
 def table_of(sql: str, statements: list[exp.Expression | None] | None = None) -> str:
@@ -118,40 +99,22 @@ async def build_plan(session: AsyncSession, sql: str, *, tenant: str | None, now
                                expression=exp.Literal.number(bound) if is_seconds else timestamp_literal(bound))
     seconds = _split_seconds(ranges, is_seconds)
 
-    splits = SplitRepository(session)
-    totals = await splits.published_totals(index.index_uid, tenant)
-    window = settings.window_duration_secs
-    lo = seconds.lower
-    hi = seconds.upper
     constants = {PARTITION_COLUMN: lambda s: s.partition_id}
-    # Time range and split min/max in PostgreSQL, in one statement: only the splits it cannot rule out come back
-    # (a busy range has hundreds of candidates and keeps a few), with the counts of every candidate.
-    stats_columns = set(columns_of(predicate)) & set(types)
-    found = None if seconds.is_empty else await splits.published_candidates(
-        index.index_uid, tenant, None if lo is None else lo - lo % window, hi,
-        include_window_zero=seconds.includes_null, ranges=seconds, predicate=predicate,
+    stats_columns = frozenset(columns_of(predicate)) & frozenset(types)
+    limit = max_files * 4 + 1000
+    read = await MetastoreCandidates(session, index.index_uid).read(CandidateQuery(
+        tenant=tenant, ranges=seconds, predicate=predicate, window_duration_secs=settings.window_duration_secs,
         split_columns={PARTITION_COLUMN: "partition_id"}, stats_columns=stats_columns,
         # The timestamp's statistics are the split's time range, which `ranges` applies already: PostgreSQL skips
-        # them (one index probe per candidate less), the reference below still uses them.
-        prune_columns=stats_columns - {ts}, limit=max_files * 4 + 1000)
-    if found is not None and found.truncated:
+        # them (one index probe per candidate less), the reference still uses them.
+        prune_columns=stats_columns - {ts}, limit=limit))
+    if read.truncated:
         raise PlanTooLarge(
-            f"split statistics leave more than {max_files * 4 + 1000} files to examine, so the query would read "
+            f"split statistics leave more than {limit} files to examine, so the query would read "
             f"more than the limit of {max_files}; narrow its time range or add predicates", errors=[
                 {"field": "sql", "message": f"plan exceeds the file limit of {max_files}"}])
-    # The reference rule over what PostgreSQL kept: the SQL never drops a split it keeps, and where the SQL is
-    # unsure (an edge of types) the reference decides, so the plan is the one the reference alone would make.
-    survivors = [] if found is None else [
-        m for m in found.splits if passes_split_stats(predicate, m.summary(), constants)]
-    split_stage = split_stage_count(
-        (0, 0, 0) if found is None else (found.files, found.row_groups, found.row_group_bytes),
-        [m.summary() for m in survivors])
-    published = await IndexingRepository(session).published_artifacts([m.split_id for m in survivors])
-    candidates = [CandidateFile(m, None if m.split_id not in published else [
-        PublishedArtifact(a.artifact_type, a.column_name, a.uri, a.content_hash) for a in published[m.split_id]])
-        for m in survivors]
-    if extra_filter is not None and found is not None and found.files and not found.null_time_range_starts and (
-            found.min_time_range_start >= lookback_start):
+    if extra_filter is not None and read.in_time_range.files and not read.null_time_range_starts and (
+            read.min_time_range_start >= lookback_start):
         # Every candidate lies inside the lookback: the filter holds for every row, so the scan skips it (and the
         # timestamp column, unless the query names it).
         extra_filter = None
@@ -160,36 +123,27 @@ async def build_plan(session: AsyncSession, sql: str, *, tenant: str | None, now
     if extra_filter is not None or not needed:
         needed.add(ts)
     # partition_id is split metadata: prune on it at the split level only (every row of a split shares it).
+    context = CascadeContext(read, predicate, constants, frozenset(needed), artifacts, footers)
     with tracer.start_as_current_span("index_prune") as span:
-        cascade: CascadeResult = await asyncio.to_thread(
-            run_cascade, predicate, split_stage, candidates, needed, artifacts, footers, constants)
-        span.set_attribute("strata.candidate_files", 0 if found is None else found.files)
+        cascade: CascadeResult = await asyncio.to_thread(run_cascade, CASCADE, context)
+        span.set_attribute("strata.candidate_files", read.in_time_range.files)
         span.set_attribute("strata.kept_files", len(cascade.files))
     if len(cascade.files) > max_files:
         raise PlanTooLarge(f"the query would read {len(cascade.files)} files, more than the limit of {max_files}; "
                            "narrow its time range or add predicates", errors=[
                                {"field": "sql", "message": f"plan exceeds the file limit of {max_files}"}])
 
-    # In the units of every later stage (row groups, and the bytes of row groups), from the whole index's.
-    stages = [StageOut(stage="time_range", files_before=totals.files, files_after=0 if found is None else found.files,
-                       row_groups_before=totals.row_groups, row_groups_after=0 if found is None else found.row_groups,
-                       bytes_before=totals.row_group_bytes,
-                       bytes_after=0 if found is None else found.row_group_bytes)]
-    stages += [StageOut(**asdict(s)) for s in cascade.stages]
     scan_columns = [(name, types[name]) for name in sorted(needed | (set(parsed.columns_needed) & {PARTITION_COLUMN}))]
-    out = PlanOut(
+    time_range = PlannedTimeRange(
+        column=ts, unit="seconds" if is_seconds else "microseconds",
+        intervals=tuple((i.lo, i.hi) for i in ranges.intervals), includes_null_timestamps=ranges.includes_null,
+        source="where" if source == "where" else "default_lookback",
+        default_lookback_secs=None if source == "where" else lookback)
+    files = cascade.files
+    return QueryPlan(
         index_id=index_id, index_uid=index.index_uid, tenant=tenant, sql=sql, predicate=describe(predicate),
-        columns=[c for c, _ in scan_columns],
-        time_range=TimeRangeOut(
-            column=ts, unit="seconds" if is_seconds else "microseconds",
-            intervals=[(i.lo, i.hi) for i in ranges.intervals], includes_null_timestamps=ranges.includes_null,
-            source="where" if source == "where" else "default_lookback",
-            default_lookback_secs=None if source == "where" else lookback),
-        stages=stages,
-        # Shallow: asdict would deep-copy every byte range, and the model copies what it keeps anyway.
-        files=[FilePartOut(**{name: getattr(f, name) for name in _FILE_PART_FIELDS}) for f in cascade.files],
-        total_files=len(cascade.files), total_row_groups=sum(len(f.row_groups) for f in cascade.files),
-        total_bytes=sum(f.bytes for f in cascade.files), total_rows=sum(f.rows for f in cascade.files),
-        planning_ms=round((time.perf_counter() - started) * 1000, 3))
-    return QueryPlan(parsed, settings, out, scan_columns, extra_filter)
-
+        time_range=time_range, stages=cascade.stages, files=files,
+        planning_ms=round((time.perf_counter() - started) * 1000, 3), parsed=parsed, settings=settings,
+        scan_columns=scan_columns, extra_filter=extra_filter, total_files=len(files),
+        total_row_groups=sum(len(f.row_groups) for f in files), total_bytes=sum(f.bytes for f in files),
+        total_rows=sum(f.rows for f in files))

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from strata_shared.domain.column_stats import ColumnStats
+from strata_shared.domain.split import SplitSummary
 from strata_shared.query.predicate import (
     NAN_KEY,
     And,
@@ -180,6 +181,18 @@ def _like_possible(low: str, high: str, pattern: str, negated: bool) -> bool:
         return False
     # Above p without starting with p means above every string that starts with p.
     return not (low > prefix and not low.startswith(prefix))
+
+
+def split_may_match(pred: Predicate, split: SplitSummary,
+                    constants: Mapping[str, Callable[[SplitSummary], Value]]) -> bool:
+    """May the split hold a matching row, by its stored statistics and its metadata columns (`constants`: one
+    value per split, e.g. its partition)? The reference that `strata_shared.metastore.split_pruning` writes in
+    SQL."""
+    stats = {name: ColumnRange.from_column_stats(st, split.num_rows) for name, st in split.column_stats.items()}
+    for name, value_of in constants.items():
+        value = value_of(split)
+        stats[name] = ColumnRange(value, value, 0, split.num_rows)
+    return may_match(pred, RangeOracle(stats))
 
 
 # --- membership (blooms, bitmaps) and full text -----------------------------------------------------------------

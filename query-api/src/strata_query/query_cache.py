@@ -1,4 +1,6 @@
-"""Plans of repeated queries, kept while nothing they read has changed.
+"""The plan cache and the result cache: what a repeated query skips, its planning and its run, for as long as
+nothing its plan read has changed. One mechanism: a result is cached with the plan it was run from, checked by the
+same read, and leaves with it.
 
 A dashboard re-runs the same SQL every few seconds, and planning (parsing, half a dozen metastore reads, the
 pruning cascade) costs more than running a small pruned plan. A plan is kept with what it was built from, read in
@@ -10,7 +12,7 @@ A query without a time bound reads the default lookback, which moves with the cl
 the move cannot change the result: the plan added no lookback filter (every candidate file lay inside the
 lookback) and every kept file still starts inside it. A file leaving the lookback would need the filter back.
 
-A kept plan also keeps the finished results run from it (per engine and row cap). Strata's SQL has no
+The result cache holds the finished results run from a cached plan (per engine and row cap). Strata's SQL has no
 nondeterministic function (the allowlist in sql/validation.py), so the same statement over the same immutable
 files answers the same rows: a result holds exactly as long as its plan does, checked by the same one read, and a
 repeated dashboard query is answered without reading or computing anything. The bound is on the results' Arrow
@@ -26,7 +28,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from strata_query.planning.planner import QueryPlan
+from strata_query.planning.plan import QueryPlan
 from strata_shared.metastore.plan_state import IndexState, earliest_start, index_state
 
 MAX_PLANS = 256
@@ -35,7 +37,7 @@ MAX_PLANS = 256
 # about half a kilobyte: some 10 MB in all).
 MAX_FILES_PER_PLAN = 2_000
 MAX_FILES_IN_ALL = 20_000
-# A result larger than this is not kept: a dashboard panel's answer is a few rows, and one large result would push
+# A result larger than this is not cached: a dashboard panel's answer is a few rows, and one large result would push
 # many of them out.
 MAX_RESULT_BYTES = 1024 * 1024
 # Results of one plan by (engine, row cap): both change what a run answers (the cap cuts it; the engines agree on
@@ -44,7 +46,7 @@ ResultKey = tuple[str, int]
 
 
 @dataclass(frozen=True, slots=True)
-class KeptResult:
+class CachedResult:
     """A finished result, never one cut at its row cap, as the engine produced it."""
 
     schema: pa.Schema
@@ -53,52 +55,42 @@ class KeptResult:
 
 
 @dataclass(frozen=True, slots=True)
-class KeptPlan:
+class CachedPlan:
     plan: QueryPlan
     state: IndexState
     # For a plan on the default lookback: the lookback's start it was planned with, and the earliest start of
     # its kept files (None: it keeps none); the plan holds while the lookback's start stays at or before it.
     lookback_start: int | None
     earliest_start: int | None
-    # Filled as runs of this plan finish (PlanCache.keep_result); a copy of the plan starts without them.
-    results: dict[ResultKey, KeptResult] = field(default_factory=dict, init=False, compare=False)
+    # The result cache of this plan, filled as its runs finish (PlanCache.cache_result).
+    results: dict[ResultKey, CachedResult] = field(default_factory=dict, init=False, compare=False)
 
 
-async def keepable(session: AsyncSession, plan: QueryPlan) -> KeptPlan | None:
-    """What to keep of a plan just built, read in the plan's own snapshot (`session` is the one that built it);
-    None when the plan is not to be kept."""
-    out = plan.out
-    if out.total_files > MAX_FILES_PER_PLAN:
+async def cacheable(session: AsyncSession, plan: QueryPlan) -> CachedPlan | None:
+    """What to cache of a plan just built, read in the plan's own snapshot (`session` is the one that built it);
+    None when the plan is not to be cached."""
+    if plan.total_files > MAX_FILES_PER_PLAN:
         return None
-    state = await index_state(session, out.index_uid)
+    state = await index_state(session, plan.index_uid)
     if state is None:
         return None
-    if out.time_range.source == "where":
-        return KeptPlan(plan, state, None, None)
+    if plan.time_range.source == "where":
+        return CachedPlan(plan, state, None, None)
     if plan.extra_filter is not None:
         return None  # the lookback filter's bound moves with every request
-    lookback_start = _lookback_start(plan)
+    lookback_start = plan.time_range.lookback_start_secs
     if lookback_start is None:
         return None
     earliest, all_timed = None, True
-    if out.files:
-        earliest, all_timed = await earliest_start(session, [f.split_id for f in out.files])
+    if plan.files:
+        earliest, all_timed = await earliest_start(session, [f.split_id for f in plan.files])
     if not all_timed:
         return None  # a file without timestamps: the planner's rule, not this one, decides what it needs
-    return KeptPlan(plan, state, lookback_start, earliest)
-
-
-def _lookback_start(plan: QueryPlan) -> int | None:
-    """The lookback's start in seconds, as the plan's time range shows it (its first interval's lower bound)."""
-    intervals = plan.out.time_range.intervals
-    if not intervals or intervals[0][0] is None:
-        return None
-    lo = intervals[0][0]
-    return lo if plan.out.time_range.unit == "seconds" else lo // 1_000_000
+    return CachedPlan(plan, state, lookback_start, earliest)
 
 
 class PlanCache:
-    """Plans by (SQL, tenant), least recently used dropped first, with their results."""
+    """Plans by (SQL, tenant), least recently used dropped first, with their cached results."""
 
     def __init__(self, max_plans: int = MAX_PLANS, max_files: int = MAX_FILES_IN_ALL,
                  max_result_bytes: int = 0) -> None:
@@ -107,18 +99,18 @@ class PlanCache:
         self.max_result_bytes = max_result_bytes
         self.files = 0
         self.result_bytes = 0
-        self._plans: OrderedDict[tuple[str, str | None], KeptPlan] = OrderedDict()
+        self._plans: OrderedDict[tuple[str, str | None], CachedPlan] = OrderedDict()
 
-    def candidate(self, sql: str, tenant: str | None) -> KeptPlan | None:
+    def candidate(self, sql: str, tenant: str | None) -> CachedPlan | None:
         kept = self._plans.get((sql, tenant))
         if kept is not None:
             self._plans.move_to_end((sql, tenant))
         return kept
 
-    def put(self, sql: str, tenant: str | None, kept: KeptPlan) -> None:
+    def put(self, sql: str, tenant: str | None, kept: CachedPlan) -> None:
         self.drop(sql, tenant)
         self._plans[(sql, tenant)] = kept
-        self.files += kept.plan.out.total_files
+        self.files += kept.plan.total_files
         while len(self._plans) > self.max_plans or self.files > self.max_files:
             _, oldest = self._plans.popitem(last=False)
             self._forget(oldest)
@@ -130,12 +122,12 @@ class PlanCache:
 
     @property
     def result_room(self) -> int:
-        """The most bytes one result may hold to be kept (0: results are not kept)."""
+        """The most bytes one result may hold to be cached (0: results are not cached)."""
         return min(MAX_RESULT_BYTES, self.max_result_bytes)
 
-    def keep_result(self, sql: str, tenant: str | None, kept: KeptPlan, key: ResultKey, result: KeptResult
-                    ) -> bool:
-        """Keeps a finished result with the plan it was run from, while that plan is still the kept one and the
+    def cache_result(self, sql: str, tenant: str | None, kept: CachedPlan, key: ResultKey, result: CachedResult
+                     ) -> bool:
+        """Caches a finished result with the plan it was run from, while that plan is still the cached one and the
         result fits; older plans' results leave to make room."""
         if result.nbytes > self.result_room or self._plans.get((sql, tenant)) is not kept:
             return False
@@ -148,11 +140,11 @@ class PlanCache:
             self._drop_results(other, [k for k in other.results if other is not kept or k != key])
         return True
 
-    def _forget(self, kept: KeptPlan) -> None:
-        self.files -= kept.plan.out.total_files
+    def _forget(self, kept: CachedPlan) -> None:
+        self.files -= kept.plan.total_files
         self._drop_results(kept, list(kept.results))
 
-    def _drop_results(self, kept: KeptPlan, keys: list[ResultKey]) -> None:
+    def _drop_results(self, kept: CachedPlan, keys: list[ResultKey]) -> None:
         for key in keys:
             result = kept.results.pop(key, None)
             if result is not None:
@@ -162,27 +154,24 @@ class PlanCache:
         return len(self._plans)
 
 
-def reuse(kept: KeptPlan, state: IndexState | None, now: float) -> QueryPlan | None:
-    """The kept plan as it holds now, as a copy (callers set the engine on theirs); None when it no longer
-    holds."""
+def reuse(kept: CachedPlan, state: IndexState | None, now: float) -> QueryPlan | None:
+    """The cached plan as it holds now, as a copy (callers set its planning time on theirs); None when it no
+    longer holds."""
     if state != kept.state:
         return None
     plan = kept.plan
-    out = plan.out
+    time_range = plan.time_range
     if kept.lookback_start is not None:
-        lookback = out.time_range.default_lookback_secs or 0
+        lookback = time_range.default_lookback_secs or 0
         start = int(now) - lookback
         if kept.earliest_start is not None and start > kept.earliest_start:
             return None
         # The time range as a plan built now would show it: the lookback's start moved with the clock.
         shift = start - kept.lookback_start
-        if out.time_range.unit != "seconds":
+        if time_range.unit != "seconds":
             shift *= 1_000_000
-        (lo, hi), *rest = out.time_range.intervals
+        (lo, hi), *rest = time_range.intervals
         if hi is not None and lo + shift > hi:
             return None
-        time_range = out.time_range.model_copy(update={"intervals": [(lo + shift, hi), *rest]})
-        out = out.model_copy(update={"time_range": time_range})
-    else:
-        out = out.model_copy()
-    return dataclasses.replace(plan, out=out)
+        time_range = dataclasses.replace(time_range, intervals=((lo + shift, hi), *rest))
+    return dataclasses.replace(plan, time_range=time_range)

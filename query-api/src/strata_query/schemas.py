@@ -1,13 +1,21 @@
-"""Bodies of the query API: requests, plans with per-stage counts, async plan status."""
+"""Bodies of the query API: requests, plans with per-stage counts, async plan status, results; and the plan and
+an asynchronous plan's record as these bodies show them (built only here, where they leave the service)."""
 
 from __future__ import annotations
 
+from dataclasses import asdict, fields
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from strata_query.execution.engine_choice import EngineChoice
+from strata_query.planning.cascade import FilePart
+from strata_query.planning.plan import QueryPlan
+from strata_query.registry import AsyncPlan
 from strata_shared.domain.wire_types import INT64_MAX
 from strata_shared.web.problems import Problem
+
+_FILE_PART_FIELDS = tuple(f.name for f in fields(FilePart))
 
 
 class QueryRequest(BaseModel):
@@ -116,3 +124,31 @@ class QueryResult(BaseModel):
     columns: list[ResultColumn]
     rows: list[dict[str, Any]]
     summary: ResultSummary = Field(description="written after the last row")
+
+
+def plan_out(plan: QueryPlan, engine: EngineChoice | None) -> PlanOut:
+    """The plan as the API shows it, with the engine chosen for it (None: not chosen, as when planned outside the
+    service)."""
+    time_range = plan.time_range
+    return PlanOut(
+        index_id=plan.index_id, index_uid=plan.index_uid, tenant=plan.tenant, sql=plan.sql, predicate=plan.predicate,
+        columns=plan.columns,
+        time_range=TimeRangeOut(
+            column=time_range.column, unit=time_range.unit, intervals=list(time_range.intervals),
+            includes_null_timestamps=time_range.includes_null_timestamps, source=time_range.source,
+            default_lookback_secs=time_range.default_lookback_secs),
+        stages=[StageOut(**asdict(s)) for s in plan.stages],
+        # Shallow: asdict would deep-copy every byte range, and the model copies what it keeps anyway.
+        files=[FilePartOut(**{name: getattr(f, name) for name in _FILE_PART_FIELDS}) for f in plan.files],
+        total_files=plan.total_files, total_row_groups=plan.total_row_groups, total_bytes=plan.total_bytes,
+        total_rows=plan.total_rows, planning_ms=plan.planning_ms,
+        engine=None if engine is None else EngineOut(
+            engine=None if engine.engine is None else engine.engine.name, reason=engine.reason))
+
+
+def plan_status(entry: AsyncPlan) -> PlanStatus:
+    plan = None if entry.plan is None else plan_out(entry.plan, entry.engine)
+    error = None if entry.error is None else Problem(
+        type=entry.error.type_uri, title=entry.error.title, status=entry.error.status, detail=entry.error.detail,
+        errors=entry.error.errors)
+    return PlanStatus(plan_id=entry.plan_id, status=entry.status, plan=plan, error=error)

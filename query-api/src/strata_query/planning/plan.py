@@ -1,0 +1,63 @@
+"""A query's plan as query-api keeps, reuses and runs it. The API's view of it (`schemas.PlanOut`) is built from
+this only where a plan leaves the service (EXPLAIN, an asynchronous plan's status)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from sqlglot import exp
+
+from strata_query.planning.cascade import FilePart, StageCount
+from strata_query.sql import ParsedQuery
+from strata_shared.domain.fields import FieldType
+from strata_shared.domain.index_config import IndexSettings
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedTimeRange:
+    """The time range the plan reads, in the timestamp column's unit: from the WHERE clause, or the default
+    lookback when the query has no bound on time."""
+
+    column: str
+    unit: Literal["seconds", "microseconds"]
+    # Inclusive [lo, hi]; None is unbounded.
+    intervals: tuple[tuple[int | None, int | None], ...]
+    includes_null_timestamps: bool
+    source: Literal["where", "default_lookback"]
+    default_lookback_secs: int | None
+
+    @property
+    def lookback_start_secs(self) -> int | None:
+        """On the default lookback: its start in seconds (the first interval's lower bound)."""
+        if self.source != "default_lookback" or not self.intervals or self.intervals[0][0] is None:
+            return None
+        lo = self.intervals[0][0]
+        return lo if self.unit == "seconds" else lo // 1_000_000
+
+
+@dataclass(slots=True)
+class QueryPlan:
+    index_id: str
+    index_uid: str
+    tenant: str | None
+    sql: str
+    # The WHERE clause as planned (negation normal form, the default lookback included), for people.
+    predicate: str
+    time_range: PlannedTimeRange
+    stages: list[StageCount]
+    files: list[FilePart]
+    planning_ms: float
+    parsed: ParsedQuery
+    settings: IndexSettings
+    scan_columns: list[tuple[str, FieldType]]
+    # A condition the planner adds (the default lookback), applied to the scan before the query's SQL.
+    extra_filter: exp.Expression | None
+    total_files: int
+    total_row_groups: int
+    total_bytes: int
+    total_rows: int
+
+    @property
+    def columns(self) -> list[str]:
+        return [name for name, _ in self.scan_columns]

@@ -1,0 +1,331 @@
+"""The query path, whatever door a query comes in by (HTTP in `router.py`; an Arrow Flight SQL server can call the
+same methods): plan it (from the plan cache, else `planning.planner.build_plan`), choose its engine, run it under
+admission with a row cap and a timeout, answer it from the result cache where it holds, cancel it; and plan
+asynchronously. Inputs and outputs are plain objects: a door translates its protocol to and from them."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Coroutine
+from contextlib import suppress
+from dataclasses import dataclass, field
+from typing import Any
+
+from opentelemetry import trace
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from ulid import ULID
+
+from strata_query.execution.engine import Engine
+from strata_query.execution.engine_choice import EngineChoice, EngineUnavailable, choose_engine
+from strata_query.execution.local_query import INLINE_ROWS
+from strata_query.execution.result_stream import ResultStream
+from strata_query.execution.runtime import QueryRuntime
+from strata_query.execution.scan_request import ScanRequest, scan_request
+from strata_query.planning.plan import QueryPlan
+from strata_query.planning.planner import build_plan, table_of
+from strata_query.query_cache import CachedPlan, CachedResult, cacheable, reuse
+from strata_query.query_run import QueryRun
+from strata_query.registry import AsyncPlan, QueryRegistry, RunningQuery
+from strata_shared.config import Settings
+from strata_shared.errors import NotFound, StrataError, Unavailable
+from strata_shared.metastore.plan_state import live_index_state
+from strata_shared.observability.context import annotate
+
+tracer = trace.get_tracer("strata.query")
+log = logging.getLogger("strata.query")
+CANCEL_RETRY_SECS = 30.0
+
+
+class QueryTimeout(StrataError):
+    status, slug, title = 504, "query-timeout", "Query timed out"
+
+
+class QueryCancelled(StrataError):
+    status, slug, title = 409, "query-cancelled", "Query cancelled"
+
+
+class PlanningFailed(StrataError):
+    """An asynchronous plan failed on a defect (not a problem of the query): recorded for its reader."""
+
+
+@dataclass(frozen=True, slots=True)
+class ResultCacheDirectives:
+    # Answer from a cached result when one holds.
+    reuse: bool = True
+    # Cache this run's result.
+    keep: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class QueryCall:
+    """A query as a caller asks it."""
+
+    tenant: str | None
+    sql: str
+    # An engine's name to run on instead of the one the plan's size selects.
+    engine: str | None = None
+    # At most the server's caps.
+    max_rows: int | None = None
+    timeout_secs: float | None = None
+    result_cache: ResultCacheDirectives = field(default_factory=ResultCacheDirectives)
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedQuery:
+    plan: QueryPlan
+    engine: EngineChoice
+
+
+class QueryService:
+    def __init__(self, runtime: QueryRuntime, sessions: async_sessionmaker[AsyncSession], settings: Settings,
+                 registry: QueryRegistry) -> None:
+        self.runtime = runtime
+        self.sessions = sessions
+        self.settings = settings
+        self.registry = registry
+        # Asynchronous plans being planned in this process, so a cancel can stop them.
+        self._plan_tasks: dict[str, asyncio.Task] = {}
+        self._background: set[asyncio.Task] = set()
+
+    # --- plans -----------------------------------------------------------------------------------------------
+
+    async def explain(self, call: QueryCall) -> PlannedQuery:
+        """The plan and the engine that would run it, without running it."""
+        async with self.runtime.admission.slot(call.tenant):
+            planned, _ = await self._plan(call)
+        return planned
+
+    async def submit_plan(self, call: QueryCall) -> AsyncPlan:
+        """Starts planning in the background and returns its record to poll. SQL that does not parse is refused
+        here, before a plan id is handed out."""
+        table_of(call.sql)
+        entry = AsyncPlan(str(ULID()), call.tenant)
+        await self.registry.save_plan(entry)
+        task = asyncio.create_task(self._plan_in_background(entry, call), name=f"plan-{entry.plan_id}")
+        self._plan_tasks[entry.plan_id] = task
+        task.add_done_callback(lambda _: self._plan_tasks.pop(entry.plan_id, None))
+        return entry
+
+    async def plan_status(self, plan_id: str, tenant: str | None) -> AsyncPlan:
+        entry = await self.registry.plan(plan_id)
+        if entry is None or (tenant is not None and entry.tenant != tenant):
+            raise NotFound(f"plan {plan_id!r} does not exist")
+        return entry
+
+    async def cancel_plan(self, plan_id: str, tenant: str | None) -> AsyncPlan:
+        """Cancels an asynchronous plan still being planned; a finished one keeps its status."""
+        entry = await self.plan_status(plan_id, tenant)
+        task = self._plan_tasks.get(plan_id)
+        if task is not None and not task.done():
+            task.cancel()
+            with suppress(asyncio.CancelledError):
+                await task
+            entry.status, entry.plan, entry.error = "cancelled", None, None
+            await self.registry.save_plan(entry)
+        return entry
+
+    async def _plan_in_background(self, entry: AsyncPlan, call: QueryCall) -> None:
+        try:
+            async with self.runtime.admission.slot(call.tenant):
+                planned, _ = await self._plan(call)
+            entry.status, entry.plan, entry.engine = "completed", planned.plan, planned.engine
+        except asyncio.CancelledError:
+            entry.status = "cancelled"
+            await self.registry.save_plan(entry)
+            raise
+        except StrataError as exc:
+            entry.status, entry.error = "failed", exc
+        except Exception as exc:  # noqa: BLE001 - recorded on the plan for its reader
+            log.exception("plan %s failed", entry.plan_id)
+            entry.status, entry.error = "failed", PlanningFailed(f"planning failed: {type(exc).__name__}")
+        await self.registry.save_plan(entry)
+
+    async def _plan(self, call: QueryCall) -> tuple[PlannedQuery, CachedPlan | None]:
+        """The query's plan with its engine chosen, and the cached plan it is (None when it is not cached)."""
+        runtime = self.runtime
+        started = time.perf_counter()
+        with tracer.start_as_current_span("plan_build") as span:
+            plan, cached = await self._cached_plan(call)
+            span.set_attribute("strata.plan_kept", plan is not None)
+            if plan is None:
+                async with self.sessions() as session:
+                    plan = await build_plan(session, call.sql, tenant=call.tenant, now=time.time(),
+                                            max_files=self.settings.query_max_files, artifacts=runtime.artifacts,
+                                            footers=runtime.footers)
+                    cached = await cacheable(session, plan)
+                if cached is not None:
+                    runtime.plan_cache.put(call.sql, call.tenant, cached)
+            span.set_attribute("strata.index_id", plan.index_id)
+            annotate(index=plan.index_id)
+            span.set_attribute("strata.files", plan.total_files)
+            span.set_attribute("strata.bytes", plan.total_bytes)
+        runtime.metrics.latency.labels("plan").observe(time.perf_counter() - started)
+        runtime.metrics.observe_plan(plan)
+        try:
+            choice = choose_engine(files=plan.total_files, rows=plan.total_rows, bytes_read=plan.total_bytes,
+                                   limits=runtime.local_limits, requested=call.engine, engines=runtime.engines)
+        except EngineUnavailable as exc:
+            choice = EngineChoice(None, str(exc))
+        return PlannedQuery(plan, choice), cached
+
+    async def _cached_plan(self, call: QueryCall) -> tuple[QueryPlan | None, CachedPlan | None]:
+        """The cached plan of this query, if it still holds (one metastore read), as a copy and as cached;
+        (None, None) to plan it."""
+        runtime = self.runtime
+        cached = runtime.plan_cache.candidate(call.sql, call.tenant)
+        if cached is None:
+            runtime.metrics.plan_cache.labels("miss").inc()
+            return None, None
+        started = time.perf_counter()
+        current = await live_index_state(runtime.plan_checks, cached.plan.index_id)
+        plan = reuse(cached, current, time.time())
+        if plan is None:
+            runtime.plan_cache.drop(call.sql, call.tenant)
+            runtime.metrics.plan_cache.labels("stale").inc()
+            return None, None
+        runtime.metrics.plan_cache.labels("hit").inc()
+        plan.planning_ms = round((time.perf_counter() - started) * 1000, 3)
+        return plan, cached
+
+    # --- queries ---------------------------------------------------------------------------------------------
+
+    async def run(self, call: QueryCall) -> QueryRun:
+        """Plans the query, then runs the shaped scan with its SQL on top on the chosen engine (or answers it from
+        the result cache) and returns once the first batch is in; the result streams from there."""
+        runtime, settings = self.runtime, self.settings
+        query_id = str(ULID())
+        started = time.perf_counter()
+        row_cap = min(call.max_rows or settings.query_max_result_rows, settings.query_max_result_rows)
+        timeout = min(call.timeout_secs or settings.query_timeout_secs, settings.query_timeout_secs)
+        directives = call.result_cache
+        async with runtime.admission.slot(call.tenant):
+            planned, cached = await self._plan(call)
+            engine, plan = planned.engine.engine, planned.plan
+            if engine is None:
+                raise Unavailable(planned.engine.reason)
+            result_key = (engine.name, row_cap)
+            hit = cached.results.get(result_key) if cached is not None and directives.reuse else None
+            if hit is not None:
+                # Sent whole when small, as a finished run is; a larger one is serialized as a stream, off the loop.
+                result = ResultStream(hit.schema, iter(hit.batches), _nothing, row_cap,
+                                      complete=sum(batch.num_rows for batch in hit.batches) <= INLINE_ROWS)
+                running = None
+                outcome = "hit"
+            else:
+                result, running = await self._execute(plan, engine, query_id, call.tenant, row_cap, timeout)
+                outcome = "miss" if directives.reuse else "bypass"
+                if cached is not None and directives.keep and (room := runtime.plan_cache.result_room):
+                    result.record_up_to(room)
+        runtime.metrics.result_cache.labels(outcome).inc()
+        if hit is None:
+            runtime.metrics.engines.labels(engine.name).inc()
+            runtime.metrics.bytes_scanned.inc(plan.total_bytes)
+            runtime.metrics.rows_scanned.inc(plan.total_rows)
+        loop = asyncio.get_running_loop()
+
+        def on_served(run: QueryRun, sent: bool) -> None:
+            # On the thread that sent the result: what belongs to the event loop is handed to it.
+            outcome = "failed"
+            if sent:
+                outcome = "cancelled" if running is not None and running.cancelled else "success"
+            result.close()
+            if running is not None:
+                loop.call_soon_threadsafe(self._in_background, self.registry.forget_running(query_id))
+            runtime.metrics.outcomes.labels(outcome).inc()
+            if result.truncated:
+                runtime.metrics.truncated.inc()
+            if outcome == "success" and cached is not None and (served := result.served()) is not None:
+                loop.call_soon_threadsafe(runtime.plan_cache.cache_result, call.sql, call.tenant, cached, result_key,
+                                          CachedResult(result.schema, tuple(served),
+                                                       sum(batch.nbytes for batch in served)))
+
+        return QueryRun(query_id=query_id, plan=plan, engine=engine, engine_reason=planned.engine.reason,
+                        row_cap=row_cap, result_cache=outcome, result=result, started=started, on_served=on_served)
+
+    async def cancel(self, query_id: str, tenant: str | None) -> None:
+        """Interrupts a running query on its engine; its own caller then gets QueryCancelled (or, when its result
+        was already streaming, the stream ends early)."""
+        running = await self.registry.running(query_id)
+        if running is None or (tenant is not None and running.tenant != tenant):
+            raise NotFound(f"no query {query_id!r} is running here")
+        running.cancelled = True
+        await asyncio.to_thread(_interrupt_until_reached, running)
+
+    async def _execute(self, plan: QueryPlan, engine: Engine, query_id: str, tenant: str | None, row_cap: int,
+                       limit_secs: float) -> tuple[ResultStream, RunningQuery]:
+        """Starts the plan on its engine and waits for the first batch; the query can be cancelled by its id until
+        its result has been sent."""
+        metrics = self.runtime.metrics
+        scan = scan_request(query_id, plan, engine.dialect, row_cap, self.settings.fault_query_scan_delay_secs)
+        running = RunningQuery(query_id, tenant, engine)
+        await self.registry.add_running(running)
+        try:
+            with tracer.start_as_current_span("fetch_parquet") as span:
+                span.set_attribute("strata.engine", engine.name)
+                span.set_attribute("strata.files", len(scan.tasks))
+                span.set_attribute("strata.bytes", plan.total_bytes)
+                with tracer.start_as_current_span("execute"):
+                    execute_started = time.perf_counter()
+                    result = await _open_result(running, scan, limit_secs)
+                    if running.cancelled:
+                        result.close()
+                        raise QueryCancelled(f"query {query_id} was cancelled")
+                    metrics.latency.labels("execute").observe(time.perf_counter() - execute_started)
+            return result, running
+        except TimeoutError:
+            await self.registry.forget_running(query_id)
+            metrics.outcomes.labels("timeout").inc()
+            raise QueryTimeout(f"query {query_id} did not finish within {limit_secs:g} s and was interrupted"
+                               ) from None
+        except BaseException as exc:
+            await self.registry.forget_running(query_id)
+            if running.cancelled:
+                metrics.outcomes.labels("cancelled").inc()
+                raise QueryCancelled(f"query {query_id} was cancelled") from exc
+            if isinstance(exc, Exception):
+                metrics.outcomes.labels("failed").inc()
+                problem = engine.problem(exc)
+                if problem is not None:
+                    log.warning("query %s failed on %s: %s", query_id, engine.name, problem.detail)
+                    raise problem from exc
+            raise
+
+    def _in_background(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.ensure_future(work)
+        # The loop keeps only weak references to tasks.
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+
+async def _open_result(running: RunningQuery, scan: ScanRequest, limit_secs: float) -> ResultStream:
+    """Starts the query on its engine in a worker thread and waits for its first batch, at most `limit_secs`. A
+    query given up on (timeout, or the caller cancelled) is interrupted, and a stream it opens anyway closed."""
+    opening = asyncio.ensure_future(asyncio.to_thread(running.engine.open, scan))
+    opening.add_done_callback(lambda _: setattr(running, "opening", False))
+    try:
+        return await asyncio.wait_for(asyncio.shield(opening), limit_secs)
+    except BaseException:
+        opening.add_done_callback(_close_if_opened)
+        if not opening.done():
+            await asyncio.shield(asyncio.to_thread(_interrupt_until_reached, running))
+        raise
+
+
+def _close_if_opened(opening: asyncio.Future) -> None:
+    if not opening.cancelled() and opening.exception() is None:
+        opening.result().close()
+
+
+def _interrupt_until_reached(running: RunningQuery) -> None:
+    """Blocking: interrupts a query being cancelled. A query still starting (Spark analyses the plan before the
+    operation that an interrupt can reach exists) is interrupted again until it is reached or has started; a query
+    that finishes starting anyway sees `cancelled` and is closed by its own caller."""
+    deadline = time.monotonic() + CANCEL_RETRY_SECS
+    while not running.engine.interrupt(running.query_id) and running.opening and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
+def _nothing() -> None:
+    """A cached result holds no engine resources to release."""
