@@ -74,6 +74,7 @@ async def test_listing_pages_through_indexes(indexer, keys):
 @pytest.mark.parametrize(
     ("overrides", "field", "fragment"),
     [
+        # TW-2: a window duration that does not divide an hour is refused.
         ({"window_duration_secs": 420}, "window_duration_secs", "does not divide one hour"),
         ({"sort_schema": "metric_name,nope@v1"}, "sort_schema", "'nope' is not declared"),
         ({"sort_schema": "metric_name,,host"}, "sort_schema", "not a valid column name"),

@@ -1,1 +1,1 @@
-"""The query proxy: the clients' entry point in front of the query-api instances."""
+"""The query proxy: the clients' entry point in front of every replica of the three APIs."""
