@@ -1,6 +1,7 @@
 """A rolling restart behind the proxy: two replicas of each API, requests running through the proxy, one query-api
 replica stopped with SIGTERM. Nothing the callers see is a 5xx; the stopped replica leaves rotation by draining
-(its /readyz), before its listener closes; the queries in flight on it, streamed results, arrive whole.
+(its /readyz), before its listener closes; the queries in flight on it, streamed results, arrive whole; asynchronous
+plans submitted through the proxy (so on either replica) are read whole by every poll, none a 404.
 
 query-api's replicas are real `strata serve` processes, so the SIGTERM is a real signal; planner-api's and
 indexer-api's run in this process on real ports (without background work), the proxy too. All of them use a
@@ -144,6 +145,27 @@ def test_a_replica_stopped_while_requests_run_drains_out_of_rotation_without_a_5
     for api in stack.replicas:
         assert all(b > a for a, b in zip(before[api], after[api], strict=True)), (api, before[api], after[api])
 
+    # Asynchronous plans, spread over both query-api replicas by round-robin, polled through the proxy until done.
+    plan_ids = [client.post("/v1/query/plans", json={"sql": f'SELECT count(*) FROM "{INDEX}" WHERE host = '
+                                                            f"'host-0{i}'"}).json()["plan_id"] for i in range(4)]
+    plans: dict[str, dict] = {}
+
+    def all_planned() -> bool:
+        for plan_id in plan_ids:
+            response = client.get(f"/v1/query/plans/{plan_id}")
+            assert response.status_code == 200, response.text
+            plans[plan_id] = response.json()
+        return all(plan["status"] == "completed" for plan in plans.values())
+
+    _wait_for(all_planned, "every plan completed", 60)
+    polls = iter(plan_ids * 100_000)
+
+    def poll_plan(c: httpx.Client) -> httpx.Response:
+        plan_id = next(polls)
+        response = c.get(f"/v1/query/plans/{plan_id}")
+        assert response.status_code != 200 or response.json() == plans[plan_id], response.text
+        return response
+
     # Two streamed results (over 1,000 rows, so streamed), one on each query-api replica by round-robin, sent
     # just before the SIGTERM and still waiting on their scan when it comes.
     streamed: dict[int, tuple[int, int, bool]] = {}
@@ -172,7 +194,7 @@ def test_a_replica_stopped_while_requests_run_drains_out_of_rotation_without_a_5
 
     senders = [lambda c: c.get(f"/v1/indexes/{INDEX}"), lambda c: c.get(f"/v1/indexes/{INDEX}/windows"),
                lambda c: c.post("/v1/query", json={"sql": f'SELECT count(*) AS n FROM "{INDEX}"'}),
-               lambda c: c.post("/v1/query/explain", json={"sql": f'SELECT count(*) FROM "{INDEX}"'})]
+               lambda c: c.post("/v1/query/explain", json={"sql": f'SELECT count(*) FROM "{INDEX}"'}), poll_plan]
     loaders = [threading.Thread(target=load, args=(send,)) for send in senders]
     try:
         for thread in loaders:
@@ -206,3 +228,5 @@ def test_a_replica_stopped_while_requests_run_drains_out_of_rotation_without_a_5
     assert len(outcomes.statuses) > len(senders), outcomes.statuses
     assert not [status for status in outcomes.statuses if status >= 500], outcomes.statuses
     assert set(outcomes.statuses) == {200}, outcomes.statuses
+    # Every plan, the stopped replica's too, still read whole from the survivor.
+    assert all_planned()

@@ -13,6 +13,7 @@ from strata_shared.metastore import (
     indexing_models,  # noqa: F401 - registers the indexing tables
     maintenance_models,  # noqa: F401 - registers the maintenance skips
     migrate,
+    query_registry_models,  # noqa: F401 - registers the query registry
 )
 from strata_shared.metastore.models import Base
 

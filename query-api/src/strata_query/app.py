@@ -6,23 +6,29 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from strata_query.execution.runtime import QueryRuntime
-from strata_query.registry import InMemoryQueryRegistry
 from strata_query.router import router as query_router
 from strata_query.service import QueryService
+from strata_query.shared_registry import SharedQueryRegistry
 from strata_shared.config import Settings
+from strata_shared.metastore.single_reads import SingleReads
 from strata_shared.web.app import build_app
+from strata_shared.web.singleton import replica_id
 from strata_shared.web.state import AppState
 
 
 async def _install_service(app: FastAPI) -> None:
     state: AppState[QueryService] = app.state.strata
     runtime = QueryRuntime(state.storage, state.registry, state.settings, state.spark)
-    state.parts = QueryService(runtime, state.sessions, state.settings, InMemoryQueryRegistry())
+    registry = SharedQueryRegistry(state.sessions, SingleReads(state.settings.database_url, "strata-query-registry"),
+                                   replica_id(), state.settings.query_timeout_secs)
+    state.parts = QueryService(runtime, state.sessions, state.settings, registry)
 
 
 async def _close_service(app: FastAPI) -> None:
     state: AppState[QueryService] = app.state.strata
-    state.own().runtime.close()
+    service = state.own()
+    await service.close()
+    service.runtime.close()
 
 
 def create_app(settings: Settings) -> FastAPI:

@@ -1,24 +1,28 @@
 """What query-api tracks of work in flight: asynchronous plans (for their readers to poll and cancel) and running
-queries (so a cancel can reach them). `QueryRegistry` is the one interface the service uses; this process keeps
-both in memory (`InMemoryQueryRegistry`), and another implementation can keep them in PostgreSQL for replicas to
-share."""
+queries (so a cancel can reach them), whichever replica a call lands on. `QueryRegistry` is the interface the
+service uses; `shared_registry.SharedQueryRegistry` keeps both in PostgreSQL for every replica to share."""
 
 from __future__ import annotations
 
 import time
-from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from strata_query.execution.engine import Engine
-from strata_query.execution.engine_choice import EngineChoice
-from strata_query.planning.plan import QueryPlan
 from strata_shared.errors import StrataError
 
 PlanState = Literal["submitted", "completed", "failed", "cancelled"]
-FINISHED: frozenset[PlanState] = frozenset({"completed", "failed", "cancelled"})
-# Finished asynchronous plans kept for their readers, the oldest dropped past this.
-MAX_PLANS = 1000
+
+
+class ReplicaStopped(StrataError):
+    status, slug, title = 503, "replica-stopped", "Replica stopped"
+
+
+def replica_stopped(plan_id: str) -> ReplicaStopped:
+    """Why a plan failed whose replica stopped (shut down, or killed) before it finished planning it."""
+    return ReplicaStopped(f"plan {plan_id} was being planned by a query-api replica that stopped before it "
+                          "finished; submit it again")
 
 
 @dataclass
@@ -26,11 +30,10 @@ class AsyncPlan:
     plan_id: str
     tenant: str | None
     status: PlanState = "submitted"
-    # Once completed: the plan, and the engine that would run it and why.
-    plan: QueryPlan | None = None
-    engine: EngineChoice | None = None
-    # Once failed: why, as the problem a synchronous EXPLAIN would have answered.
-    error: StrataError | None = None
+    # Once completed: the plan as the API answers it (`schemas.PlanOut` as JSON), the engine chosen included.
+    plan: dict[str, Any] | None = None
+    # Once failed: why, as the problem (RFC 9457, as JSON) a synchronous EXPLAIN would have answered.
+    problem: dict[str, Any] | None = None
 
 
 @dataclass
@@ -45,46 +48,50 @@ class RunningQuery:
 
 
 class QueryRegistry(Protocol):
-    async def save_plan(self, plan: AsyncPlan) -> None:
-        """Records an asynchronous plan, new or with a new status."""
+    # --- asynchronous plans: every call is a round trip, none is on a query's path ---
+
+    async def add_plan(self, plan: AsyncPlan) -> None:
+        """Records a submitted plan, planned by this replica."""
         ...
 
-    async def plan(self, plan_id: str) -> AsyncPlan | None: ...
+    async def finish_plan(self, plan: AsyncPlan) -> bool:
+        """Records how a plan ended, unless it was cancelled meanwhile (then False)."""
+        ...
 
-    async def add_running(self, query: RunningQuery) -> None: ...
+    async def plan(self, plan_id: str) -> AsyncPlan | None:
+        """The plan as its readers see it, whichever replica plans it; one whose replica stopped reads failed."""
+        ...
 
-    async def running(self, query_id: str) -> RunningQuery | None: ...
+    async def cancel_plan(self, plan_id: str) -> AsyncPlan | None:
+        """Cancels the plan if it is still being planned (its replica stops planning it) and returns it."""
+        ...
 
-    async def forget_running(self, query_id: str) -> None:
+    # --- running queries: registering and forgetting one are local, shared off the query's path ---
+
+    def add_running(self, query: RunningQuery) -> None: ...
+
+    def forget_running(self, query_id: str) -> None:
         """The query's result has been sent, or it failed: nothing of it is left to cancel."""
         ...
 
+    def running_here(self, query_id: str) -> RunningQuery | None:
+        """The query if this replica runs it."""
+        ...
 
-class InMemoryQueryRegistry:
-    """Both registries in this process's memory: plans and queries are visible to this process only."""
+    def has_running(self) -> bool: ...
 
-    def __init__(self, max_plans: int = MAX_PLANS) -> None:
-        self.max_plans = max_plans
-        self.plans: OrderedDict[str, AsyncPlan] = OrderedDict()
-        self.running_queries: dict[str, RunningQuery] = {}
+    async def until_shared(self, query_id: str, timeout_secs: float) -> None:
+        """Waits (at most `timeout_secs`) until other replicas can reach the running query."""
+        ...
 
-    async def save_plan(self, plan: AsyncPlan) -> None:
-        self.plans[plan.plan_id] = plan
-        # Finished plans are kept for their readers, the oldest dropped past the bound; never one still running.
-        while len(self.plans) > self.max_plans:
-            oldest_id, oldest = next(iter(self.plans.items()))
-            if oldest.status not in FINISHED:
-                break
-            self.plans.pop(oldest_id)
+    async def request_cancel(self, query_id: str, tenant: str | None) -> bool:
+        """Asks the replica running the query to cancel it; False when no replica runs it (for a tenant: none of
+        its own)."""
+        ...
 
-    async def plan(self, plan_id: str) -> AsyncPlan | None:
-        return self.plans.get(plan_id)
+    async def cancel_requests(self, plan_ids: Sequence[str]) -> tuple[list[str], list[RunningQuery]]:
+        """Of this replica's plans, those cancelled elsewhere; of its running queries, those a cancel was asked
+        for elsewhere."""
+        ...
 
-    async def add_running(self, query: RunningQuery) -> None:
-        self.running_queries[query.query_id] = query
-
-    async def running(self, query_id: str) -> RunningQuery | None:
-        return self.running_queries.get(query_id)
-
-    async def forget_running(self, query_id: str) -> None:
-        self.running_queries.pop(query_id, None)
+    async def close(self) -> None: ...

@@ -147,8 +147,4 @@ def plan_out(plan: QueryPlan, engine: EngineChoice | None) -> PlanOut:
 
 
 def plan_status(entry: AsyncPlan) -> PlanStatus:
-    plan = None if entry.plan is None else plan_out(entry.plan, entry.engine)
-    error = None if entry.error is None else Problem(
-        type=entry.error.type_uri, title=entry.error.title, status=entry.error.status, detail=entry.error.detail,
-        errors=entry.error.errors)
-    return PlanStatus(plan_id=entry.plan_id, status=entry.status, plan=plan, error=error)
+    return PlanStatus(plan_id=entry.plan_id, status=entry.status, plan=entry.plan, error=entry.problem)

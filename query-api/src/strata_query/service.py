@@ -27,15 +27,22 @@ from strata_query.planning.plan import QueryPlan
 from strata_query.planning.planner import build_plan, table_of
 from strata_query.query_cache import CachedPlan, CachedResult, cacheable, reuse
 from strata_query.query_run import QueryRun
-from strata_query.registry import AsyncPlan, QueryRegistry, RunningQuery
+from strata_query.registry import AsyncPlan, QueryRegistry, RunningQuery, replica_stopped
+from strata_query.schemas import plan_out
 from strata_shared.config import Settings
 from strata_shared.errors import NotFound, StrataError, Unavailable
 from strata_shared.metastore.plan_state import live_index_state
 from strata_shared.observability.context import annotate
+from strata_shared.web.problems import problem_of
 
 tracer = trace.get_tracer("strata.query")
 log = logging.getLogger("strata.query")
 CANCEL_RETRY_SECS = 30.0
+# While this replica has work in flight, it reads this often whether a cancel for it was received elsewhere.
+CANCEL_POLL_SECS = 0.25
+# How long a streamed result may wait, before its first batch goes out, for its query to be reachable from the
+# other replicas (its registration is sent while the scan opens, so normally done by then).
+SHARE_WAIT_SECS = 1.0
 
 
 class QueryTimeout(StrataError):
@@ -88,6 +95,24 @@ class QueryService:
         # Asynchronous plans being planned in this process, so a cancel can stop them.
         self._plan_tasks: dict[str, asyncio.Task] = {}
         self._background: set[asyncio.Task] = set()
+        self._cancel_watch: asyncio.Task | None = None
+
+    async def close(self) -> None:
+        """At shutdown: plans still being planned here fail (their readers, on any replica, learn it at once
+        rather than at the timeout), and nothing of this replica's work stays in the registry."""
+        for plan_id, task in list(self._plan_tasks.items()):
+            try:
+                await self.registry.finish_plan(AsyncPlan(plan_id, None, "failed",
+                                                          problem=problem_of(replica_stopped(plan_id))))
+            except Exception:  # noqa: BLE001 - the plan then reads failed once its owner counts as lost
+                log.exception("recording plan %s as stopped failed", plan_id)
+            task.cancel()
+        await asyncio.gather(*self._plan_tasks.values(), return_exceptions=True)
+        if self._cancel_watch is not None:
+            self._cancel_watch.cancel()
+            with suppress(asyncio.CancelledError):
+                await self._cancel_watch
+        await self.registry.close()
 
     # --- plans -----------------------------------------------------------------------------------------------
 
@@ -102,10 +127,11 @@ class QueryService:
         here, before a plan id is handed out."""
         table_of(call.sql)
         entry = AsyncPlan(str(ULID()), call.tenant)
-        await self.registry.save_plan(entry)
+        await self.registry.add_plan(entry)
         task = asyncio.create_task(self._plan_in_background(entry, call), name=f"plan-{entry.plan_id}")
         self._plan_tasks[entry.plan_id] = task
         task.add_done_callback(lambda _: self._plan_tasks.pop(entry.plan_id, None))
+        self._watch_cancel_requests()
         return entry
 
     async def plan_status(self, plan_id: str, tenant: str | None) -> AsyncPlan:
@@ -115,32 +141,47 @@ class QueryService:
         return entry
 
     async def cancel_plan(self, plan_id: str, tenant: str | None) -> AsyncPlan:
-        """Cancels an asynchronous plan still being planned; a finished one keeps its status."""
+        """Cancels an asynchronous plan still being planned, on whichever replica plans it; a finished one keeps
+        its status."""
         entry = await self.plan_status(plan_id, tenant)
+        if entry.status != "submitted":
+            return entry
+        entry = await self.registry.cancel_plan(plan_id) or entry
+        # Planned here: stopped now. Elsewhere, its replica sees the cancel within CANCEL_POLL_SECS.
+        await self._stop_planning(plan_id)
+        return entry
+
+    async def _stop_planning(self, plan_id: str) -> None:
         task = self._plan_tasks.get(plan_id)
         if task is not None and not task.done():
             task.cancel()
             with suppress(asyncio.CancelledError):
                 await task
-            entry.status, entry.plan, entry.error = "cancelled", None, None
-            await self.registry.save_plan(entry)
-        return entry
 
     async def _plan_in_background(self, entry: AsyncPlan, call: QueryCall) -> None:
+        """Plans within the query timeout, so a plan still submitted past it can only be a stopped replica's;
+        a cancelled plan is recorded by whoever cancelled it."""
+        timeout = min(call.timeout_secs or self.settings.query_timeout_secs, self.settings.query_timeout_secs)
         try:
-            async with self.runtime.admission.slot(call.tenant):
-                planned, _ = await self._plan(call)
-            entry.status, entry.plan, entry.engine = "completed", planned.plan, planned.engine
-        except asyncio.CancelledError:
-            entry.status = "cancelled"
-            await self.registry.save_plan(entry)
-            raise
+            async with asyncio.timeout(timeout):
+                if self.settings.fault_query_plan_delay_secs:
+                    await asyncio.sleep(self.settings.fault_query_plan_delay_secs)
+                async with self.runtime.admission.slot(call.tenant):
+                    planned, _ = await self._plan(call)
+            entry.status, entry.plan = "completed", plan_out(planned.plan, planned.engine).model_dump(mode="json")
+        except TimeoutError:
+            entry.status, entry.problem = "failed", problem_of(
+                QueryTimeout(f"plan {entry.plan_id} did not finish within {timeout:g} s"))
         except StrataError as exc:
-            entry.status, entry.error = "failed", exc
+            entry.status, entry.problem = "failed", problem_of(exc)
         except Exception as exc:  # noqa: BLE001 - recorded on the plan for its reader
             log.exception("plan %s failed", entry.plan_id)
-            entry.status, entry.error = "failed", PlanningFailed(f"planning failed: {type(exc).__name__}")
-        await self.registry.save_plan(entry)
+            entry.status, entry.problem = "failed", problem_of(
+                PlanningFailed(f"planning failed: {type(exc).__name__}"))
+        try:
+            await self.registry.finish_plan(entry)
+        except Exception:  # noqa: BLE001 - the plan then reads failed once its owner counts as lost
+            log.exception("recording the end of plan %s failed", entry.plan_id)
 
     async def _plan(self, call: QueryCall) -> tuple[PlannedQuery, CachedPlan | None]:
         """The query's plan with its engine chosen, and the cached plan it is (None when it is not cached)."""
@@ -215,6 +256,9 @@ class QueryService:
                 outcome = "hit"
             else:
                 result, running = await self._execute(plan, engine, query_id, call.tenant, row_cap, timeout)
+                if not result.complete:
+                    # A streamed result can be cancelled from its query id, sent with the first batch.
+                    await self.registry.until_shared(query_id, SHARE_WAIT_SECS)
                 outcome = "miss" if directives.reuse else "bypass"
                 if cached is not None and directives.keep and (room := runtime.plan_cache.result_room):
                     result.record_up_to(room)
@@ -232,7 +276,7 @@ class QueryService:
                 outcome = "cancelled" if running is not None and running.cancelled else "success"
             result.close()
             if running is not None:
-                loop.call_soon_threadsafe(self._in_background, self.registry.forget_running(query_id))
+                loop.call_soon_threadsafe(self.registry.forget_running, query_id)
             runtime.metrics.outcomes.labels(outcome).inc()
             if result.truncated:
                 runtime.metrics.truncated.inc()
@@ -245,13 +289,36 @@ class QueryService:
                         row_cap=row_cap, result_cache=outcome, result=result, started=started, on_served=on_served)
 
     async def cancel(self, query_id: str, tenant: str | None) -> None:
-        """Interrupts a running query on its engine; its own caller then gets QueryCancelled (or, when its result
-        was already streaming, the stream ends early)."""
-        running = await self.registry.running(query_id)
-        if running is None or (tenant is not None and running.tenant != tenant):
-            raise NotFound(f"no query {query_id!r} is running here")
-        running.cancelled = True
-        await asyncio.to_thread(_interrupt_until_reached, running)
+        """Interrupts a running query on its engine, on whichever replica runs it; its own caller then gets
+        QueryCancelled (or, when its result was already streaming, the stream ends early)."""
+        running = self.registry.running_here(query_id)
+        if running is not None and (tenant is None or running.tenant == tenant):
+            running.cancelled = True
+            await asyncio.to_thread(_interrupt_until_reached, running)
+            return
+        if not await self.registry.request_cancel(query_id, tenant):
+            raise NotFound(f"no query {query_id!r} is running")
+
+    def _watch_cancel_requests(self) -> None:
+        if self._cancel_watch is None or self._cancel_watch.done():
+            self._cancel_watch = asyncio.create_task(self._poll_cancel_requests(), name="cancel-requests")
+
+    async def _poll_cancel_requests(self) -> None:
+        """While this replica plans or runs anything: cancels received by other replicas, carried out here."""
+        while self._plan_tasks or self.registry.has_running():
+            await asyncio.sleep(CANCEL_POLL_SECS)
+            try:
+                plan_ids, queries = await self.registry.cancel_requests(tuple(self._plan_tasks))
+            except Exception:  # noqa: BLE001 - read again at the next tick
+                log.warning("reading cancel requests failed", exc_info=True)
+                continue
+            for plan_id in plan_ids:
+                if (task := self._plan_tasks.get(plan_id)) is not None:
+                    task.cancel()
+            for running in queries:
+                if not running.cancelled:
+                    running.cancelled = True
+                    self._in_background(asyncio.to_thread(_interrupt_until_reached, running))
 
     async def _execute(self, plan: QueryPlan, engine: Engine, query_id: str, tenant: str | None, row_cap: int,
                        limit_secs: float) -> tuple[ResultStream, RunningQuery]:
@@ -260,7 +327,9 @@ class QueryService:
         metrics = self.runtime.metrics
         scan = scan_request(query_id, plan, engine.dialect, row_cap, self.settings.fault_query_scan_delay_secs)
         running = RunningQuery(query_id, tenant, engine)
-        await self.registry.add_running(running)
+        # Local at once; shared with the other replicas while the scan opens (no round trip on the way).
+        self.registry.add_running(running)
+        self._watch_cancel_requests()
         try:
             with tracer.start_as_current_span("fetch_parquet") as span:
                 span.set_attribute("strata.engine", engine.name)
@@ -275,12 +344,12 @@ class QueryService:
                     metrics.latency.labels("execute").observe(time.perf_counter() - execute_started)
             return result, running
         except TimeoutError:
-            await self.registry.forget_running(query_id)
+            self.registry.forget_running(query_id)
             metrics.outcomes.labels("timeout").inc()
             raise QueryTimeout(f"query {query_id} did not finish within {limit_secs:g} s and was interrupted"
                                ) from None
         except BaseException as exc:
-            await self.registry.forget_running(query_id)
+            self.registry.forget_running(query_id)
             if running.cancelled:
                 metrics.outcomes.labels("cancelled").inc()
                 raise QueryCancelled(f"query {query_id} was cancelled") from exc

@@ -148,6 +148,8 @@ class Settings(BaseSettings):
     query_max_waiting_per_tenant: int = 64
     # Fault injection for tests: the scan tasks of every query wait this long before reading.
     fault_query_scan_delay_secs: float = 0.0
+    # Fault injection for tests: every asynchronous plan waits this long before planning (within its timeout).
+    fault_query_plan_delay_secs: float = 0.0
     # The proxy's per-tenant limits: token bucket (rate per second, burst) and concurrent requests.
     proxy_rate_per_sec: float = 50.0
     proxy_burst: int = 100

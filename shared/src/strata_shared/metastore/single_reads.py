@@ -6,7 +6,8 @@ row processing) the same read took 0.37 ms of the event loop's time; here 0.12 m
 "Interactive latency"). Autocommit: a statement is one round trip, with no BEGIN, ping or ROLLBACK around it.
 
 A connection PostgreSQL dropped (a restart, `pg_terminate_backend`) fails its statement: it is discarded and the
-statement sent once more on a new connection (reads only, so sending twice is harmless). A server that cannot be
+statement sent once more on a new connection (reads, or writes that do the same when sent twice, such as query-api's
+batches of running queries: sending twice is harmless). A server that cannot be
 reached is `DatabaseUnavailable` (503) naming it, as for every other metastore access.
 """
 

@@ -60,12 +60,22 @@ def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
     return {status: problem_response_doc(status) for status in statuses}
 
 
+def problem_body(status: int, slug: str, title: str, detail: str, instance: str | None,
+                 errors: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    return {"type": PROBLEM_BASE + slug, "title": title, "status": status, "detail": detail,
+            "instance": instance, "errors": errors or []}
+
+
+def problem_of(exc: StrataError) -> dict[str, Any]:
+    """The problem a domain error is answered with, as JSON, for a body that carries it (a failed plan's)."""
+    return problem_body(exc.status, exc.slug, exc.title, exc.detail, None, exc.errors)
+
+
 def problem_response(status: int, slug: str, title: str, detail: str, instance: str | None,
                      errors: list[dict[str, Any]] | None = None,
                      headers: dict[str, str] | None = None) -> JSONResponse:
-    body = {"type": PROBLEM_BASE + slug, "title": title, "status": status, "detail": detail,
-            "instance": instance, "errors": errors or []}
-    return JSONResponse(body, status_code=status, media_type=PROBLEM_MEDIA_TYPE, headers=headers)
+    return JSONResponse(problem_body(status, slug, title, detail, instance, errors), status_code=status,
+                        media_type=PROBLEM_MEDIA_TYPE, headers=headers)
 
 
 def _location(loc: tuple[Any, ...]) -> str:

@@ -12,6 +12,7 @@ from strata_shared.metastore import (  # noqa: F401 - registers the tables
     compaction_models,
     indexing_models,
     maintenance_models,
+    query_registry_models,
 )
 from strata_shared.metastore.models import Base
 

@@ -1,0 +1,202 @@
+"""Work in flight shared by every query-api replica through PostgreSQL (tables of migration 0013), so a poll, a
+DELETE of a plan or a cancel of a query is answered whichever replica receives it.
+
+- **Plans**: a submitted plan is a row before its id is handed out; its owner records how it ended (the body or
+  the problem the API answers). A cancel on any replica is one conditional UPDATE; the owner, which polls its
+  plans in flight (`cancel_requests`), stops planning. A live owner finishes or fails a plan within the query
+  timeout, so a plan still submitted past it (and a grace for the last write) is a dead replica's: it reads as
+  failed. Plans leave the table an hour after their last write (deleted as new ones are added).
+- **Running queries** are registered off the query's path: `add_running` only notes the query, and a writer task
+  sends the new rows and the ended ones in batches while the engine opens the scan. A query that ends before its
+  row was sent leaves nothing to write at all; one that ends while it is being sent is deleted by the next batch.
+  A cancel received elsewhere sets the row's flag, which the owner polls while it has queries running. The owner
+  refreshes its rows every few seconds; rows it stopped refreshing are a killed replica's, reached by no cancel
+  and deleted by any replica's writer.
+
+Why polling and not LISTEN/NOTIFY: a listener needs a connection of its own per replica, and after that
+connection drops it must read the flags anyway for the notifications it missed; the poll is that read alone, one
+indexed statement every quarter second on the kept connection of `SingleReads` (which replaces a dropped one),
+sent only while the replica has work in flight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Sequence
+from contextlib import suppress
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from strata_query.registry import AsyncPlan, RunningQuery, replica_stopped
+from strata_shared.metastore.query_registry_repository import (
+    QueryRegistryRepository,
+    StoredPlan,
+    cancel_requests,
+    write_running,
+)
+from strata_shared.metastore.single_reads import SingleReads
+from strata_shared.web.problems import problem_of
+
+log = logging.getLogger("strata.query")
+
+# A live owner's last write of a timed-out plan lands within this much after the timeout.
+OWNER_GRACE_SECS = 5.0
+PLAN_RETENTION_SECS = 3600.0
+# The owner refreshes its running rows this often; a row not refreshed for ALIVE_SECS is a dead replica's.
+KEEP_ALIVE_SECS = 5.0
+ALIVE_SECS = 20.0
+# A batch the database refused is sent again after this long.
+RETRY_SECS = 1.0
+
+
+class SharedQueryRegistry:
+    def __init__(self, sessions: async_sessionmaker[AsyncSession], reads: SingleReads, owner: str,
+                 query_timeout_secs: float) -> None:
+        self.sessions = sessions
+        self.reads = reads
+        # This replica (`web.singleton.replica_id`).
+        self.owner = owner
+        self.owner_lost_after_secs = query_timeout_secs + OWNER_GRACE_SECS
+        self.retention_secs = max(PLAN_RETENTION_SECS, 2 * self.owner_lost_after_secs)
+        # Queries this replica runs.
+        self.running_queries: dict[str, RunningQuery] = {}
+        # Their rows: not sent yet, being sent, written; and the written rows of queries that ended.
+        self._unsent: dict[str, RunningQuery] = {}
+        self._sending: set[str] = set()
+        self._written: set[str] = set()
+        self._ended: set[str] = set()
+        self._batch_done = asyncio.Event()
+        self._writer: asyncio.Task[None] | None = None
+        self._kept_alive_at = time.monotonic()
+        self._dead_rows_cleared_at = 0.0
+
+    # --- asynchronous plans ----------------------------------------------------------------------------------
+
+    async def add_plan(self, plan: AsyncPlan) -> None:
+        async with self.sessions() as session:
+            await QueryRegistryRepository(session).add_plan(plan.plan_id, plan.tenant, self.owner,
+                                                            retention_secs=self.retention_secs)
+            await session.commit()
+
+    async def finish_plan(self, plan: AsyncPlan) -> bool:
+        async with self.sessions() as session:
+            finished = await QueryRegistryRepository(session).finish_plan(plan.plan_id, plan.status, plan=plan.plan,
+                                                                          problem=plan.problem)
+            await session.commit()
+        return finished
+
+    async def plan(self, plan_id: str) -> AsyncPlan | None:
+        async with self.sessions() as session:
+            stored = await QueryRegistryRepository(session).plan(plan_id,
+                                                                 owner_lost_after_secs=self.owner_lost_after_secs)
+        return None if stored is None else _as_plan(stored)
+
+    async def cancel_plan(self, plan_id: str) -> AsyncPlan | None:
+        async with self.sessions() as session:
+            plans = QueryRegistryRepository(session)
+            await plans.cancel_plan(plan_id, owner_lost_after_secs=self.owner_lost_after_secs)
+            stored = await plans.plan(plan_id, owner_lost_after_secs=self.owner_lost_after_secs)
+            await session.commit()
+        return None if stored is None else _as_plan(stored)
+
+    # --- running queries -------------------------------------------------------------------------------------
+
+    def add_running(self, query: RunningQuery) -> None:
+        self.running_queries[query.query_id] = query
+        self._unsent[query.query_id] = query
+        self._write_soon()
+
+    def forget_running(self, query_id: str) -> None:
+        if self.running_queries.pop(query_id, None) is None:
+            return
+        if self._unsent.pop(query_id, None) is not None:
+            return
+        self._ended.add(query_id)
+        self._write_soon()
+
+    def running_here(self, query_id: str) -> RunningQuery | None:
+        return self.running_queries.get(query_id)
+
+    def has_running(self) -> bool:
+        return bool(self.running_queries)
+
+    async def until_shared(self, query_id: str, timeout_secs: float) -> None:
+        with suppress(TimeoutError):
+            async with asyncio.timeout(timeout_secs):
+                while query_id in self._unsent or query_id in self._sending:
+                    await self._batch_done.wait()
+
+    async def request_cancel(self, query_id: str, tenant: str | None) -> bool:
+        async with self.sessions() as session:
+            asked = await QueryRegistryRepository(session).request_cancel(query_id, tenant, alive_secs=ALIVE_SECS)
+            await session.commit()
+        return asked
+
+    async def cancel_requests(self, plan_ids: Sequence[str]) -> tuple[list[str], list[RunningQuery]]:
+        query_ids = [query_id for query_id in self._written if query_id in self.running_queries]
+        if not plan_ids and not query_ids:
+            return [], []
+        if query_ids and time.monotonic() - self._kept_alive_at >= KEEP_ALIVE_SECS:
+            async with self.sessions() as session:
+                await QueryRegistryRepository(session).keep_running_alive(query_ids)
+                await session.commit()
+            self._kept_alive_at = time.monotonic()
+        cancelled_plans, asked = await cancel_requests(self.reads, plan_ids, query_ids)
+        return cancelled_plans, [self.running_queries[query_id] for query_id in asked
+                                 if query_id in self.running_queries]
+
+    async def close(self) -> None:
+        """Stops writing and deletes every row of this replica's running queries: none outlives its process."""
+        if self._writer is not None:
+            self._writer.cancel()
+            with suppress(asyncio.CancelledError):
+                await self._writer
+        async with self.sessions() as session:
+            await QueryRegistryRepository(session).forget_running_of(self.owner)
+            await session.commit()
+        self.reads.close()
+
+    def _write_soon(self) -> None:
+        if self._writer is None or self._writer.done():
+            self._writer = asyncio.create_task(self._write(), name="running-queries-writer")
+
+    async def _write(self) -> None:
+        """Sends the rows of started and ended queries, a batch at a time, until nothing is left to send."""
+        while self._unsent or self._ended:
+            added, self._unsent = self._unsent, {}
+            removed, self._ended = self._ended, set()
+            self._sending = set(added)
+            try:
+                await write_running(self.reads, [(query_id, query.tenant) for query_id, query in added.items()],
+                                    removed, self.owner)
+                if time.monotonic() - self._dead_rows_cleared_at >= ALIVE_SECS:
+                    async with self.sessions() as session:
+                        await QueryRegistryRepository(session).forget_dead_running(alive_secs=ALIVE_SECS)
+                        await session.commit()
+                    self._dead_rows_cleared_at = time.monotonic()
+            except Exception:  # noqa: BLE001 - a database away must not fail queries; the batch is sent again
+                log.warning("recording %d running and %d ended queries failed; retrying", len(added), len(removed),
+                            exc_info=True)
+                # Queries that ended meanwhile are in `_ended` already (deleting a row never written is harmless).
+                self._unsent.update({query_id: query for query_id, query in added.items()
+                                     if query_id in self.running_queries})
+                self._ended |= removed
+                self._batch_finished()
+                await asyncio.sleep(RETRY_SECS)
+                continue
+            self._written = (self._written | added.keys()) - removed
+            self._batch_finished()
+
+    def _batch_finished(self) -> None:
+        self._sending = set()
+        self._batch_done.set()
+        self._batch_done = asyncio.Event()
+
+
+def _as_plan(stored: StoredPlan) -> AsyncPlan:
+    if stored.owner_lost:
+        return AsyncPlan(stored.plan_id, stored.tenant, "failed", problem=problem_of(replica_stopped(stored.plan_id)))
+    return AsyncPlan(stored.plan_id, stored.tenant, stored.status, stored.plan,  # type: ignore[arg-type]
+                     stored.problem)
