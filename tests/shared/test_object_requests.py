@@ -11,7 +11,6 @@ from collections import Counter
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-import pytest
 
 from strata_shared.object_requests import ObjectRequests, metered
 from strata_shared.storage import ObjectStore

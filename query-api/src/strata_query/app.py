@@ -16,7 +16,7 @@ from strata_shared.web.state import AppState
 
 async def _install_service(app: FastAPI) -> None:
     state: AppState[QueryService] = app.state.strata
-    runtime = QueryRuntime(state.storage, state.registry, state.settings, state.spark)
+    runtime = QueryRuntime(state.storage, state.registry, state.settings, state.spark, state.object_store)
     state.parts = QueryService(runtime, state.sessions, state.settings, InMemoryQueryRegistry())
 
 

@@ -114,6 +114,17 @@ def current_meter() -> Meter | None:
     return _CURRENT.get()
 
 
+@contextmanager
+def counting_into(meter: Meter | None) -> Iterator[None]:
+    """Count the block's requests into an operation's meter opened elsewhere: for code its operation runs on a
+    thread that did not copy its context (a generator an engine pulls from its own threads)."""
+    token = _CURRENT.set(meter)
+    try:
+        yield
+    finally:
+        _CURRENT.reset(token)
+
+
 class _CountingReader:
     """A readable file that counts each read as one ranged GET; pyarrow reads it through `pa.PythonFile`, one
     Python call per range (never per byte), with the bytes handed on zero-copy."""
