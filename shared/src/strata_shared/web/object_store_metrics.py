@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from opentelemetry import trace
 from prometheus_client import CollectorRegistry, Counter
 
 from strata_shared.object_requests import REQUEST_KINDS, Meter, ObjectRequests, metered
@@ -38,3 +39,13 @@ class ObjectStoreMetrics:
                 yield meter
             finally:
                 self.record(operation, meter.snapshot())
+
+
+def record_requests(metrics: ObjectStoreMetrics | None, operation: str, requests: ObjectRequests) -> None:
+    """A job's requests, measured in the worker that ran it, on the current span and in the API's metrics when
+    the runner runs inside an API (a standalone worker has no /metrics of its own)."""
+    span = trace.get_current_span()
+    for name, count in requests.as_dict().items():
+        span.set_attribute(f"strata.object_store.{name}", count)
+    if metrics is not None:
+        metrics.record(operation, requests)
