@@ -175,10 +175,12 @@ def render(result: dict[str, Any]) -> str:
         f"`strata demo`'s index ({result['rows']:,} rows in {result['files']} files, one per window, with their "
         "artifacts) on an S3 server (moto), queried through query-api on the local engine. Each run is fresh "
         "(`Cache-Control: no-cache`); counts are the query summary's `object_requests` (GETs / HEADs / LISTs / "
-        "bytes read). *First*: nothing cached (footers, artifacts and row groups fetched); *repeated*: the same "
+        "bytes read). *First*: the query's first run, after the queries above it (what they fetched, footers, "
+        "artifacts and row groups in the RAM tier, is not fetched again); *repeated*: the same "
         "query again, the RAM tier on (the default); *RAM tier off*: a repeated run on a query-api with "
         "`STRATA_QUERY_HOT_CACHE_BYTES=0`, so only the row groups are fetched again, never a footer or an "
-        "artifact; *EXPLAIN*: the plan's own prediction of that scan.",
+        "artifact; *EXPLAIN*: the plan's own prediction of that scan. The local engine opens a file per row group "
+        "it reads, one HEAD each (pyarrow's Python API cannot be handed a file's size).",
         "",
         "| query | files / row groups | first | repeated | RAM tier off | EXPLAIN |",
         "|---|---|---|---|---|---|",
