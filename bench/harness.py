@@ -330,9 +330,9 @@ class Stack:
         self._databases.remove(name)
 
     def start_indexer(self, database_url: str, storage_root: Path, **overrides: object) -> IndexerServer:
+        overrides.setdefault("storage_uri", storage_root.resolve().as_uri())
         settings = Settings(
             database_url=database_url,
-            storage_uri=storage_root.resolve().as_uri(),
             api_keys=self.keys.as_json(),
             max_ingest_bytes=1 << 30,
             home=self.path("home"),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import math
+import re
 import uuid
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
@@ -131,6 +132,12 @@ async def _splits(stack: AppStack, keys, index_id: str, state: str) -> list[dict
     return response.json()["splits"]
 
 
+def _counted(metrics: str, operation: str, kind: str) -> float:
+    found = re.search(rf'strata_object_store_requests_total{{kind="{kind}",operation="{operation}"}} ([0-9.e+]+)',
+                      metrics)
+    return float(found.group(1)) if found else 0.0
+
+
 async def _answers(stack: AppStack, keys, sql: str) -> dict[str, list[tuple]]:
     answers = {}
     for engine in ("local", "spark"):
@@ -231,3 +238,11 @@ async def _journey(backend: Backend, keys, spark_factory) -> None:
     assert {_relative(stack, u) for u in janitor.json()["deleted"]} == left
     assert backend.objects(f"indexes/{index_id}") == set()
     assert backend.objects("external") == set()
+
+    # What each operation cost the store, in each API's /metrics.
+    indexer_metrics = (await stack.indexer.get("/metrics")).text
+    assert _counted(indexer_metrics, "ingest", "put") > 0 and _counted(indexer_metrics, "register", "get") > 0
+    assert _counted(indexer_metrics, "janitor", "list") >= 1
+    assert _counted(indexer_metrics, "janitor", "delete") >= len(left)
+    assert _counted((await stack.planner.get("/metrics")).text, "gc", "delete") >= 5
+    assert _counted((await stack.query.get("/metrics")).text, "query", "get") > 0

@@ -14,6 +14,7 @@ from opentelemetry import trace
 from strata_query.execution.engine import Engine
 from strata_query.execution.result_stream import ResultStream
 from strata_query.planning.plan import QueryPlan
+from strata_shared.object_requests import Meter, ObjectRequests
 
 tracer = trace.get_tracer("strata.query")
 ResultCacheOutcome = Literal["hit", "miss", "bypass"]
@@ -32,12 +33,13 @@ class RunSummary:
     bytes_scanned: int
     planning_ms: float
     elapsed_ms: float
+    object_requests: ObjectRequests
     result_cache: ResultCacheOutcome
 
 
 class QueryRun:
     def __init__(self, *, query_id: str, plan: QueryPlan, engine: Engine, engine_reason: str, row_cap: int,
-                 result_cache: ResultCacheOutcome, result: ResultStream, started: float,
+                 result_cache: ResultCacheOutcome, result: ResultStream, started: float, meter: Meter,
                  on_served: Callable[[QueryRun, bool], None]) -> None:
         self.query_id = query_id
         self.plan = plan
@@ -48,6 +50,8 @@ class QueryRun:
         self.result_cache = result_cache
         self.result = result
         self._started = started
+        # The run's object-store requests: planning's, then the engine's as it reads.
+        self.meter = meter
         self._on_served = on_served
 
     def summary(self) -> RunSummary:
@@ -56,7 +60,8 @@ class QueryRun:
             rows=self.result.rows, truncated=self.result.truncated, row_cap=self.row_cap, engine=self.engine.name,
             files_scanned=plan.total_files, row_groups_scanned=plan.total_row_groups,
             bytes_scanned=plan.total_bytes, planning_ms=plan.planning_ms,
-            elapsed_ms=round((time.perf_counter() - self._started) * 1000, 3), result_cache=self.result_cache)
+            elapsed_ms=round((time.perf_counter() - self._started) * 1000, 3),
+            object_requests=self.meter.snapshot(), result_cache=self.result_cache)
 
     @contextmanager
     def serving(self) -> Iterator[ResultStream]:
@@ -72,4 +77,6 @@ class QueryRun:
         finally:
             self._on_served(self, sent)
             span.set_attribute("strata.rows", self.result.rows)
+            for kind, count in self.meter.snapshot().as_dict().items():
+                span.set_attribute(f"strata.object_store.{kind}", count)
             span.end()

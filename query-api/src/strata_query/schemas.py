@@ -51,6 +51,18 @@ class StageOut(BaseModel):
     bytes_after: int
 
 
+class ObjectRequestsOut(BaseModel):
+    """Object-store requests as S3 bills them, and the bytes they moved."""
+
+    gets: int
+    puts: int
+    lists: int
+    heads: int
+    deletes: int
+    bytes_read: int
+    bytes_written: int
+
+
 class FilePartOut(BaseModel):
     split_id: str
     partition_id: str
@@ -58,6 +70,9 @@ class FilePartOut(BaseModel):
     row_groups: list[int]
     row_group_rows: list[int]
     byte_ranges: list[list[tuple[int, int]]] = Field(description="per kept row group: (offset, length) per column")
+    ranged_gets: list[list[tuple[int, int]]] = Field(
+        description="per kept row group: (offset, length) of each ranged GET a scan makes, the column chunks "
+                    "coalesced as the Parquet reader does")
     columns: list[str]
     bytes: int
     rows: int
@@ -83,6 +98,9 @@ class PlanOut(BaseModel):
     total_row_groups: int
     total_bytes: int
     total_rows: int
+    object_requests: ObjectRequestsOut = Field(
+        description="the requests the local engine makes to scan the plan with nothing in its RAM tier: a HEAD "
+                    "per row group read and the ranged GETs of `files[].ranged_gets`")
     planning_ms: float
     engine: EngineOut | None = Field(None, description="the engine that runs (or would run) the plan, and why")
 
@@ -110,6 +128,10 @@ class ResultSummary(BaseModel):
     bytes_scanned: int
     planning_ms: float
     elapsed_ms: float
+    object_requests: ObjectRequestsOut = Field(
+        description="the object-store requests this run made, planning included (footers and artifacts not "
+                    "cached yet); reads of the Spark engine's executors are not counted; none on a result-cache "
+                    "hit")
     result_cache: Literal["hit", "miss", "bypass"] = Field(
         description="`hit`: answered from the result kept from an earlier run of the same query over the same "
                     "published files (nothing was read: the counts above describe that run); `miss`: run now; "
@@ -141,7 +163,8 @@ def plan_out(plan: QueryPlan, engine: EngineChoice | None) -> PlanOut:
         # Shallow: asdict would deep-copy every byte range, and the model copies what it keeps anyway.
         files=[FilePartOut(**{name: getattr(f, name) for name in _FILE_PART_FIELDS}) for f in plan.files],
         total_files=plan.total_files, total_row_groups=plan.total_row_groups, total_bytes=plan.total_bytes,
-        total_rows=plan.total_rows, planning_ms=plan.planning_ms,
+        total_rows=plan.total_rows, object_requests=ObjectRequestsOut(**plan.object_requests().as_dict()),
+        planning_ms=plan.planning_ms,
         engine=None if engine is None else EngineOut(
             engine=None if engine.engine is None else engine.engine.name, reason=engine.reason))
 

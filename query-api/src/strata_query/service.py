@@ -32,6 +32,7 @@ from strata_query.schemas import plan_out
 from strata_shared.config import Settings
 from strata_shared.errors import NotFound, StrataError, Unavailable
 from strata_shared.metastore.plan_state import live_index_state
+from strata_shared.object_requests import Meter, metered
 from strata_shared.observability.context import annotate
 from strata_shared.web.problems import problem_of
 
@@ -118,8 +119,9 @@ class QueryService:
 
     async def explain(self, call: QueryCall) -> PlannedQuery:
         """The plan and the engine that would run it, without running it."""
-        async with self.runtime.admission.slot(call.tenant):
-            planned, _ = await self._plan(call)
+        with self.runtime.object_store.measure("query"):
+            async with self.runtime.admission.slot(call.tenant):
+                planned, _ = await self._plan(call)
         return planned
 
     async def submit_plan(self, call: QueryCall) -> AsyncPlan:
@@ -166,8 +168,9 @@ class QueryService:
             async with asyncio.timeout(timeout):
                 if self.settings.fault_query_plan_delay_secs:
                     await asyncio.sleep(self.settings.fault_query_plan_delay_secs)
-                async with self.runtime.admission.slot(call.tenant):
-                    planned, _ = await self._plan(call)
+                with self.runtime.object_store.measure("query"):
+                    async with self.runtime.admission.slot(call.tenant):
+                        planned, _ = await self._plan(call)
             entry.status, entry.plan = "completed", plan_out(planned.plan, planned.engine).model_dump(mode="json")
         except TimeoutError:
             entry.status, entry.problem = "failed", problem_of(
@@ -234,7 +237,16 @@ class QueryService:
 
     async def run(self, call: QueryCall) -> QueryRun:
         """Plans the query, then runs the shaped scan with its SQL on top on the chosen engine (or answers it from
-        the result cache) and returns once the first batch is in; the result streams from there."""
+        the result cache) and returns once the first batch is in; the result streams from there. Its object-store
+        requests are counted from planning to the last batch read."""
+        with metered() as meter:
+            try:
+                return await self._run(call, meter)
+            except BaseException:
+                self.runtime.object_store.record("query", meter.snapshot())
+                raise
+
+    async def _run(self, call: QueryCall, meter: Meter) -> QueryRun:
         runtime, settings = self.runtime, self.settings
         query_id = str(ULID())
         started = time.perf_counter()
@@ -275,6 +287,7 @@ class QueryService:
             if sent:
                 outcome = "cancelled" if running is not None and running.cancelled else "success"
             result.close()
+            runtime.object_store.record("query", meter.snapshot())
             if running is not None:
                 loop.call_soon_threadsafe(self.registry.forget_running, query_id)
             runtime.metrics.outcomes.labels(outcome).inc()
@@ -286,7 +299,8 @@ class QueryService:
                                                        sum(batch.nbytes for batch in served)))
 
         return QueryRun(query_id=query_id, plan=plan, engine=engine, engine_reason=planned.engine.reason,
-                        row_cap=row_cap, result_cache=outcome, result=result, started=started, on_served=on_served)
+                        row_cap=row_cap, result_cache=outcome, result=result, started=started, meter=meter,
+                        on_served=on_served)
 
     async def cancel(self, query_id: str, tenant: str | None) -> None:
         """Interrupts a running query on its engine, on whichever replica runs it; its own caller then gets

@@ -136,6 +136,10 @@ class Settings(BaseSettings):
     query_local_threads: int = 2
     # Decoded row groups of hot files kept in memory as Arrow (the RAM tier); 0 turns it off.
     query_hot_cache_bytes: int = 512 * 1024 * 1024
+    # Parquet footers and decoded artifacts planning reads, kept across queries so a repeated query fetches
+    # neither again (bytes: serialized footers; artifacts at four times their stored size).
+    query_footer_cache_bytes: int = 64 * 1024 * 1024
+    query_artifact_cache_bytes: int = 256 * 1024 * 1024
     # A result stops after this many rows; a cut is reported (header and end-of-stream flag), never silent.
     query_max_result_rows: int = 1_000_000
     # Finished results of repeated queries kept with their kept plan, valid exactly as long as it is (the same

@@ -18,6 +18,8 @@ from urllib.parse import urlparse
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+from strata_shared.object_requests import MeteredFileSystem
+
 
 class PathOutsideRoot(ValueError):
     pass
@@ -45,17 +47,19 @@ class ObjectStore:
     def __init__(self, root_uri: str) -> None:
         _refuse_connection_settings(root_uri)
         self.root_uri = root_uri.rstrip("/")
-        self.fs, root_path = pafs.FileSystem.from_uri(self.root_uri)
+        inner, root_path = pafs.FileSystem.from_uri(self.root_uri)
+        # Every call goes through the meter, so an operation that opened one knows what it cost the store.
+        self.fs = MeteredFileSystem(inner)
         self.root_path = posixpath.normpath(root_path)
         root = urlparse(self.root_uri)
         self._root_scheme, self._root_netloc = root.scheme, root.netloc
         self._root_prefix = self.root_path.rstrip("/") + "/"
-        if isinstance(self.fs, pafs.LocalFileSystem):
-            self.fs.create_dir(self.root_path, recursive=True)
+        if isinstance(inner, pafs.LocalFileSystem):
+            inner.create_dir(self.root_path, recursive=True)
 
     @property
     def is_local(self) -> bool:
-        return isinstance(self.fs, pafs.LocalFileSystem)
+        return isinstance(self.fs.inner, pafs.LocalFileSystem)
 
     def uri_for(self, relative_path: str) -> str:
         return f"{self.root_uri}/{relative_path.lstrip('/')}"

@@ -49,6 +49,7 @@ everywhere (its order step took 0.48-0.71 s against 0.10-0.15 s) and was removed
 
 from __future__ import annotations
 
+import contextvars
 import time
 import zlib
 from concurrent.futures import Executor
@@ -241,7 +242,9 @@ def run_merge(spec: MergeSpec) -> MergeResult:
                 clock.add("column_stats", time.perf_counter() - started)
                 # Encode and upload on the writer thread (the Parquet writer releases the GIL) while this
                 # thread verifies the table it handed over.
-                job = writer.submit(_encode_and_upload, table, metadata, spec, uploaded)
+                # In a copy of this context: the upload's requests count into the merge's meter.
+                job = writer.submit(contextvars.copy_context().run, _encode_and_upload, table, metadata, spec,
+                                    uploaded)
                 started = time.perf_counter()
                 if not spec.verify_readback:
                     verifier.check_table(table, f"output {split_id}")

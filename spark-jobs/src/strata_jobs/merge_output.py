@@ -20,26 +20,30 @@ from strata_shared.arrow_numpy import to_arrow
 from strata_shared.domain.column_stats import ColumnStats, compute_column_stats
 from strata_shared.domain.index_config import ParquetConfig
 from strata_shared.domain.split import SplitMetadata
+from strata_shared.object_requests import MeteredFileSystem
 from strata_shared.splitfile.writer import encode_split
 
-_FILESYSTEMS: dict[tuple[str, str, str], pafs.FileSystem] = {}
+_FILESYSTEMS: dict[tuple[str, str, str], MeteredFileSystem] = {}
 _FS_LOCK = threading.Lock()
 
 
-def filesystem_for(uri: str) -> tuple[pafs.FileSystem, str]:
-    """pyarrow filesystem and path of a URI (file://, s3://, or a plain local path). An S3 filesystem object
-    is built once per bucket and options and reused: building one per file costs a round of configuration."""
+def filesystem_for(uri: str) -> tuple[MeteredFileSystem, str]:
+    """pyarrow filesystem (metered: its requests count into the worker's open meter) and path of a URI (file://,
+    s3://, or a plain local path). An S3 filesystem object is built once per bucket and options and reused:
+    building one per file costs a round of configuration."""
     parsed = urlparse(uri)
     if not parsed.scheme:
-        return pafs.LocalFileSystem(), uri
+        return MeteredFileSystem(pafs.LocalFileSystem()), uri
     if parsed.scheme != "s3":
-        return pafs.FileSystem.from_uri(uri)
+        fs, path = pafs.FileSystem.from_uri(uri)
+        return MeteredFileSystem(fs), path
     cache_key = (parsed.scheme, parsed.netloc, parsed.query)
     with _FS_LOCK:
         fs = _FILESYSTEMS.get(cache_key)
     if fs is not None:
         return fs, parsed.netloc + unquote(parsed.path)
-    fs, path = pafs.FileSystem.from_uri(uri)
+    inner, path = pafs.FileSystem.from_uri(uri)
+    fs = MeteredFileSystem(inner)
     with _FS_LOCK:
         _FILESYSTEMS[cache_key] = fs
     return fs, path
@@ -124,7 +128,7 @@ def delete(uri: str) -> None:
     _delete_path(fs, path)
 
 
-def _delete_path(fs: pafs.FileSystem, path: str) -> None:
+def _delete_path(fs: MeteredFileSystem, path: str) -> None:
     try:
         fs.delete_file(path)
     except (FileNotFoundError, OSError):

@@ -3,7 +3,7 @@ kernel (`strata_jobs.index_build.run_index_build`) either way."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from strata_jobs.index_build import (
     IndexBuildResult,
@@ -15,6 +15,7 @@ from strata_jobs.index_build import (
     spec_to_json,
 )
 from strata_jobs.spark_tasks import TaskOutcome, run_one_task_each, run_task
+from strata_shared.object_requests import ObjectRequests
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +23,8 @@ class IndexBuildOutcome:
     job_id: str
     result: IndexBuildResult | None
     error: str | None
+    # What the job cost the object store, measured in the worker that ran it.
+    requests: ObjectRequests = field(default_factory=ObjectRequests)
 
 
 def _build_json(spec_json: str) -> str:
@@ -35,7 +38,7 @@ def submit_index_builds(spark, specs: list[IndexBuildSpec], operation_tag: str) 
 
 def _outcome(outcome: TaskOutcome) -> IndexBuildOutcome:
     return IndexBuildOutcome(outcome.job_id, result_from_json(outcome.result_json) if outcome.result_json else None,
-                             outcome.error)
+                             outcome.error, outcome.requests)
 
 
 def run_build_locally(pool, spec) -> IndexBuildOutcome:

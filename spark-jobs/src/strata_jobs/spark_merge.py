@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from strata_jobs.merge import (
     MergeResult,
@@ -15,6 +15,7 @@ from strata_jobs.merge import (
     spec_to_json,
 )
 from strata_jobs.spark_tasks import TaskOutcome, run_one_task_each, run_task
+from strata_shared.object_requests import ObjectRequests
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +23,8 @@ class MergeOutcome:
     job_id: str
     result: MergeResult | None
     error: str | None
+    # What the job cost the object store, measured in the worker that ran it.
+    requests: ObjectRequests = field(default_factory=ObjectRequests)
 
 
 def _merge_json(spec_json: str) -> str:
@@ -35,7 +38,7 @@ def submit_merges(spark, specs: list[MergeSpec], operation_tag: str) -> list[Mer
 
 def _outcome(outcome: TaskOutcome) -> MergeOutcome:
     return MergeOutcome(outcome.job_id, result_from_json(outcome.result_json) if outcome.result_json else None,
-                        outcome.error)
+                        outcome.error, outcome.requests)
 
 
 def run_merge_locally(pool, spec) -> MergeOutcome:

@@ -1,19 +1,23 @@
 """Running a batch of independent jobs as one Spark job through Spark Connect: one job per Spark task, in a Python
 worker, via mapInArrow. Specs go in and results come out as JSON strings, so the driver needs no Arrow schema for
-them; a failure comes back as data (its message), never as a failed Spark job that would hide the others.
+them; a failure comes back as data (its message), never as a failed Spark job that would hide the others. Each
+job's object-store requests are counted where it runs and come back with its outcome, failed or not.
 
 PySpark is only driven from here (and its callers' `submit_*`): the kernels stay testable without Spark.
 """
 
 from __future__ import annotations
 
+import json
 import traceback
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-RESULT_SCHEMA = "job_id string, ok boolean, result string, error string"
+from strata_shared.object_requests import ObjectRequests, metered
+
+RESULT_SCHEMA = "job_id string, ok boolean, result string, error string, requests string"
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,18 +25,21 @@ class TaskOutcome:
     job_id: str
     result_json: str | None
     error: str | None
+    # What the job cost the object store, measured where it ran.
+    requests: ObjectRequests = field(default_factory=ObjectRequests)
 
 
 def run_task(run_json: Callable[[str], str], job_id: str, spec_json: str) -> TaskOutcome:
     """One job, wherever it runs (a Spark task, or a local process for a tiny job): its failure comes back as
     data, the same message on both paths."""
-    try:
-        return TaskOutcome(job_id, run_json(spec_json), None)
-    except Exception as exc:  # noqa: BLE001 - every failure goes back to the caller as data
-        error = f"{type(exc).__name__}: {exc}"
-        if not isinstance(exc, ValueError | OSError):
-            error += "\n" + traceback.format_exc(limit=5)
-        return TaskOutcome(job_id, None, error)
+    with metered() as meter:
+        try:
+            result_json, error = run_json(spec_json), None
+        except Exception as exc:  # noqa: BLE001 - every failure goes back to the caller as data
+            result_json, error = None, f"{type(exc).__name__}: {exc}"
+            if not isinstance(exc, ValueError | OSError):
+                error += "\n" + traceback.format_exc(limit=5)
+    return TaskOutcome(job_id, result_json, error, meter.snapshot())
 
 
 def _worker(run_json: Callable[[str], str]) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
@@ -42,7 +49,8 @@ def _worker(run_json: Callable[[str], str]) -> Callable[[Iterator[pa.RecordBatch
                                          strict=True):
                 outcome = run_task(run_json, job_id, spec_json)
                 yield pa.RecordBatch.from_pydict({"job_id": [job_id], "ok": [outcome.error is None],
-                                                  "result": [outcome.result_json], "error": [outcome.error]})
+                                                  "result": [outcome.result_json], "error": [outcome.error],
+                                                  "requests": [json.dumps(outcome.requests.as_dict())]})
     return run_batches
 
 
@@ -58,4 +66,5 @@ def run_one_task_each(spark, specs: list[tuple[str, str]], run_json: Callable[[s
         collected = frame.collect()
     finally:
         spark.removeTag(operation_tag)
-    return [TaskOutcome(r["job_id"], r["result"] if r["ok"] else None, r["error"]) for r in collected]
+    return [TaskOutcome(r["job_id"], r["result"] if r["ok"] else None, r["error"],
+                        ObjectRequests.from_dict(json.loads(r["requests"] or "{}"))) for r in collected]

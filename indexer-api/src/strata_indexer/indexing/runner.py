@@ -15,6 +15,7 @@ from strata_shared.jobqueue.local_jobs import LocalJobPool
 from strata_shared.jobqueue.runner import PollingRunner, PollProtocol
 from strata_shared.observability.tracing import record_phases, traced
 from strata_shared.spark.session import SparkSessionFactory
+from strata_shared.web.object_store_metrics import ObjectStoreMetrics, record_requests
 
 
 class IndexBuildFailed(Exception):
@@ -24,8 +25,11 @@ class IndexBuildFailed(Exception):
 class IndexBuildExecutor:
     def __init__(self, spark: SparkSessionFactory, *, upload_attempts: int, upload_backoff_secs: float,
                  fault_upload_failures: int = 0, local: LocalJobPool | None = None,
-                 local_max_bytes: int = 0) -> None:
+                 local_max_bytes: int = 0, object_store: ObjectStoreMetrics | None = None) -> None:
         self.spark = spark
+        # The API's object-store metrics, when the runner runs inside it: each build's requests, counted in the
+        # worker that ran it, are added there.
+        self.object_store = object_store
         self.local = local
         self.local_max_bytes = local_max_bytes
         self.upload_attempts = upload_attempts
@@ -54,6 +58,7 @@ class IndexBuildExecutor:
         else:
             [outcome] = submit_index_builds(self.spark.session(), [self.spec(assignment)],
                                             assignment.spark_operation_tag)
+        record_requests(self.object_store, "artifact_build", outcome.requests)
         if outcome.result is None:
             raise IndexBuildFailed(outcome.error or "artifact build failed without a reason")
         result = outcome.result
@@ -72,12 +77,13 @@ class IndexBuildExecutor:
             self.spark.session().interruptTag(assignment.spark_operation_tag)
 
 
-def index_build_executor(spark: SparkSessionFactory, settings: Settings) -> IndexBuildExecutor:
+def index_build_executor(spark: SparkSessionFactory, settings: Settings,
+                         object_store: ObjectStoreMetrics | None = None) -> IndexBuildExecutor:
     return IndexBuildExecutor(spark, upload_attempts=settings.artifact_upload_attempts,
                               upload_backoff_secs=settings.artifact_upload_backoff_secs,
                               fault_upload_failures=settings.fault_artifact_upload_failures,
                               local=LocalJobPool.when_enabled(settings.indexing_local_max_bytes, settings),
-                              local_max_bytes=settings.indexing_local_max_bytes)
+                              local_max_bytes=settings.indexing_local_max_bytes, object_store=object_store)
 
 
 INDEXING_PROTOCOL = PollProtocol(

@@ -133,7 +133,8 @@ async def ingest_table(
     async def commit(batches: list[AdmittedRows]) -> list[SplitMetadata]:
         encoded = await asyncio.to_thread(build_splits, batches, index, settings, state.storage,
                                           partition_id=partition_id, source_id=source_id)
-        await _stage_upload_publish(state, encoded)
+        with state.object_store.measure("ingest"):
+            await _stage_upload_publish(state, encoded)
         return [e.metadata for e in encoded]
 
     rows = admitted.table.num_rows

@@ -32,8 +32,9 @@ async def register_splits(
     for item in request.splits:
         principal.check_tenant(item.partition_id)
     index = await load_live_index(session, index_id)
-    return await service.register_splits(session, index, request.splits, state.storage,
-                                         state.settings.max_register_batch)
+    with state.object_store.measure("register"):
+        return await service.register_splits(session, index, request.splits, state.storage,
+                                             state.settings.max_register_batch)
 
 
 @router.get("/{index_id}/splits", response_model=SplitPage, responses=problem_responses(400, 404))

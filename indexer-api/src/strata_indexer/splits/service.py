@@ -20,6 +20,7 @@ from strata_shared.domain.wire_types import Int64, Ulid
 from strata_shared.errors import BadRequest, Conflict, InvalidInput
 from strata_shared.metastore.models import IndexRow
 from strata_shared.metastore.repositories import SplitFilter, SplitRepository
+from strata_shared.object_requests import counting_into, current_meter
 from strata_shared.storage import ObjectStore
 
 # On S3 a footer read is a round trip: a few in flight hide the latency. On a local disk the check is Python
@@ -32,10 +33,14 @@ _IDENTITY_FIELDS = ("index_uid", "uri", "partition_id", "source_id", "num_rows",
 
 
 def _inspect_all(items: list[SplitToRegister], index: IndexIdentity, storage: ObjectStore) -> list[SplitMetadata]:
+    # The pool's threads do not share this context: their reads count into the registration's meter explicitly.
+    meter = current_meter()
+
     def one(position_item: tuple[int, SplitToRegister]) -> SplitMetadata | tuple[str, str]:
         position, item = position_item
         try:
-            return inspect_split(item, index, storage)
+            with counting_into(meter):
+                return inspect_split(item, index, storage)
         except SplitRejected as rejected:
             return (f"splits.{position}.{rejected.field}", f"split {item.split_id}: {rejected.message}")
 

@@ -21,8 +21,10 @@ from strata_query.execution.hot_tier import HotTier
 from strata_query.execution.result_stream import ResultStream
 from strata_query.execution.scan_request import ScanRequest
 from strata_query.execution.text_rows import rows_that_may_match
+from strata_query.planning.caches import StorageUnavailable
 from strata_shared.domain.fields import FieldType
-from strata_shared.errors import StrataError, Unavailable
+from strata_shared.errors import StrataError
+from strata_shared.object_requests import Meter, counting_into, current_meter
 
 log = logging.getLogger("strata.query")
 RESULT_BATCH_ROWS = 65_536
@@ -47,10 +49,6 @@ class QueryInterrupted(Exception):
     """The query was interrupted (cancelled or timed out) while running."""
 
 
-class StorageUnavailable(Unavailable):
-    slug, title = "storage-unavailable", "Object storage unavailable"
-
-
 class LocalEngine:
     """The in-process engine (implements `engine.Engine`)."""
 
@@ -73,7 +71,7 @@ class LocalEngine:
             self._cursors[request.query_id] = (cursor, interrupted)
         read_error: list[BaseException] = []
         schema = local_scan_schema(request.columns)
-        batches = self._scan(request, schema, interrupted, read_error)
+        batches = self._scan(request, schema, interrupted, read_error, current_meter())
 
         def close() -> None:
             with self._lock:
@@ -112,6 +110,8 @@ class LocalEngine:
             close()
             if interrupted.is_set():
                 raise QueryInterrupted(f"query {request.query_id} was interrupted") from exc
+            if read_error and isinstance(read_error[0], StorageUnavailable):
+                raise read_error[0] from exc
             if read_error:
                 raise StorageUnavailable(f"reading a split file failed: {read_error[0]}") from read_error[0]
             raise QueryFailed(str(exc).splitlines()[0]) from exc
@@ -146,15 +146,17 @@ class LocalEngine:
         self._db.close()
 
     def _scan(self, request: ScanRequest, schema: pa.Schema, interrupted: threading.Event,
-              errors: list[BaseException]) -> Iterator[pa.RecordBatch]:
+              errors: list[BaseException], meter: Meter | None) -> Iterator[pa.RecordBatch]:
         if request.scan_delay_secs and interrupted.wait(request.scan_delay_secs):
             raise QueryInterrupted(f"query {request.query_id} was interrupted")
         for task in request.tasks:
             data_columns = [name for name in schema.names if name not in (task.constants or {})]
             for group in task.row_groups:
                 try:
-                    table = self.hot.read_row_group(task.uri, group, data_columns)
-                except OSError as exc:
+                    # DuckDB may pull this generator from its own threads: the reads count into the query's meter.
+                    with counting_into(meter):
+                        table = self.hot.read_row_group(task.uri, group, data_columns)
+                except (OSError, StorageUnavailable) as exc:
                     # DuckDB reports a failing Arrow stream as its own error; keep the cause to name it.
                     errors.append(exc)
                     raise

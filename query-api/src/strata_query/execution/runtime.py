@@ -20,6 +20,7 @@ from strata_shared.config import Settings
 from strata_shared.metastore.single_reads import SingleReads
 from strata_shared.spark.session import SparkSessionFactory
 from strata_shared.storage import ObjectStore
+from strata_shared.web.object_store_metrics import ObjectStoreMetrics
 
 log = logging.getLogger("strata.query")
 
@@ -82,9 +83,9 @@ class CacheCollector:
 
 class QueryRuntime:
     def __init__(self, storage: ObjectStore, registry: CollectorRegistry, settings: Settings,
-                 spark: SparkSessionFactory | None) -> None:
-        self.artifacts = ArtifactCache(storage)
-        self.footers = FooterCache(storage)
+                 spark: SparkSessionFactory | None, object_store: ObjectStoreMetrics) -> None:
+        self.artifacts = ArtifactCache(storage, settings.query_artifact_cache_bytes)
+        self.footers = FooterCache(storage, settings.query_footer_cache_bytes)
         self.hot = HotTier(storage, self.footers, settings.query_hot_cache_bytes)
         self.local = LocalEngine(self.hot, settings.query_local_threads)
         self.engines = Engines(self.local, None if spark is None else SparkEngine(spark))
@@ -96,6 +97,7 @@ class QueryRuntime:
         self.admission = FairAdmission(settings.query_max_concurrent, settings.query_max_concurrent_per_tenant,
                                        settings.query_max_waiting_per_tenant)
         self.metrics = QueryMetrics(registry)
+        self.object_store = object_store
         Gauge("strata_query_result_cache_bytes", "Bytes of the results in the result cache",
               registry=registry).set_function(lambda: self.plan_cache.result_bytes)
         registry.register(CacheCollector({"hot": self.hot.lru, "footers": self.footers.lru,

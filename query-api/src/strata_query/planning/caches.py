@@ -1,6 +1,7 @@
-"""Byte-bounded LRU caches of what planning reads from object storage: decoded artifacts and Parquet footers.
-Both are immutable once written (artifacts are keyed by their content hash, split files never change), so a
-cached entry is never stale."""
+"""Byte-bounded LRU caches of what planning reads from object storage: decoded artifacts and Parquet footers,
+kept across queries so a repeated query makes no request for them. Both are immutable once written (artifacts
+are keyed by their URI and content hash, split files never change under their URI), so a cached entry is never
+stale."""
 
 from __future__ import annotations
 
@@ -13,12 +14,21 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from strata_shared.artifacts import ArtifactFormatError, load_artifact
+from strata_shared.errors import Unavailable
 from strata_shared.storage import ObjectStore
 
 log = logging.getLogger("strata.query")
 
 
 _ABSENT = object()
+
+
+class StorageUnavailable(Unavailable):
+    """The object store failed a read the query needs (an object of a published split missing, or not read):
+    a dependency's failure, named by the object's URI (which never carries credentials: storage.py refuses
+    those in URIs)."""
+
+    slug, title = "storage-unavailable", "Object storage unavailable"
 
 
 class ByteLru:
@@ -99,7 +109,13 @@ class FooterCache:
 
     def get(self, uri: str) -> pq.FileMetaData:
         def load() -> tuple[pq.FileMetaData, int]:
-            with self.storage.open_input(uri) as source:
-                metadata = pq.ParquetFile(source).metadata
+            try:
+                with self.storage.open_input(uri) as source:
+                    metadata = pq.ParquetFile(source).metadata
+            except FileNotFoundError as exc:
+                raise StorageUnavailable(f"the object {uri} of a published split is missing from the object "
+                                         "store") from exc
+            except OSError as exc:
+                raise StorageUnavailable(f"reading the footer of {uri} failed: {exc}") from exc
             return metadata, max(1, metadata.serialized_size)
         return self.lru.get_or_load(uri, load)

@@ -41,6 +41,9 @@ class FilePart:
     row_groups: list[int]
     row_group_rows: list[int]
     byte_ranges: list[list[tuple[int, int]]]
+    # Per kept row group, the (offset, length) of each GET a scan makes: the byte ranges as the reader coalesces
+    # them.
+    ranged_gets: list[list[tuple[int, int]]]
     columns: list[str]
     bytes: int
     rows: int

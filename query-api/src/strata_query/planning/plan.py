@@ -12,6 +12,7 @@ from strata_query.planning.cascade import FilePart, StageCount
 from strata_query.sql import ParsedQuery
 from strata_shared.domain.fields import FieldType
 from strata_shared.domain.index_config import IndexSettings
+from strata_shared.object_requests import ObjectRequests
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,3 +62,10 @@ class QueryPlan:
     @property
     def columns(self) -> list[str]:
         return [name for name, _ in self.scan_columns]
+
+    def object_requests(self) -> ObjectRequests:
+        """The requests a scan of this plan with nothing cached makes: the local engine opens a file (a HEAD) per
+        row group it reads and makes the ranged GETs read shaping recorded (its footers are cached by planning)."""
+        gets = [read for part in self.files for reads in part.ranged_gets for read in reads]
+        return ObjectRequests(gets=len(gets), heads=sum(len(part.row_groups) for part in self.files),
+                              bytes_read=sum(length for _, length in gets))

@@ -3,6 +3,7 @@ are not published yet, from the Parquet footer's statistics (bounds that may be 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 import pyarrow.parquet as pq
@@ -79,3 +80,28 @@ def column_byte_ranges(metadata: pq.FileMetaData, group: int, columns: set[str])
         start = chunk.dictionary_page_offset if chunk.has_dictionary_page else chunk.data_page_offset
         out.append((start, chunk.total_compressed_size))
     return out
+
+
+# Arrow's read coalescing (io::CacheOptions::LazyDefaults), which a Parquet reader with pre_buffer on (pyarrow's
+# default) applies to the column chunks of each read: ranges closer than the hole limit are fetched as one, up to
+# the range limit.
+COALESCE_HOLE_BYTES = 8192
+COALESCE_RANGE_BYTES = 32 * 1024 * 1024
+
+
+def coalesced_reads(ranges: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """(offset, length) of each ranged GET a pre-buffered read of `ranges` makes: Arrow's CoalesceReadRanges."""
+    ordered = sorted((offset, length) for offset, length in ranges if length > 0)
+    if not ordered:
+        return []
+    reads = []
+    start, end = ordered[0][0], ordered[0][0] + ordered[0][1]
+    for offset, length in ordered[1:]:
+        if offset + length <= end:
+            continue
+        if offset + length - start > COALESCE_RANGE_BYTES or offset - end > COALESCE_HOLE_BYTES:
+            reads.append((start, end - start))
+            start = offset
+        end = offset + length
+    reads.append((start, end - start))
+    return reads

@@ -26,6 +26,7 @@ from strata_query.planning.caches import FooterCache
 from strata_query.planning.cascade import Candidates, CascadeContext, FilePart, LiveFile
 from strata_query.planning.row_group_ranges import (
     absent_columns,
+    coalesced_reads,
     column_byte_ranges,
     column_bytes,
     ranges_from_footer,
@@ -157,10 +158,11 @@ class ReadShaping:
             split = f.candidate.split
             metadata = context.footers.get(split.uri)
             f.row_groups = [g for g in f.row_groups if g < metadata.num_row_groups]
+            byte_ranges = [column_byte_ranges(metadata, g, needed) for g in f.row_groups]
             f.part = FilePart(
                 split_id=split.split_id, partition_id=split.partition_id, uri=split.uri, row_groups=f.row_groups,
                 row_group_rows=[metadata.row_group(g).num_rows for g in f.row_groups],
-                byte_ranges=[column_byte_ranges(metadata, g, needed) for g in f.row_groups],
+                byte_ranges=byte_ranges, ranged_gets=[coalesced_reads(ranges) for ranges in byte_ranges],
                 columns=sorted(needed), bytes=column_bytes(metadata, f.row_groups, needed),
                 rows=sum(metadata.row_group(g).num_rows for g in f.row_groups),
                 pruned_with="artifacts" if f.candidate.artifacts is not None else "parquet_statistics")

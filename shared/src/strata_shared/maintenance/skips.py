@@ -189,10 +189,12 @@ class PassSkips:
 async def maintenance_pass(state: AppState, pass_name: MaintenancePass, now: datetime, *,
                            faults: tuple[type[BaseException], ...] = STORAGE_FAULTS,
                            covers_everything: bool = True) -> AsyncIterator[PassSkips]:
-    """One run of a pass; its record is written when the block ends normally (an outage raises through)."""
+    """One run of a pass; its record is written when the block ends normally (an outage raises through). Its
+    object-store requests are counted under the pass's name."""
     skips = PassSkips(pass_name, state.sessions, state.storage, state.maintenance, now, faults, covers_everything)
-    yield skips
-    await skips.finish()
+    with state.object_store.measure(str(pass_name)):
+        yield skips
+        await skips.finish()
 
 
 def quiet_on_outage(name: str, work: Callable[[], Awaitable[object]]) -> Callable[[], Awaitable[object]]:

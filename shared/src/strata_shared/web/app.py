@@ -20,6 +20,7 @@ from strata_shared.web.auth import ApiKeyRegistry
 from strata_shared.web.health import Drain
 from strata_shared.web.health import router as health_router
 from strata_shared.web.metrics import install_metrics
+from strata_shared.web.object_store_metrics import ObjectStoreMetrics
 from strata_shared.web.openapi import install_openapi
 from strata_shared.web.problems import install_problem_handlers
 from strata_shared.web.state import AppState
@@ -60,6 +61,7 @@ def build_app(
             storage=ObjectStore(settings.resolved_storage_uri),
             api_keys=ApiKeyRegistry.from_json(settings.api_keys),
             registry=registry,
+            object_store=object_store,
         )
         app.state.strata = state
         try:
@@ -88,6 +90,7 @@ def build_app(
     registry = CollectorRegistry()
     install_problem_handlers(app)
     install_metrics(app, registry, service)
+    object_store = ObjectStoreMetrics(registry)
     install_request_context(app, service)
     app.include_router(health_router)
     for router in routers:

@@ -15,6 +15,7 @@ from strata_shared.spark.session import SparkSessionFactory
 from strata_shared.storage import ObjectStore
 from strata_shared.web.auth import ApiKeyRegistry
 from strata_shared.web.background import Background
+from strata_shared.web.object_store_metrics import ObjectStoreMetrics
 
 P = TypeVar("P")
 
@@ -29,6 +30,8 @@ class AppState(Generic[P]):
     storage: ObjectStore
     api_keys: ApiKeyRegistry
     registry: CollectorRegistry
+    # Object-store requests and bytes by operation, for every API's /metrics.
+    object_store: ObjectStoreMetrics
     # Leases, planning and GC read time here, so tests can move it by hand.
     clock: Clock = system_clock
     background: Background | None = None

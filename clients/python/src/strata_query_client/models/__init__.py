@@ -11,6 +11,7 @@ from .field_problem import FieldProblem
 from .file_part_out import FilePartOut
 from .file_part_out_pruned_with import FilePartOutPrunedWith
 from .health import Health
+from .object_requests_out import ObjectRequestsOut
 from .plan_out import PlanOut
 from .plan_status import PlanStatus
 from .plan_status_status import PlanStatusStatus
@@ -38,6 +39,7 @@ __all__ = (
     "FilePartOut",
     "FilePartOutPrunedWith",
     "Health",
+    "ObjectRequestsOut",
     "PlanOut",
     "PlanStatus",
     "PlanStatusStatus",

@@ -23,6 +23,8 @@ class FilePartOut:
         row_groups (list[int]):
         row_group_rows (list[int]):
         byte_ranges (list[list[list[int]]]): per kept row group: (offset, length) per column
+        ranged_gets (list[list[list[int]]]): per kept row group: (offset, length) of each ranged GET a scan makes, the
+            column chunks coalesced as the Parquet reader does
         columns (list[str]):
         bytes_ (int):
         rows (int):
@@ -35,6 +37,7 @@ class FilePartOut:
     row_groups: list[int]
     row_group_rows: list[int]
     byte_ranges: list[list[list[int]]]
+    ranged_gets: list[list[list[int]]]
     columns: list[str]
     bytes_: int
     rows: int
@@ -66,6 +69,20 @@ class FilePartOut:
 
             byte_ranges.append(byte_ranges_item)
 
+        ranged_gets = []
+        for ranged_gets_item_data in self.ranged_gets:
+            ranged_gets_item = []
+            for ranged_gets_item_item_data in ranged_gets_item_data:
+                ranged_gets_item_item = []
+                for ranged_gets_item_item_item_data in ranged_gets_item_item_data:
+                    ranged_gets_item_item_item: int
+                    ranged_gets_item_item_item = ranged_gets_item_item_item_data
+                    ranged_gets_item_item.append(ranged_gets_item_item_item)
+
+                ranged_gets_item.append(ranged_gets_item_item)
+
+            ranged_gets.append(ranged_gets_item)
+
         columns = self.columns
 
         bytes_ = self.bytes_
@@ -84,6 +101,7 @@ class FilePartOut:
                 "row_groups": row_groups,
                 "row_group_rows": row_group_rows,
                 "byte_ranges": byte_ranges,
+                "ranged_gets": ranged_gets,
                 "columns": columns,
                 "bytes": bytes_,
                 "rows": rows,
@@ -129,6 +147,29 @@ class FilePartOut:
 
             byte_ranges.append(byte_ranges_item)
 
+        ranged_gets = []
+        _ranged_gets = d.pop("ranged_gets")
+        for ranged_gets_item_data in _ranged_gets:
+            ranged_gets_item = []
+            _ranged_gets_item = ranged_gets_item_data
+            for ranged_gets_item_item_data in _ranged_gets_item:
+                ranged_gets_item_item = []
+                _ranged_gets_item_item = ranged_gets_item_item_data
+                for ranged_gets_item_item_item_data in _ranged_gets_item_item:
+
+                    def _parse_ranged_gets_item_item_item(data: object) -> int:
+                        return cast(int, data)
+
+                    ranged_gets_item_item_item = _parse_ranged_gets_item_item_item(
+                        ranged_gets_item_item_item_data
+                    )
+
+                    ranged_gets_item_item.append(ranged_gets_item_item_item)
+
+                ranged_gets_item.append(ranged_gets_item_item)
+
+            ranged_gets.append(ranged_gets_item)
+
         columns = cast(list[str], d.pop("columns"))
 
         bytes_ = d.pop("bytes")
@@ -144,6 +185,7 @@ class FilePartOut:
             row_groups=row_groups,
             row_group_rows=row_group_rows,
             byte_ranges=byte_ranges,
+            ranged_gets=ranged_gets,
             columns=columns,
             bytes_=bytes_,
             rows=rows,

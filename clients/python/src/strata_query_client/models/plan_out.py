@@ -13,6 +13,7 @@ from ..types import UNSET, Unset
 if TYPE_CHECKING:
     from ..models.engine_out import EngineOut
     from ..models.file_part_out import FilePartOut
+    from ..models.object_requests_out import ObjectRequestsOut
     from ..models.stage_out import StageOut
     from ..models.time_range_out import TimeRangeOut
 
@@ -37,6 +38,7 @@ class PlanOut:
         total_row_groups (int):
         total_bytes (int):
         total_rows (int):
+        object_requests (ObjectRequestsOut): Object-store requests as S3 bills them, and the bytes they moved.
         planning_ms (float):
         engine (EngineOut | None | Unset): the engine that runs (or would run) the plan, and why
     """
@@ -54,6 +56,7 @@ class PlanOut:
     total_row_groups: int
     total_bytes: int
     total_rows: int
+    object_requests: ObjectRequestsOut
     planning_ms: float
     engine: EngineOut | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
@@ -94,6 +97,8 @@ class PlanOut:
 
         total_rows = self.total_rows
 
+        object_requests = self.object_requests.to_dict()
+
         planning_ms = self.planning_ms
 
         engine: dict[str, Any] | None | Unset
@@ -121,6 +126,7 @@ class PlanOut:
                 "total_row_groups": total_row_groups,
                 "total_bytes": total_bytes,
                 "total_rows": total_rows,
+                "object_requests": object_requests,
                 "planning_ms": planning_ms,
             }
         )
@@ -133,6 +139,7 @@ class PlanOut:
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         from ..models.engine_out import EngineOut
         from ..models.file_part_out import FilePartOut
+        from ..models.object_requests_out import ObjectRequestsOut
         from ..models.stage_out import StageOut
         from ..models.time_range_out import TimeRangeOut
 
@@ -178,6 +185,8 @@ class PlanOut:
 
         total_rows = d.pop("total_rows")
 
+        object_requests = ObjectRequestsOut.from_dict(d.pop("object_requests"))
+
         planning_ms = d.pop("planning_ms")
 
         def _parse_engine(data: object) -> EngineOut | None | Unset:
@@ -211,6 +220,7 @@ class PlanOut:
             total_row_groups=total_row_groups,
             total_bytes=total_bytes,
             total_rows=total_rows,
+            object_requests=object_requests,
             planning_ms=planning_ms,
             engine=engine,
         )

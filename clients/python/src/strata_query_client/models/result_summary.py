@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
 from ..models.result_summary_engine import ResultSummaryEngine
 from ..models.result_summary_result_cache import ResultSummaryResultCache
+
+if TYPE_CHECKING:
+    from ..models.object_requests_out import ObjectRequestsOut
+
 
 T = TypeVar("T", bound="ResultSummary")
 
@@ -27,6 +31,7 @@ class ResultSummary:
         bytes_scanned (int):
         planning_ms (float):
         elapsed_ms (float):
+        object_requests (ObjectRequestsOut): Object-store requests as S3 bills them, and the bytes they moved.
         result_cache (ResultSummaryResultCache): `hit`: answered from the result kept from an earlier run of the same
             query over the same published files (nothing was read: the counts above describe that run); `miss`: run now;
             `bypass`: run now because the request's Cache-Control said `no-cache` or `no-store`
@@ -41,6 +46,7 @@ class ResultSummary:
     bytes_scanned: int
     planning_ms: float
     elapsed_ms: float
+    object_requests: ObjectRequestsOut
     result_cache: ResultSummaryResultCache
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
@@ -63,6 +69,8 @@ class ResultSummary:
 
         elapsed_ms = self.elapsed_ms
 
+        object_requests = self.object_requests.to_dict()
+
         result_cache = self.result_cache.value
 
         field_dict: dict[str, Any] = {}
@@ -78,6 +86,7 @@ class ResultSummary:
                 "bytes_scanned": bytes_scanned,
                 "planning_ms": planning_ms,
                 "elapsed_ms": elapsed_ms,
+                "object_requests": object_requests,
                 "result_cache": result_cache,
             }
         )
@@ -86,6 +95,8 @@ class ResultSummary:
 
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.object_requests_out import ObjectRequestsOut
+
         d = dict(src_dict)
         rows = d.pop("rows")
 
@@ -105,6 +116,8 @@ class ResultSummary:
 
         elapsed_ms = d.pop("elapsed_ms")
 
+        object_requests = ObjectRequestsOut.from_dict(d.pop("object_requests"))
+
         result_cache = ResultSummaryResultCache(d.pop("result_cache"))
 
         result_summary = cls(
@@ -117,6 +130,7 @@ class ResultSummary:
             bytes_scanned=bytes_scanned,
             planning_ms=planning_ms,
             elapsed_ms=elapsed_ms,
+            object_requests=object_requests,
             result_cache=result_cache,
         )
 
