@@ -9,10 +9,8 @@ outside Strata shows) and run the janitor (the artifacts of collected files go).
 from __future__ import annotations
 
 import io
-import math
 import re
 import uuid
-from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -29,6 +27,7 @@ from strata_shared.config import Settings
 from strata_shared.domain.sort_key import is_sorted, sort_indices
 from strata_shared.domain.sort_schema import SortSchema
 from strata_shared.metastore import migrate
+from tests.e2e.reference_answers import QUERIES, files_table, normal, row_multiset
 from tests.e2e.shown_text import watching
 from tests.fixtures.apps import AppStack, app_stack
 from tests.indexer.indexing_helpers import (
@@ -44,17 +43,6 @@ from tests.planner.compaction_helpers import SMALL_POLICY, open_window, run_trig
 
 pytestmark = [pytest.mark.spark]
 RETENTION_SECS = 3600
-DUCK_TEXT = ("regexp_matches(lower(message), '(^|[^a-z0-9])disk([^a-z0-9]|$)') AND "
-             "regexp_matches(lower(message), '(^|[^a-z0-9])full([^a-z0-9]|$)')")
-# (Strata SQL, DuckDB's where it must differ); {i} is the index as a table.
-QUERIES = [
-    ("SELECT count(*) AS n, sum(value) AS s, min(timestamp_secs) AS t FROM {i}", None),
-    ("SELECT service, count(*) AS n, max(value) AS m FROM {i} WHERE host = 'host-0003' GROUP BY service", None),
-    ("SELECT metric_name, count(*) AS n FROM {i} WHERE service IN ('service_01', 'service_07') GROUP BY metric_name",
-     None),
-    ("SELECT host, count(*) AS n FROM {i} WHERE text_match(message, 'disk full') GROUP BY host",
-     "SELECT host, count(*) AS n FROM {i} WHERE " + DUCK_TEXT + " GROUP BY host"),
-]
 
 
 @dataclass
@@ -101,21 +89,6 @@ def _relative(stack: AppStack, uri: str) -> str:
     return stack.storage.canonical_uri(uri)[len(stack.storage.root_uri) + 1:]
 
 
-def _table(stack: AppStack, uris: list[str]) -> pa.Table:
-    """The files' rows as one table, read through the store (DuckDB has no S3 access of its own here)."""
-    return pa.concat_tables([pq.read_table(stack.storage.open_input(u)) for u in uris], promote_options="default")
-
-
-def _rows(table: pa.Table) -> Counter:
-    return Counter(tuple(sorted(row.items())) for row in table.to_pylist())
-
-
-def _normal(rows) -> list[tuple]:
-    def cell(value):
-        return round(value, 6) if isinstance(value, float) and not math.isnan(value) else value
-    return sorted((tuple(cell(v) for v in row) for row in rows), key=repr)
-
-
 def _external_split(window: int) -> tuple[bytes, int]:
     """A split some other writer sorted by the index's sort schema, with the index's columns."""
     table = pa.Table.from_pylist(rows_for(window, 300, seed=42))
@@ -145,7 +118,7 @@ async def _answers(stack: AppStack, keys, sql: str) -> dict[str, list[tuple]]:
                                           headers={**keys.header(keys.admin), "Accept": "application/json"})
         assert response.status_code == 200, (engine, response.text)
         assert response.headers["x-strata-engine"] == engine
-        answers[engine] = _normal(tuple(r.values()) for r in response.json()["rows"])
+        answers[engine] = normal(tuple(r.values()) for r in response.json()["rows"])
     return answers
 
 
@@ -180,14 +153,14 @@ async def _journey(backend: Backend, keys, spark_factory) -> None:
     assert len(inputs) == 4 and all(s["uri"].startswith(stack.storage.root_uri + "/") for s in inputs)
     input_keys = {_relative(stack, s["uri"]) for s in inputs}
     assert external in input_keys and input_keys <= backend.objects("")
-    rows_before = _rows(_table(stack, [s["uri"] for s in inputs]))
+    rows_before = row_multiset(files_table(stack.storage, [s["uri"] for s in inputs]))
 
     # The merge runs on Spark: its Python workers read the four inputs from the store and write the output there.
     job = await run_triggered_merge(stack.planner, keys, spark_factory, index_id)
     assert job["status"] == "success", job
     [output] = await _splits(stack, keys, index_id, "published")
-    merged = _table(stack, [output["uri"]])
-    assert _rows(merged) == rows_before  # MC-1, MC-2
+    merged = files_table(stack.storage, [output["uri"]])
+    assert row_multiset(merged) == rows_before  # MC-1, MC-2
     assert is_sorted(merged, SortSchema.parse(METRICS_SORT_SCHEMA))  # MC-3
 
     # So does the artifact build: read the output from the store, write its artifacts there.
@@ -203,7 +176,7 @@ async def _journey(backend: Backend, keys, spark_factory) -> None:
     reference = duckdb.connect()
     reference.register("data", merged)
     for sql, duck_sql in QUERIES:
-        expected = _normal(reference.execute((duck_sql or sql).format(i="data")).fetchall())
+        expected = normal(reference.execute((duck_sql or sql).format(i="data")).fetchall())
         answers = await _answers(stack, keys, sql.format(i=table))
         assert answers["local"] == answers["spark"] == expected, sql
     assert expected, "the full-text query finds the disk errors"

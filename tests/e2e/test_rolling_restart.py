@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import httpx
 import pytest
@@ -23,10 +23,10 @@ from strata_planner.app import create_app as planner_app
 from strata_services.client import arrow_ipc
 from strata_services.local.api_process import ApiProcess
 from strata_services.local.processes import free_port
-from strata_services.proxy.app import create_proxy_app
 from strata_services.sample_data import metrics_index_config, metrics_rows
 from strata_shared.config import Settings
 from strata_shared.metastore import migrate
+from tests.e2e.fleet import Outcomes, child_env, proxy_in_thread, upstream_states, wait_for
 from tests.fixtures.apps import Keys
 from tests.fixtures.http_server import serve_in_thread
 
@@ -48,16 +48,6 @@ class Stack:
     query_processes: list[ApiProcess]
 
 
-@dataclass
-class Outcomes:
-    statuses: list[int] = field(default_factory=list)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def add(self, status: int) -> None:
-        with self.lock:
-            self.statuses.append(status)
-
-
 @pytest.fixture
 def stack(pg_databases, settings: Settings, keys: Keys, tmp_path) -> Iterator[Stack]:
     database_url = pg_databases.create("strata_rolling")
@@ -65,12 +55,9 @@ def stack(pg_databases, settings: Settings, keys: Keys, tmp_path) -> Iterator[St
     # A busy session's Spark may answer readiness slowly; what is tested is the rotation, not Spark's speed.
     own = settings.model_copy(update={"database_url": Settings(database_url=database_url).database_url,
                                       "readiness_timeout_secs": 30.0})
-    env = {"STRATA_DATABASE_URL": own.database_url, "STRATA_SPARK_REMOTE": own.spark_remote,
-           "STRATA_STORAGE_URI": own.resolved_storage_uri, "STRATA_API_KEYS": keys.as_json(),
-           "STRATA_HOME": str(tmp_path / "home"), "STRATA_JOB_BUNDLE_DIR": str(own.resolved_job_bundle_dir),
-           "STRATA_READINESS_TIMEOUT_SECS": "30", "STRATA_FAULT_QUERY_SCAN_DELAY_SECS": str(SCAN_DELAY_SECS),
-           "STRATA_DRAIN_GRACE_SECS": str(GRACE_SECS), "STRATA_SHUTDOWN_TIMEOUT_SECS": "60",
-           "STRATA_LOG_FORMAT": "text"}
+    env = child_env(own, keys, tmp_path / "home", STRATA_READINESS_TIMEOUT_SECS="30",
+                    STRATA_FAULT_QUERY_SCAN_DELAY_SECS=str(SCAN_DELAY_SECS), STRATA_DRAIN_GRACE_SECS=str(GRACE_SECS),
+                    STRATA_SHUTDOWN_TIMEOUT_SECS="60")
     with ExitStack() as running:
         queries = [ApiProcess("query-api", "127.0.0.1", free_port(), env, tmp_path, f"query-api-{i + 1}")
                    for i in range(2)]
@@ -85,26 +72,8 @@ def stack(pg_databases, settings: Settings, keys: Keys, tmp_path) -> Iterator[St
             "query-api": [process.url for process in queries]}
         for process in queries:
             process.wait_healthy(timeout=120)
-        proxy_settings = own.model_copy(update={
-            "planner_upstreams": ",".join(replicas["planner-api"]),
-            "indexer_upstreams": ",".join(replicas["indexer-api"]),
-            "query_upstreams": ",".join(replicas["query-api"]),
-            "proxy_health_interval_secs": HEALTH_INTERVAL_SECS, "proxy_rate_per_sec": 1000.0, "proxy_burst": 1000,
-            "proxy_max_concurrent_per_tenant": 100})
-        proxy = running.enter_context(serve_in_thread(create_proxy_app(proxy_settings), health_path="/readyz",
-                                                      timeout=120))
+        proxy = running.enter_context(proxy_in_thread(own, replicas, HEALTH_INTERVAL_SECS))
         yield Stack(proxy, replicas, queries)
-
-
-def _states(proxy: str) -> dict[str, dict[str, str]]:
-    return httpx.get(proxy + "/readyz", timeout=60).json().get("upstreams", {})
-
-
-def _wait_for(condition: Callable[[], bool], what: str, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"{what} did not happen within {timeout:g} s"
-        time.sleep(0.1)
 
 
 def _served(url: str) -> float:
@@ -125,7 +94,7 @@ def _refused(url: str) -> bool:
 def test_a_replica_stopped_while_requests_run_drains_out_of_rotation_without_a_5xx(stack: Stack, keys: Keys):
     admin = {"Authorization": f"Bearer {keys.admin}"}
     client = httpx.Client(base_url=stack.proxy, headers=admin, timeout=120)
-    _wait_for(lambda: all(set(pool.values()) == {"ready"} for pool in _states(stack.proxy).values()),
+    wait_for(lambda: all(set(pool.values()) == {"ready"} for pool in upstream_states(stack.proxy).values()),
               "every replica ready", 120)
     now = int(time.time())
     created = client.post("/v1/indexes", json=metrics_index_config(INDEX))
@@ -157,7 +126,7 @@ def test_a_replica_stopped_while_requests_run_drains_out_of_rotation_without_a_5
             plans[plan_id] = response.json()
         return all(plan["status"] == "completed" for plan in plans.values())
 
-    _wait_for(all_planned, "every plan completed", 60)
+    wait_for(all_planned, "every plan completed", 60)
     polls = iter(plan_ids * 100_000)
 
     def poll_plan(c: httpx.Client) -> httpx.Response:
@@ -204,10 +173,10 @@ def test_a_replica_stopped_while_requests_run_drains_out_of_rotation_without_a_5
         signalled = time.monotonic()
 
         # Out of rotation by draining, within the grace: the listener is still open when the proxy sees it.
-        _wait_for(lambda: _states(stack.proxy)["query-api"][stopped.url] == "draining", "draining seen",
+        wait_for(lambda: upstream_states(stack.proxy)["query-api"][stopped.url] == "draining", "draining seen",
                   GRACE_SECS)
         assert not _refused(stopped.url)
-        _wait_for(lambda: _refused(stopped.url), "the listener closed", GRACE_SECS + 10)
+        wait_for(lambda: _refused(stopped.url), "the listener closed", GRACE_SECS + 10)
         assert time.monotonic() - signalled >= GRACE_SECS
         # Still running the queries it had taken.
         assert stopped.alive()
@@ -215,11 +184,11 @@ def test_a_replica_stopped_while_requests_run_drains_out_of_rotation_without_a_5
         for thread in streams:
             thread.join(timeout=120)
         assert streamed == {0: (200, ROWS, False), 1: (200, ROWS, False)}
-        _wait_for(lambda: not stopped.alive(), "the stopped replica exited", 60)
+        wait_for(lambda: not stopped.alive(), "the stopped replica exited", 60)
         assert "draining" in stopped.log_path.read_text()
         # The survivor carries on alone.
         time.sleep(2 * HEALTH_INTERVAL_SECS)
-        assert _states(stack.proxy)["query-api"] == {stopped.url: "down", kept.url: "ready"}
+        assert upstream_states(stack.proxy)["query-api"] == {stopped.url: "down", kept.url: "ready"}
     finally:
         stop_load.set()
         for thread in loaders:

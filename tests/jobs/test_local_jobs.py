@@ -7,6 +7,7 @@ merge that would go to Spark here fails the test."""
 from __future__ import annotations
 
 import os
+import signal
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -53,6 +54,12 @@ def _niceness() -> int:
     return os.nice(0)
 
 
+def _signalled_then_answers(signals: list[int]) -> int:
+    for number in signals:
+        os.kill(os.getpid(), number)
+    return os.getpid()
+
+
 @pytest.fixture
 def pool():
     local = LocalJobPool(1, niceness=5)
@@ -74,6 +81,12 @@ def test_a_child_that_dies_is_a_clear_error_and_the_next_job_gets_a_new_one(pool
     with pytest.raises(LocalJobFailed, match="local job process died"):
         pool.run(_die)
     assert pool.run(_double, 2) == 4
+
+
+def test_a_child_outlives_a_sigterm_or_ctrl_c_sent_to_the_api_process_group(pool):
+    # The API drains on them and lets the running job finish; the child must still be there to finish it.
+    child = pool.run(_signalled_then_answers, [signal.SIGTERM, signal.SIGINT])
+    assert pool.run(_signalled_then_answers, []) == child
 
 
 def test_a_closed_pool_refuses_work():

@@ -99,8 +99,11 @@ class QueryService:
         self._cancel_watch: asyncio.Task | None = None
 
     async def close(self) -> None:
-        """At shutdown: plans still being planned here fail (their readers, on any replica, learn it at once
-        rather than at the timeout), and nothing of this replica's work stays in the registry."""
+        """At shutdown: plans being planned here get the shutdown timeout to finish, as requests in flight do, so
+        a rolling restart fails none; those still planning then fail (their readers, on any replica, learn it at
+        once rather than at the timeout), and nothing of this replica's work stays in the registry."""
+        if self._plan_tasks:
+            await asyncio.wait(list(self._plan_tasks.values()), timeout=self.settings.shutdown_timeout_secs)
         for plan_id, task in list(self._plan_tasks.items()):
             try:
                 await self.registry.finish_plan(AsyncPlan(plan_id, None, "failed",

@@ -2,11 +2,12 @@
 
 Per index incarnation, it lists `.../artifacts/` and compares with the registered rows:
 - an object with an artifact name, not registered, complete and valid (header names its file, type, column and
-  version; the hash verifies), whose file still exists: registered (a crash between upload and registration);
+  version; the hash verifies), whose file still exists: registered once older than the grace period (a crash
+  between upload and registration; a younger one may be a build's still to register it);
 - an object that is incomplete, invalid, a leftover temporary, or belongs to a file that no longer exists:
   deleted once older than the grace period (an upload in flight is younger than that);
-- a registered artifact whose object is missing: the row goes, the file's snapshot is unpublished (queries fall
-  back to Parquet statistics) and the file is indexed again.
+- a registered artifact whose object is missing from a listing made after it was registered: the row goes, the
+  file's snapshot is unpublished (queries fall back to Parquet statistics) and the file is indexed again.
 Running it twice changes nothing the second time. An index whose artifacts cannot be listed, or an object that
 cannot be read or deleted, is skipped and recorded (`strata_shared.maintenance.skips`); the rest goes on.
 """
@@ -83,6 +84,11 @@ async def _reconcile_index(state: AppState, index_uid: str, index_id: str, now: 
     storage = state.storage
     prefix = artifact_prefix(storage, index_uid)
     relative_prefix = prefix[len(storage.root_uri) + 1:]
+    # Read before the listing: an artifact registered by then had its object uploaded before, so the listing
+    # shows it. A row read only after the listing may be a build's that uploaded and registered in between, and
+    # its object is no more missing than the listing is recent.
+    async with state.sessions() as session:
+        registered_before_listing = {r.uri for r in await IndexingRepository(session).artifacts_of_index(index_uid)}
     listed = await asyncio.to_thread(storage.list_files_with_mtime, relative_prefix)
     old_enough = (now - timedelta(seconds=state.settings.janitor_grace_secs)).timestamp()
     async with state.sessions() as session:
@@ -109,7 +115,9 @@ async def _reconcile_index(state: AppState, index_uid: str, index_id: str, now: 
                     ref = await asyncio.to_thread(_valid_object, storage, uri, split_id, key)
                 if read.skipped:
                     continue
-            if ref is not None:
+            # Younger than the grace, a complete object may be a build's that is about to register it itself:
+            # registering it too would race that build's registration.
+            if ref is not None and mtime <= old_enough:
                 try:
                     async with session.begin_nested():
                         await repo.register(split, [ref], "janitor", replace=False)
@@ -120,7 +128,7 @@ async def _reconcile_index(state: AppState, index_uid: str, index_id: str, now: 
             if mtime <= old_enough:
                 await _delete(storage, uri, index_id, report, skips)
         for uri, row in registered.items():
-            if uri in present:
+            if uri in present or uri not in registered_before_listing:
                 continue
             report.missing.append(uri)
             await repo.unregister(row.artifact_id)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import signal
 import threading
 import time
 from collections.abc import Callable
@@ -38,6 +39,11 @@ def _watch_parent(parent: int) -> None:
 
 
 def _start_child(parent: int, niceness: int) -> None:
+    # A SIGTERM or Ctrl-C sent to the API's whole process group (`strata down`, a terminal) is the API's to act
+    # on: it lets the running job finish and gives the others back (jobqueue/runner.py); a child dying of it would
+    # fail the job instead. The parent ends the children itself (`close`), and they exit when it is gone.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     if niceness:
         os.nice(niceness)
     threading.Thread(target=_watch_parent, args=(parent,), name="watch-parent", daemon=True).start()
