@@ -15,6 +15,7 @@ garbage collector removes the replaced splits' objects from the bucket once thei
 from __future__ import annotations
 
 import itertools
+import os
 import threading
 import time
 import uuid
@@ -44,6 +45,10 @@ from tests.planner.compaction_helpers import SMALL_POLICY
 
 pytestmark = [
     pytest.mark.timeout(600),
+    # Eight to ten minutes (the GC grace must outlast the slowest query under restarts), and not passing yet: run on
+    # demand, `STRATA_FLEET_TEST=1 .tools/bin/uv run pytest tests/e2e/test_fleet_journey.py`.
+    pytest.mark.skipif(os.environ.get("STRATA_FLEET_TEST") != "1",
+                       reason="the fleet journey runs on demand: STRATA_FLEET_TEST=1 (8-10 minutes)"),
     # Open in issue 23 (left strict, so it passes as XPASS once fixed, then the mark goes): on a fresh clone on
     # 2026-11-27 compaction jobs planned while planner-api's replicas restarted were refused at publish, "inputs no
     # longer published", and retried until they failed; in an earlier run a just-started replica took a job before
