@@ -32,13 +32,13 @@ import contextlib
 import logging
 import os
 import socket
-import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from strata_shared.metastore.background_pass_repository import BackgroundPassRepository, PassRun
+from strata_shared.web.periodic import every
 
 log = logging.getLogger("strata.background")
 
@@ -132,13 +132,6 @@ def tick_secs(interval_secs: float) -> float:
 
 async def once_every(seconds: float, stop: asyncio.Event, leases: PassLeases, work: Callable[[], Awaitable[object]],
                      name: str) -> None:
-    """`periodic.every` across replicas: each tick, run `work` if this replica claims the pass."""
-    while not stop.is_set():
-        started = time.monotonic()
-        try:
-            await leases.run_if_due(name, seconds, work)
-        except Exception:  # noqa: BLE001 - a failed pass is recorded on the pass and retried when due again
-            log.exception("%s failed", name)
-        wait = max(0.0, tick_secs(seconds) - (time.monotonic() - started))
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), timeout=wait)
+    """`periodic.every` across replicas: the same loop, ticking `tick_secs(seconds)`, and each tick runs `work` if
+    this replica claims the pass (a failed pass is recorded on the pass and retried when due again)."""
+    await every(tick_secs(seconds), stop, lambda: leases.run_if_due(name, seconds, work), name)
