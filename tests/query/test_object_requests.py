@@ -9,6 +9,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import httpx
+import pytest
 from asgi_lifespan import LifespanManager
 
 from strata_query.app import create_app
@@ -93,3 +94,30 @@ async def test_a_split_whose_object_is_missing_is_a_storage_problem_naming_it(qu
     problem = response.json()
     assert problem["type"].endswith("storage-unavailable")
     assert uri in problem["detail"] and "missing" in problem["detail"]
+
+
+@pytest.mark.spark
+async def test_a_spark_query_counts_its_executors_reads(query, indexer, keys, index_id):
+    window = await _three_files(indexer, keys, index_id)
+    sql = (f'SELECT host, count(*) AS n FROM "{index_id}" WHERE timestamp_secs >= {window - 60} '
+           f"AND value > 10 GROUP BY host")
+    plan = await _explain(query, keys, sql)
+    predicted = plan["object_requests"]
+    response = await query.post("/v1/query", json={"sql": sql, "engine": "spark"},
+                                headers={**keys.header(keys.admin), **FRESH})
+    assert response.status_code == 200, response.text
+    summary = response.json()["summary"]
+    assert summary["engine"] == "spark"
+    counted = summary["object_requests"]
+    # Planned by EXPLAIN: what the run counts is its executors' reads. Each task opens its file once and reads
+    # the footer the driver's cache holds (one GET: the files' footers are under Arrow's first 64 KiB read), then
+    # the same coalesced column chunks as the local engine.
+    files = plan["total_files"]
+    assert counted["heads"] == files == 3
+    assert counted["gets"] == predicted["gets"] + files
+    assert counted["bytes_read"] > predicted["bytes_read"]
+    assert counted == _scan_only(counted)
+    metrics = (await query.get("/metrics")).text
+    spark_gets = re.search(r'strata_object_store_requests_total\{kind="head",operation="query"\} ([0-9.e+]+)',
+                           metrics)
+    assert spark_gets and float(spark_gets.group(1)) >= counted["heads"]

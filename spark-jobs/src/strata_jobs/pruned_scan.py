@@ -3,6 +3,12 @@ its files (pyarrow, one Parquet footer per file), and yields Arrow batches in th
 SQL (the full WHERE as the residual filter, grouping, ordering, limit) runs in Spark on top of it.
 
 A file written before a column existed yields nulls for it (MC-4's union of columns, at read time).
+
+Each Spark task counts its object-store requests (`strata_shared.object_requests`) and hands them to the driver
+in the scan itself: one extra row per task whose request columns are set and whose data columns are null. An
+observation on the scan sums those rows and the rows are dropped before any SQL sees them; Spark Connect sends the
+sums with the end of the result (`requests_of`). A result the caller stops reading early (a LIMIT reached, a
+cancel) reports no counts from Spark.
 """
 
 from __future__ import annotations
@@ -17,6 +23,10 @@ import pyarrow.parquet as pq
 
 from strata_jobs.merge_output import filesystem_for
 from strata_shared.domain.fields import FieldType
+from strata_shared.object_requests import Meter, ObjectRequests, counting_into
+
+# The request columns of the scan's per-task counts row, dropped before the query's SQL.
+REQUEST_COLUMNS = {f"__strata_requests_{name}": name for name in ObjectRequests().as_dict()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,23 +83,60 @@ def read_task(task: ScanTask, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
 
 def scan_worker(schema: pa.Schema, delay_secs: float = 0.0
                 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The Python worker of the scan: the tasks' rows in `counted_schema(schema)`, then one row of the requests
+    they made."""
+    counted = counted_schema(schema)
+
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         if delay_secs:
             time.sleep(delay_secs)
+        meter = Meter()
         for batch in batches:
             for spec in batch.column("task").to_pylist():
-                yield from read_task(ScanTask(**json.loads(spec)), schema)
+                reading = read_task(ScanTask(**json.loads(spec)), schema)
+                while True:
+                    # Counted into this task's meter only while reading: the rows yielded are Spark's.
+                    with counting_into(meter):
+                        shaped = next(reading, None)
+                    if shaped is None:
+                        break
+                    nulls = [pa.nulls(shaped.num_rows, pa.int64())] * len(REQUEST_COLUMNS)
+                    yield pa.RecordBatch.from_arrays(shaped.columns + nulls, schema=counted)
+        requests = meter.snapshot().as_dict()
+        yield pa.RecordBatch.from_arrays(
+            [pa.nulls(1, field.type) for field in schema] + [pa.array([requests[name]], pa.int64())
+                                                             for name in REQUEST_COLUMNS.values()],
+            schema=counted)
     return run
 
 
-def scan_frame(spark, tasks: list[ScanTask], columns: list[tuple[str, FieldType]], delay_secs: float = 0.0):
+def counted_schema(schema: pa.Schema) -> pa.Schema:
+    return pa.schema(list(schema) + [pa.field(column, pa.int64()) for column in REQUEST_COLUMNS])
+
+
+def requests_of(observed: dict[str, int | None]) -> ObjectRequests:
+    """The scan's requests from its observation's values (None where no task reported)."""
+    return ObjectRequests.from_dict({name: observed.get(name) or 0 for name in REQUEST_COLUMNS.values()})
+
+
+def scan_frame(spark, tasks: list[ScanTask], columns: list[tuple[str, FieldType]], delay_secs: float = 0.0,
+               requests=None):
     """A DataFrame over the shaped scan: one Spark task per file. An empty plan is an empty frame of the
-    schema, so the SQL on top still runs (and answers e.g. count(*) = 0). `delay_secs` is fault injection for
-    tests: each task waits that long before reading."""
+    schema, so the SQL on top still runs (and answers e.g. count(*) = 0). `requests`, an observation (what
+    `DataFrame.observe` takes), receives the tasks' object-store requests summed, keyed as `requests_of` reads
+    them. `delay_secs` is fault injection for tests: each task waits that long before reading."""
+    # Strata drives Spark only through Spark Connect; the generic module would look for a classic session.
+    from pyspark.sql.connect import functions as F
+
     schema = scan_arrow_schema(columns)
     ddl = scan_ddl(columns)
     if not tasks:
         return spark.createDataFrame([], ddl)
     specs = [(i, json.dumps(asdict(t))) for i, t in enumerate(tasks)]
     frame = spark.createDataFrame(specs, "task_id int, task string")
-    return frame.repartitionByRange(len(specs), "task_id").mapInArrow(scan_worker(schema, delay_secs), ddl)
+    counted_ddl = ddl + "".join(f", `{column}` bigint" for column in REQUEST_COLUMNS)
+    frame = frame.repartitionByRange(len(specs), "task_id").mapInArrow(scan_worker(schema, delay_secs), counted_ddl)
+    if requests is not None:
+        frame = frame.observe(requests, *(F.sum(column).alias(name) for column, name in REQUEST_COLUMNS.items()))
+    marker = next(iter(REQUEST_COLUMNS))
+    return frame.where(F.col(marker).isNull()).select(*(F.col(f"`{name}`") for name, _ in columns))

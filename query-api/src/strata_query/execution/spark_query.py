@@ -1,6 +1,7 @@
 """Executing a planned query on Spark through Spark Connect: the shaped scan (`strata_jobs.pruned_scan`) as a
 temporary view, the query's own SQL on top of it, tagged so it can be interrupted, and its result streamed batch
-by batch as Spark Connect sends it (never collected whole)."""
+by batch as Spark Connect sends it (never collected whole). The executors' object-store requests arrive with the
+end of the result and count into the query's meter."""
 
 from __future__ import annotations
 
@@ -9,12 +10,14 @@ from collections.abc import Iterator
 from itertools import chain
 
 import pyarrow as pa
+from pyspark.sql.connect.observation import Observation
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from strata_jobs.pruned_scan import scan_frame
+from strata_jobs.pruned_scan import requests_of, scan_frame
 from strata_query.execution.result_stream import ResultStream
 from strata_query.execution.scan_request import ScanRequest
 from strata_shared.errors import StrataError
+from strata_shared.object_requests import current_meter
 from strata_shared.spark.errors import spark_problem
 from strata_shared.spark.session import SparkSessionFactory
 
@@ -61,7 +64,11 @@ def open_spark_query(spark: SparkSessionFactory, request: ScanRequest) -> Result
 
 
 def _open_on(session, request: ScanRequest) -> ResultStream:
-    frame = scan_frame(session, request.tasks, request.columns, request.scan_delay_secs)
+    # Opened on a thread that copied the query's context; the rest of the stream is read on others.
+    meter = current_meter()
+    requests_name = f"strata_scan_requests_{request.query_id.lower()}"
+    requests = Observation(requests_name)
+    frame = scan_frame(session, request.tasks, request.columns, request.scan_delay_secs, requests)
     if request.extra_filter:
         frame = frame.where(request.extra_filter)
     frame.createOrReplaceTempView(request.view)
@@ -83,8 +90,10 @@ def _open_on(session, request: ScanRequest) -> ResultStream:
         session.addTag(request.tag)
         try:
             # DataFrame.toArrow() collects every batch first; the client's iterator yields them as they arrive.
-            tables = session.client.to_table_as_iterator(result._plan.to_proto(session.client),
-                                                         result._plan.observations)
+            # The scan's observation is under the view, not on the SQL's own plan: the client fills it in only
+            # when handed it.
+            observations = {**result._plan.observations, requests_name: requests}
+            tables = session.client.to_table_as_iterator(result._plan.to_proto(session.client), observations)
             batches = _batches(tables, schema)
             first = next(batches, None)
         finally:
@@ -98,6 +107,8 @@ def _open_on(session, request: ScanRequest) -> ResultStream:
         nonlocal finished
         yield from batches
         finished = True
+        if meter is not None and request.tasks:
+            meter.add_requests(requests_of(requests.get))
 
     return ResultStream(schema, chain([] if first is None else [first], rest()), close, request.row_cap)
 
