@@ -16,7 +16,9 @@ from strata_query.execution.hot_tier import HotTier
 from strata_query.execution.local_query import LocalEngine, QueryInterrupted, StorageUnavailable
 from strata_query.execution.scan_request import VIEW, ScanRequest
 from strata_query.planning.caches import FooterCache
+from strata_query.planning.row_group_ranges import coalesced_reads, column_byte_ranges
 from strata_shared.domain.fields import FieldType
+from strata_shared.object_requests import ObjectRequests, metered
 from strata_shared.storage import ObjectStore
 
 COLUMNS = [("host", FieldType.STRING), ("value", FieldType.F64), ("ts", FieldType.I64),
@@ -116,5 +118,31 @@ def test_an_interrupt_while_scanning_is_reported_as_one(files, mode) -> None:
     try:
         with pytest.raises(QueryInterrupted):
             local.open(scan)
+    finally:
+        local.close()
+
+
+@pytest.mark.parametrize("mode", sorted(MODES))
+def test_a_scan_opens_each_file_once_and_reads_the_coalesced_chunks(files, mode) -> None:
+    store, uris = files
+    local = engine(store, mode)
+    footers = local.hot.footers
+    for uri in uris:
+        footers.get(uri)
+    predicted_gets = 0
+    for uri in uris:
+        metadata = footers.get(uri)
+        needed = {name for name, _ in COLUMNS} & set(metadata.schema.names)
+        predicted_gets += sum(len(coalesced_reads(column_byte_ranges(metadata, g, needed))) for g in (0, 2, 4))
+    try:
+        with metered() as meter:
+            local.open(request(uris, SQL)).close()
+        # Three row groups of each of three files: three opens (one HEAD each), never nine.
+        assert meter.snapshot() == ObjectRequests(gets=predicted_gets, heads=3,
+                                                  bytes_read=meter.snapshot().bytes_read)
+        # Every chunk is now in the RAM tier: a second scan opens nothing.
+        with metered() as again:
+            local.open(request(uris, SQL)).close()
+        assert again.snapshot() == ObjectRequests()
     finally:
         local.close()

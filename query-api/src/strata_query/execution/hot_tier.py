@@ -8,6 +8,9 @@ engines"), a cost every query over the chunk would pay again."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import ExitStack
+
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -21,32 +24,43 @@ class HotTier:
         self.footers = footers
         self.lru = ByteLru(capacity_bytes)
 
-    def read_row_group(self, uri: str, group: int, columns: list[str]) -> pa.Table:
-        """The row group's `columns` that the file has, strings as dictionaries (a column added to the index later
-        is absent from older files; the caller fills it with nulls), from memory where cached, else from the file,
-        then cached."""
+    def read_row_groups(self, uri: str, groups: list[int], columns: list[str]) -> Iterator[pa.Table]:
+        """Each of the file's `groups`, in order: its `columns` that the file has, strings as dictionaries (a
+        column added to the index later is absent from older files; the caller fills it with nulls), from memory
+        where cached, else from the file, then cached.
+
+        The file is opened once, at the first row group not wholly in memory, and read through that one handle
+        with the cached footer: one HEAD per file on S3 (Arrow's Python API opens by path only, and S3 learns the
+        size from a HEAD), never one per row group."""
         footer = self.footers.get(uri)
         file_schema = footer.schema.to_arrow_schema()
         present = set(file_schema.names)
         wanted = [c for c in columns if c in present]
-        found: dict[str, pa.ChunkedArray] = {}
-        missing = []
-        for column in wanted:
-            chunk = self.lru.get((uri, group, column))
-            if chunk is None:
-                missing.append(column)
-            else:
-                found[column] = chunk
-        if missing or not wanted:
-            # With no column to read (only split constants or columns added later), this reads the row count.
-            with self.storage.open_input(uri) as source:
-                strings = [c for c in missing if pa.types.is_string(file_schema.field(c).type)]
-                read = pq.ParquetFile(source, metadata=footer, read_dictionary=strings).read_row_group(
-                    group, columns=missing)
-            if not wanted:
-                return read
-            for column in missing:
-                chunk = read.column(column)
-                found[column] = chunk
-                self.lru.put((uri, group, column), chunk, max(1, chunk.nbytes))
-        return pa.table({column: found[column] for column in wanted})
+        with ExitStack() as opened:
+            parquet: pq.ParquetFile | None = None
+            for group in groups:
+                found: dict[str, pa.ChunkedArray] = {}
+                missing = []
+                for column in wanted:
+                    chunk = self.lru.get((uri, group, column))
+                    if chunk is None:
+                        missing.append(column)
+                    else:
+                        found[column] = chunk
+                if not missing and wanted:
+                    yield pa.table({column: found[column] for column in wanted})
+                    continue
+                if parquet is None:
+                    source = opened.enter_context(self.storage.open_input(uri))
+                    strings = [c for c in wanted if pa.types.is_string(file_schema.field(c).type)]
+                    parquet = pq.ParquetFile(source, metadata=footer, read_dictionary=strings)
+                # With no column to read (only split constants or columns added later), this reads the row count.
+                read = parquet.read_row_group(group, columns=missing)
+                if not wanted:
+                    yield read
+                    continue
+                for column in missing:
+                    chunk = read.column(column)
+                    found[column] = chunk
+                    self.lru.put((uri, group, column), chunk, max(1, chunk.nbytes))
+                yield pa.table({column: found[column] for column in wanted})

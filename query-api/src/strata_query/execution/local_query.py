@@ -151,15 +151,18 @@ class LocalEngine:
             raise QueryInterrupted(f"query {request.query_id} was interrupted")
         for task in request.tasks:
             data_columns = [name for name in schema.names if name not in (task.constants or {})]
-            for group in task.row_groups:
+            reading = self.hot.read_row_groups(task.uri, task.row_groups, data_columns)
+            while True:
                 try:
                     # DuckDB may pull this generator from its own threads: the reads count into the query's meter.
                     with counting_into(meter):
-                        table = self.hot.read_row_group(task.uri, group, data_columns)
+                        table = next(reading, None)
                 except (OSError, StorageUnavailable) as exc:
                     # DuckDB reports a failing Arrow stream as its own error; keep the cause to name it.
                     errors.append(exc)
                     raise
+                if table is None:
+                    break
                 shaped = shape_row_group(table, task, schema)
                 keep = rows_that_may_match(request.predicate, shaped)
                 if keep is not None and not keep.all():

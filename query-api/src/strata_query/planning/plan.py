@@ -64,8 +64,10 @@ class QueryPlan:
         return [name for name, _ in self.scan_columns]
 
     def object_requests(self) -> ObjectRequests:
-        """The requests a scan of this plan with nothing cached makes: the local engine opens a file (a HEAD) per
-        row group it reads and makes the ranged GETs read shaping recorded (its footers are cached by planning)."""
+        """The requests the local engine's scan of this plan makes with nothing in its RAM tier: it opens each file
+        once (a HEAD) and makes the ranged GETs read shaping recorded, the footer coming from planning's cache.
+        On Spark, each task also reads its file's footer: one GET more per file (two for a footer past Arrow's
+        first 64 KiB read)."""
         gets = [read for part in self.files for reads in part.ranged_gets for read in reads]
-        return ObjectRequests(gets=len(gets), heads=sum(len(part.row_groups) for part in self.files),
+        return ObjectRequests(gets=len(gets), heads=sum(1 for part in self.files if part.row_groups),
                               bytes_read=sum(length for _, length in gets))
