@@ -204,57 +204,43 @@ def test_a_tiny_artifact_build_runs_locally_and_builds_what_a_spark_task_builds(
                                   local_max_bytes=size - 1).runs_locally(assignment("x"))
 
 
-def _recorded(registry, operation: str) -> dict[str, float]:
-    """The object-store counters an API's /metrics shows for `operation`."""
-    values = {}
-    for name, label in (("strata_object_store_requests_total", "kind"),
-                        ("strata_object_store_bytes_total", "direction")):
-        for kind in ("get", "put", "list", "head", "delete", "read", "written"):
-            value = registry.get_sample_value(name, {"operation": operation, label: kind})
-            if value:
-                values[kind] = value
-    return values
+def test_a_merge_counts_its_requests_in_its_worker_into_the_runners_meter(tmp_path, pool):
+    from strata_shared.object_requests import metered
 
-
-def test_a_merge_counts_its_requests_in_its_worker_and_the_api_records_them(tmp_path, pool):
-    from prometheus_client import CollectorRegistry
-
-    from strata_shared.web.object_store_metrics import ObjectStoreMetrics
-
-    registry = CollectorRegistry()
     inputs = _inputs(tmp_path, 2)
-    executor = MergeExecutor(NoSpark(), local=pool, local_max_bytes=1 << 20, object_store=ObjectStoreMetrics(registry))
-    result = executor.run(_assignment(inputs, tmp_path, [100, 100]))
-    recorded = _recorded(registry, "merge")
+    executor = MergeExecutor(NoSpark(), local=pool, local_max_bytes=1 << 20)
+    # The runner's meter around the executor (`PollingRunner._run`): what the worker process counted lands there.
+    with metered() as meter:
+        result = executor.run(_assignment(inputs, tmp_path, [100, 100]))
+    counted = meter.snapshot()
     # Each input: opened (a HEAD after the size's HEAD), its footer and its column chunks read.
-    assert recorded["head"] >= 2 * len(inputs) and recorded["get"] >= 2 * len(inputs)
+    assert counted.heads >= 2 * len(inputs) and counted.gets >= 2 * len(inputs)
     # Each output: a multipart upload (3 PUTs) and a move (copy PUT, DELETE, parent marker PUT).
-    assert recorded["put"] == 5 * len(result.outputs) and recorded["delete"] == len(result.outputs)
-    assert recorded["written"] == sum(output.size_bytes for output in result.outputs)
-    assert recorded["read"] > 0
+    assert counted.puts == 5 * len(result.outputs) and counted.deletes == len(result.outputs)
+    assert counted.bytes_written == sum(output.size_bytes for output in result.outputs)
+    assert counted.bytes_read > 0
 
 
 def test_an_artifact_build_counts_its_uploads(tmp_path, pool):
-    from prometheus_client import CollectorRegistry
-
     from strata_indexer.indexing.runner import IndexBuildExecutor
     from strata_indexer.indexing.schemas import IndexingAssignment
     from strata_services.sample_data import metrics_rows
     from strata_shared.domain.index_config import ArtifactConfig
-    from strata_shared.web.object_store_metrics import ObjectStoreMetrics
+    from strata_shared.object_requests import metered
     from tests.indexer.indexing_helpers import ARTIFACTS, FIELDS
 
     path = tmp_path / "split.parquet"
     pa.parquet.write_table(metrics_rows(300, start=WINDOW, span_secs=900, seed=3, messages=True), path)
-    registry = CollectorRegistry()
     executor = IndexBuildExecutor(NoSpark(), upload_attempts=2, upload_backoff_secs=0.01, local=pool,
-                                  local_max_bytes=1 << 30, object_store=ObjectStoreMetrics(registry))
-    result = executor.run(IndexingAssignment(
-        job_id="01BUILD", fencing_token=4, lease_expires_at=datetime.now(UTC), lease_secs=15, split_id="01SPLIT",
-        index_uid="idx:01", partition_id="default", uri=path.as_uri(), size_bytes=path.stat().st_size,
-        artifact_prefix=(tmp_path / "artifacts").as_uri(), artifacts=ArtifactConfig.model_validate(ARTIFACTS),
-        field_types={f["name"]: f["type"] for f in FIELDS}, zstd_level=3, spark_operation_tag="t"))
-    recorded = _recorded(registry, "artifact_build")
-    assert recorded["put"] == 5 * len(result.artifacts)
-    assert recorded["written"] == sum(artifact.size_bytes for artifact in result.artifacts)
-    assert recorded["head"] >= 1 and recorded["read"] > 0
+                                  local_max_bytes=1 << 30)
+    with metered() as meter:
+        result = executor.run(IndexingAssignment(
+            job_id="01BUILD", fencing_token=4, lease_expires_at=datetime.now(UTC), lease_secs=15,
+            split_id="01SPLIT", index_uid="idx:01", partition_id="default", uri=path.as_uri(),
+            size_bytes=path.stat().st_size, artifact_prefix=(tmp_path / "artifacts").as_uri(),
+            artifacts=ArtifactConfig.model_validate(ARTIFACTS), field_types={f["name"]: f["type"] for f in FIELDS},
+            zstd_level=3, spark_operation_tag="t"))
+    counted = meter.snapshot()
+    assert counted.puts == 5 * len(result.artifacts)
+    assert counted.bytes_written == sum(artifact.size_bytes for artifact in result.artifacts)
+    assert counted.heads >= 1 and counted.bytes_read > 0

@@ -51,7 +51,7 @@ async def test_explain_predicts_the_reads_of_the_local_engine(query, indexer, ke
     plan = await _explain(query, keys, sql)
     predicted = plan["object_requests"]
     assert predicted["gets"] == sum(len(reads) for f in plan["files"] for reads in f["ranged_gets"]) > 0
-    assert predicted["heads"] == plan["total_row_groups"] == 3
+    assert predicted["heads"] == plan["total_files"] == 3
     # Coalescing never reads less than the column chunks, and gaps between them are small.
     assert predicted["bytes_read"] >= plan["total_bytes"]
     # Planned by EXPLAIN (footers cached, plan kept): the run's requests are its scan's alone.

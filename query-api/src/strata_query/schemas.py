@@ -13,6 +13,7 @@ from strata_query.planning.cascade import FilePart
 from strata_query.planning.plan import QueryPlan
 from strata_query.registry import AsyncPlan
 from strata_shared.domain.wire_types import INT64_MAX
+from strata_shared.web.object_store_metrics import ObjectRequestsBody
 from strata_shared.web.problems import Problem
 
 _FILE_PART_FIELDS = tuple(f.name for f in fields(FilePart))
@@ -51,16 +52,8 @@ class StageOut(BaseModel):
     bytes_after: int
 
 
-class ObjectRequestsOut(BaseModel):
+class ObjectRequestsOut(ObjectRequestsBody):
     """Object-store requests as S3 bills them, and the bytes they moved."""
-
-    gets: int
-    puts: int
-    lists: int
-    heads: int
-    deletes: int
-    bytes_read: int
-    bytes_written: int
 
 
 class FilePartOut(BaseModel):
@@ -100,7 +93,8 @@ class PlanOut(BaseModel):
     total_rows: int
     object_requests: ObjectRequestsOut = Field(
         description="the requests the local engine makes to scan the plan with nothing in its RAM tier: a HEAD "
-                    "per row group read and the ranged GETs of `files[].ranged_gets`")
+                    "per file (it is opened once) and the ranged GETs of `files[].ranged_gets`; the Spark engine "
+                    "makes these and reads each file's footer too (one GET more per file)")
     planning_ms: float
     engine: EngineOut | None = Field(None, description="the engine that runs (or would run) the plan, and why")
 
@@ -130,7 +124,8 @@ class ResultSummary(BaseModel):
     elapsed_ms: float
     object_requests: ObjectRequestsOut = Field(
         description="the object-store requests this run made, planning included (footers and artifacts not "
-                    "cached yet); reads of the Spark engine's executors are not counted; none on a result-cache "
+                    "cached yet), on either engine (Spark's executors count theirs and send them with the end of "
+                    "the result; a result not read to its end reports none of theirs); none on a result-cache "
                     "hit")
     result_cache: Literal["hit", "miss", "bypass"] = Field(
         description="`hit`: answered from the result kept from an earlier run of the same query over the same "

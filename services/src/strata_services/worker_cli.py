@@ -1,5 +1,6 @@
 """`strata worker`: a standalone compaction or indexing runner, polling its API's job queue and running each job
-on Spark (or a tiny one in a local process) until Ctrl-C or SIGTERM."""
+on Spark (or a tiny one in a local process) until Ctrl-C or SIGTERM. It serves no /metrics: what each job cost the
+object store goes with the job's end to the API, which counts it in its own (README, "What it costs")."""
 
 from __future__ import annotations
 

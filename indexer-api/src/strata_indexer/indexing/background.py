@@ -66,7 +66,7 @@ async def start_background(app: FastAPI) -> None:
     if settings.indexing_worker_slots > 0 and state.spark is not None:
         from strata_indexer.indexing.runner import index_build_executor, indexing_runner
 
-        executor = index_build_executor(state.spark, settings, state.object_store)
+        executor = index_build_executor(state.spark, settings)
         background.on_close(executor.close)
         runner = indexing_runner(background.in_process_client(app, "http://indexer-api"), executor,
                                  worker_id=f"{socket.gethostname()}:{os.getpid()}:indexer",

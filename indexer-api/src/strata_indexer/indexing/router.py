@@ -43,7 +43,7 @@ router.include_router(job_queue_router(JobQueueApi(
     poll_response=IndexingPollResponse, job_out=IndexingJobOut, job_page=IndexingJobPage, filters=_job_filters,
     filtered_by="file",
     job_shows="status, stage, failures with reasons, the artifacts it published, what it skipped and why",
-    hands_out="files to index",
+    hands_out="files to index", requests_operation="artifact_build",
     actions=[JobAction("cancel", cancel_job,
                        "Cancel a job: its worker's next write is refused and its Spark operation is interrupted by "
                        "the worker (by its operation tag).")],

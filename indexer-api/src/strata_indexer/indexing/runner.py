@@ -15,7 +15,7 @@ from strata_shared.jobqueue.local_jobs import LocalJobPool
 from strata_shared.jobqueue.runner import PollingRunner, PollProtocol
 from strata_shared.observability.tracing import record_phases, traced
 from strata_shared.spark.session import SparkSessionFactory
-from strata_shared.web.object_store_metrics import ObjectStoreMetrics, record_requests
+from strata_shared.web.object_store_metrics import count_job_requests
 
 
 class IndexBuildFailed(Exception):
@@ -25,11 +25,8 @@ class IndexBuildFailed(Exception):
 class IndexBuildExecutor:
     def __init__(self, spark: SparkSessionFactory, *, upload_attempts: int, upload_backoff_secs: float,
                  fault_upload_failures: int = 0, local: LocalJobPool | None = None,
-                 local_max_bytes: int = 0, object_store: ObjectStoreMetrics | None = None) -> None:
+                 local_max_bytes: int = 0) -> None:
         self.spark = spark
-        # The API's object-store metrics, when the runner runs inside it: each build's requests, counted in the
-        # worker that ran it, are added there.
-        self.object_store = object_store
         self.local = local
         self.local_max_bytes = local_max_bytes
         self.upload_attempts = upload_attempts
@@ -58,7 +55,7 @@ class IndexBuildExecutor:
         else:
             [outcome] = submit_index_builds(self.spark.session(), [self.spec(assignment)],
                                             assignment.spark_operation_tag)
-        record_requests(self.object_store, "artifact_build", outcome.requests)
+        count_job_requests(outcome.requests)
         if outcome.result is None:
             raise IndexBuildFailed(outcome.error or "artifact build failed without a reason")
         result = outcome.result
@@ -77,13 +74,12 @@ class IndexBuildExecutor:
             self.spark.session().interruptTag(assignment.spark_operation_tag)
 
 
-def index_build_executor(spark: SparkSessionFactory, settings: Settings,
-                         object_store: ObjectStoreMetrics | None = None) -> IndexBuildExecutor:
+def index_build_executor(spark: SparkSessionFactory, settings: Settings) -> IndexBuildExecutor:
     return IndexBuildExecutor(spark, upload_attempts=settings.artifact_upload_attempts,
                               upload_backoff_secs=settings.artifact_upload_backoff_secs,
                               fault_upload_failures=settings.fault_artifact_upload_failures,
                               local=LocalJobPool.when_enabled(settings.indexing_local_max_bytes, settings),
-                              local_max_bytes=settings.indexing_local_max_bytes, object_store=object_store)
+                              local_max_bytes=settings.indexing_local_max_bytes)
 
 
 INDEXING_PROTOCOL = PollProtocol(

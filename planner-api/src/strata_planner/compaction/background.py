@@ -35,7 +35,7 @@ async def start_background(app: FastAPI) -> None:
         from strata_planner.compaction.executor import merge_executor
         from strata_planner.compaction.runner import CompactionRunner
 
-        executor = merge_executor(state.spark, settings, state.object_store)
+        executor = merge_executor(state.spark, settings)
         background.on_close(executor.close)
         runner = CompactionRunner(
             background.in_process_client(app, "http://planner-api"),

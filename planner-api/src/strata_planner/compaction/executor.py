@@ -12,7 +12,7 @@ from strata_shared.config import Settings
 from strata_shared.jobqueue.local_jobs import LocalJobPool
 from strata_shared.observability.tracing import traced
 from strata_shared.spark.session import SparkSessionFactory
-from strata_shared.web.object_store_metrics import ObjectStoreMetrics, record_requests
+from strata_shared.web.object_store_metrics import count_job_requests
 
 
 class MergeFailed(Exception):
@@ -46,13 +46,10 @@ def merge_spec(assignment: Assignment) -> MergeSpec:
 
 class MergeExecutor:
     def __init__(self, spark: SparkSessionFactory, *, local: LocalJobPool | None = None,
-                 local_max_bytes: int = 0, object_store: ObjectStoreMetrics | None = None) -> None:
+                 local_max_bytes: int = 0) -> None:
         self.spark = spark
         self.local = local
         self.local_max_bytes = local_max_bytes
-        # The API's object-store metrics, when the runner runs inside it: each merge's requests, counted in the
-        # worker that ran it, are added there.
-        self.object_store = object_store
 
     def runs_locally(self, assignment: Assignment) -> bool:
         """Whether a merge's inputs are small enough that a Spark job's fixed cost would be most of its time."""
@@ -68,7 +65,7 @@ class MergeExecutor:
             outcome = run_merge_locally(self.local, spec)
         else:
             [outcome] = submit_merges(self.spark.session(), [spec], assignment.spark_operation_tag)
-        record_requests(self.object_store, "merge", outcome.requests)
+        count_job_requests(outcome.requests)
         if outcome.result is None:
             raise MergeFailed(outcome.error or "merge failed without a reason")
         return outcome.result
@@ -84,7 +81,6 @@ class MergeExecutor:
             self.spark.session().interruptTag(assignment.spark_operation_tag)
 
 
-def merge_executor(spark: SparkSessionFactory, settings: Settings,
-                   object_store: ObjectStoreMetrics | None = None) -> MergeExecutor:
+def merge_executor(spark: SparkSessionFactory, settings: Settings) -> MergeExecutor:
     return MergeExecutor(spark, local=LocalJobPool.when_enabled(settings.compaction_local_max_bytes, settings),
-                         local_max_bytes=settings.compaction_local_max_bytes, object_store=object_store)
+                         local_max_bytes=settings.compaction_local_max_bytes)

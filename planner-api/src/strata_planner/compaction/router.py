@@ -187,7 +187,7 @@ router.include_router(job_queue_router(JobQueueApi(
     poll_response=PollResponse, job_out=JobOut, job_page=JobPage, filters=_job_filters,
     filtered_by="window range",
     job_shows="status, stage, progress, inputs, outputs, failures with reasons, Spark operation tag, timings",
-    hands_out="new assignments", status_update=StatusUpdate,
+    hands_out="new assignments", status_update=StatusUpdate, requests_operation="merge",
     actions=[JobAction("cancel", cancel_job,
                        "Cancel a job: its inputs are released, its worker's next write is refused, its Spark "
                        "operation is interrupted by the worker (by its operation tag).")],

@@ -88,6 +88,8 @@ class JobQueueApi:
     hands_out: str
     # The body of `POST jobs/{job_id}/status`; None: the queue takes status writes only through polls.
     status_update: type[JobUpdate] | None = None
+    # The operation the object-store requests its workers report are counted under in /metrics.
+    requests_operation: str = "job"
     actions: Sequence[JobAction] = ()
 
 
@@ -117,8 +119,16 @@ def job_queue_router(api: JobQueueApi) -> APIRouter:
     router = APIRouter()
     base = f"/v1/{api.name}"
 
+    def record_reported(state: AppState, updates: Sequence[JobUpdate]) -> None:
+        """The requests each finished job made, whichever worker ran it and whether or not its update is then
+        accepted: they were made either way."""
+        for update in updates:
+            if update.object_requests is not None:
+                state.object_store.record(api.requests_operation, update.object_requests.requests())
+
     async def poll(request: api.poll_request, state: State, _: Worker) -> BaseModel:
         spec = api.queue(state)
+        record_reported(state, request.updates)
         assignments, results = await service.poll(state.sessions, spec, request, request.updates,
                                                         state.clock())
         return api.poll_response(assignments=assignments, updates=results, lease_secs=spec.lease_secs)
@@ -134,6 +144,7 @@ def job_queue_router(api: JobQueueApi) -> APIRouter:
         async def report_status(job_id: Ulid, update: api.status_update, state: State, _: Worker) -> UpdateResult:
             if update.job_id != job_id:
                 raise InvalidInput.field("job_id", "does not match the path")
+            record_reported(state, [update])
             result = await service.apply_update(state.sessions, api.queue(state), update, state.clock())
             if not result.accepted:
                 raise Conflict(result.reason or "update refused")

@@ -5,6 +5,9 @@ executor's outcome, or failure with the reason) and the free capacity; it polls 
 the scheduler refuses a job's update (stale token, cancelled), the runner interrupts that job's Spark operation and
 drops its result: what it wrote stays unreferenced and the owner's garbage collection removes it.
 
+A finished job's update (success or failure) carries what it cost the object store, counted where it ran: the API
+that owns the job adds it to its /metrics, so a standalone worker's jobs are counted as the embedded runner's are.
+
 When it stops (SIGTERM, an API's shutdown), the runner gives its jobs back rather than letting their leases
 expire, which would count a failure against each and keep it from every other worker for a lease: a job it holds
 but has not started goes back to the queue at once (`released`), a job it is running gets `shutdown_timeout_secs`
@@ -25,6 +28,7 @@ from typing import Any, Protocol
 import httpx
 
 from strata_shared.domain.index_uid import split_index_uid
+from strata_shared.object_requests import ObjectRequests, metered
 from strata_shared.observability.context import log_context
 from strata_shared.spark.errors import failure_reason
 
@@ -50,6 +54,8 @@ class RunningJob:
     executing: bool = False
     given_back: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # What the job cost the object store, set when its executor returns or raises.
+    requests: ObjectRequests = field(default_factory=ObjectRequests)
 
     def start(self) -> None:
         with self.lock:
@@ -194,6 +200,7 @@ class PollingRunner:
             if job.task.cancelled():
                 continue
             error = job.task.exception()
+            base["object_requests"] = job.requests.as_dict()
             if error is not None:
                 updates.append({**base, "status": "failure", "error": failure_reason(error)})
             else:
@@ -212,7 +219,11 @@ class PollingRunner:
 
     def _run(self, job: RunningJob) -> Any:
         job.start()
-        return self.executor.run(job.assignment)
+        with metered() as meter:
+            try:
+                return self.executor.run(job.assignment)
+            finally:
+                job.requests = meter.snapshot()
 
     def _interrupt(self, assignment: Any) -> None:
         try:

@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from strata_shared.domain.wire_types import Int64, Ulid
+from strata_shared.web.object_store_metrics import ObjectRequestsBody
 
 
 class JobUpdate(BaseModel):
@@ -23,6 +24,9 @@ class JobUpdate(BaseModel):
     progress: float | None = Field(None, ge=0, le=1)
     spark_operation_tag: str | None = Field(None, max_length=128)
     error: str | None = Field(None, max_length=4000)
+    object_requests: ObjectRequestsBody | None = Field(
+        None, description="on a success or failure: what the job cost the object store, counted where it ran; "
+                          "the API adds it to its /metrics (`strata_object_store_requests_total`)")
 
 
 class PollFields(BaseModel):

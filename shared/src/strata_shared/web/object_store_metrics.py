@@ -8,8 +8,24 @@ from contextlib import contextmanager
 
 from opentelemetry import trace
 from prometheus_client import CollectorRegistry, Counter
+from pydantic import BaseModel, Field
 
-from strata_shared.object_requests import REQUEST_KINDS, Meter, ObjectRequests, metered
+from strata_shared.object_requests import REQUEST_KINDS, Meter, ObjectRequests, current_meter, metered
+
+
+class ObjectRequestsBody(BaseModel):
+    """Object-store requests as S3 bills them, and the bytes they moved."""
+
+    gets: int = Field(ge=0)
+    puts: int = Field(ge=0)
+    lists: int = Field(ge=0)
+    heads: int = Field(ge=0)
+    deletes: int = Field(ge=0)
+    bytes_read: int = Field(ge=0)
+    bytes_written: int = Field(ge=0)
+
+    def requests(self) -> ObjectRequests:
+        return ObjectRequests(**self.model_dump())
 
 
 class ObjectStoreMetrics:
@@ -41,11 +57,13 @@ class ObjectStoreMetrics:
                 self.record(operation, meter.snapshot())
 
 
-def record_requests(metrics: ObjectStoreMetrics | None, operation: str, requests: ObjectRequests) -> None:
-    """A job's requests, measured in the worker that ran it, on the current span and in the API's metrics when
-    the runner runs inside an API (a standalone worker has no /metrics of its own)."""
+def count_job_requests(requests: ObjectRequests) -> None:
+    """A job's requests, measured in the process that ran it (a Spark task, a local process), on the current span
+    and in the open meter: the runner's, which reports them with the job's end to the API that owns the job, and
+    that API adds them to its /metrics (`record_reported`), whether the runner runs inside it or in a standalone
+    `strata worker`."""
     span = trace.get_current_span()
     for name, count in requests.as_dict().items():
         span.set_attribute(f"strata.object_store.{name}", count)
-    if metrics is not None:
-        metrics.record(operation, requests)
+    if (meter := current_meter()) is not None:
+        meter.add_requests(requests)

@@ -35,6 +35,7 @@ from .janitor_report_out import JanitorReportOut
 from .job_status import JobStatus
 from .maintenance_pass import MaintenancePass
 from .merge_policy_config import MergePolicyConfig
+from .object_requests_body import ObjectRequestsBody
 from .parquet_config import ParquetConfig
 from .pause_state import PauseState
 from .problem import Problem
@@ -94,6 +95,7 @@ __all__ = (
     "JobStatus",
     "MaintenancePass",
     "MergePolicyConfig",
+    "ObjectRequestsBody",
     "ParquetConfig",
     "PauseState",
     "Problem",

@@ -13,6 +13,7 @@ from ..types import UNSET, Unset
 if TYPE_CHECKING:
     from ..models.artifact_in import ArtifactIn
     from ..models.indexing_update_skipped_item import IndexingUpdateSkippedItem
+    from ..models.object_requests_body import ObjectRequestsBody
 
 
 T = TypeVar("T", bound="IndexingUpdate")
@@ -29,6 +30,8 @@ class IndexingUpdate:
         progress (float | None | Unset):
         spark_operation_tag (None | str | Unset):
         error (None | str | Unset):
+        object_requests (None | ObjectRequestsBody | Unset): on a success or failure: what the job cost the object
+            store, counted where it ran; the API adds it to its /metrics (`strata_object_store_requests_total`)
         artifacts (list[ArtifactIn] | Unset):
         skipped (list[IndexingUpdateSkippedItem] | Unset):
     """
@@ -40,10 +43,13 @@ class IndexingUpdate:
     progress: float | None | Unset = UNSET
     spark_operation_tag: None | str | Unset = UNSET
     error: None | str | Unset = UNSET
+    object_requests: None | ObjectRequestsBody | Unset = UNSET
     artifacts: list[ArtifactIn] | Unset = UNSET
     skipped: list[IndexingUpdateSkippedItem] | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.object_requests_body import ObjectRequestsBody
+
         job_id = self.job_id
 
         fencing_token = self.fencing_token
@@ -73,6 +79,14 @@ class IndexingUpdate:
             error = UNSET
         else:
             error = self.error
+
+        object_requests: dict[str, Any] | None | Unset
+        if isinstance(self.object_requests, Unset):
+            object_requests = UNSET
+        elif isinstance(self.object_requests, ObjectRequestsBody):
+            object_requests = self.object_requests.to_dict()
+        else:
+            object_requests = self.object_requests
 
         artifacts: list[dict[str, Any]] | Unset = UNSET
         if not isinstance(self.artifacts, Unset):
@@ -105,6 +119,8 @@ class IndexingUpdate:
             field_dict["spark_operation_tag"] = spark_operation_tag
         if error is not UNSET:
             field_dict["error"] = error
+        if object_requests is not UNSET:
+            field_dict["object_requests"] = object_requests
         if artifacts is not UNSET:
             field_dict["artifacts"] = artifacts
         if skipped is not UNSET:
@@ -116,6 +132,7 @@ class IndexingUpdate:
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         from ..models.artifact_in import ArtifactIn
         from ..models.indexing_update_skipped_item import IndexingUpdateSkippedItem
+        from ..models.object_requests_body import ObjectRequestsBody
 
         d = dict(src_dict)
         job_id = d.pop("job_id")
@@ -162,6 +179,23 @@ class IndexingUpdate:
 
         error = _parse_error(d.pop("error", UNSET))
 
+        def _parse_object_requests(data: object) -> None | ObjectRequestsBody | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                object_requests_type_0 = ObjectRequestsBody.from_dict(data)
+
+                return object_requests_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | ObjectRequestsBody | Unset, data)
+
+        object_requests = _parse_object_requests(d.pop("object_requests", UNSET))
+
         _artifacts = d.pop("artifacts", UNSET)
         artifacts: list[ArtifactIn] | Unset = UNSET
         if _artifacts is not UNSET:
@@ -188,6 +222,7 @@ class IndexingUpdate:
             progress=progress,
             spark_operation_tag=spark_operation_tag,
             error=error,
+            object_requests=object_requests,
             artifacts=artifacts,
             skipped=skipped,
         )

@@ -23,6 +23,7 @@ from .job_page import JobPage
 from .job_status import JobStatus
 from .level_debt_out import LevelDebtOut
 from .maintenance_pass import MaintenancePass
+from .object_requests_body import ObjectRequestsBody
 from .output_column_stats import OutputColumnStats
 from .output_column_stats_type import OutputColumnStatsType
 from .output_row_group import OutputRowGroup
@@ -75,6 +76,7 @@ __all__ = (
     "JobStatus",
     "LevelDebtOut",
     "MaintenancePass",
+    "ObjectRequestsBody",
     "OutputColumnStats",
     "OutputColumnStatsType",
     "OutputRowGroup",

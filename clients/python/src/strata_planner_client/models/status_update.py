@@ -11,6 +11,7 @@ from ..models.status_update_status import StatusUpdateStatus
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
+    from ..models.object_requests_body import ObjectRequestsBody
     from ..models.output_split import OutputSplit
 
 
@@ -28,6 +29,8 @@ class StatusUpdate:
         progress (float | None | Unset):
         spark_operation_tag (None | str | Unset):
         error (None | str | Unset):
+        object_requests (None | ObjectRequestsBody | Unset): on a success or failure: what the job cost the object
+            store, counted where it ran; the API adds it to its /metrics (`strata_object_store_requests_total`)
         outputs (list[OutputSplit] | Unset):
     """
 
@@ -38,9 +41,12 @@ class StatusUpdate:
     progress: float | None | Unset = UNSET
     spark_operation_tag: None | str | Unset = UNSET
     error: None | str | Unset = UNSET
+    object_requests: None | ObjectRequestsBody | Unset = UNSET
     outputs: list[OutputSplit] | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.object_requests_body import ObjectRequestsBody
+
         job_id = self.job_id
 
         fencing_token = self.fencing_token
@@ -71,6 +77,14 @@ class StatusUpdate:
         else:
             error = self.error
 
+        object_requests: dict[str, Any] | None | Unset
+        if isinstance(self.object_requests, Unset):
+            object_requests = UNSET
+        elif isinstance(self.object_requests, ObjectRequestsBody):
+            object_requests = self.object_requests.to_dict()
+        else:
+            object_requests = self.object_requests
+
         outputs: list[dict[str, Any]] | Unset = UNSET
         if not isinstance(self.outputs, Unset):
             outputs = []
@@ -95,6 +109,8 @@ class StatusUpdate:
             field_dict["spark_operation_tag"] = spark_operation_tag
         if error is not UNSET:
             field_dict["error"] = error
+        if object_requests is not UNSET:
+            field_dict["object_requests"] = object_requests
         if outputs is not UNSET:
             field_dict["outputs"] = outputs
 
@@ -102,6 +118,7 @@ class StatusUpdate:
 
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.object_requests_body import ObjectRequestsBody
         from ..models.output_split import OutputSplit
 
         d = dict(src_dict)
@@ -149,6 +166,23 @@ class StatusUpdate:
 
         error = _parse_error(d.pop("error", UNSET))
 
+        def _parse_object_requests(data: object) -> None | ObjectRequestsBody | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                object_requests_type_0 = ObjectRequestsBody.from_dict(data)
+
+                return object_requests_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | ObjectRequestsBody | Unset, data)
+
+        object_requests = _parse_object_requests(d.pop("object_requests", UNSET))
+
         _outputs = d.pop("outputs", UNSET)
         outputs: list[OutputSplit] | Unset = UNSET
         if _outputs is not UNSET:
@@ -166,6 +200,7 @@ class StatusUpdate:
             progress=progress,
             spark_operation_tag=spark_operation_tag,
             error=error,
+            object_requests=object_requests,
             outputs=outputs,
         )
 
