@@ -8,21 +8,22 @@ from contextlib import contextmanager
 
 from opentelemetry import trace
 from prometheus_client import CollectorRegistry, Counter
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
+from strata_shared.domain.wire_types import NonNegativeInt64
 from strata_shared.object_requests import REQUEST_KINDS, Meter, ObjectRequests, current_meter, metered
 
 
 class ObjectRequestsBody(BaseModel):
     """Object-store requests as S3 bills them, and the bytes they moved."""
 
-    gets: int = Field(ge=0)
-    puts: int = Field(ge=0)
-    lists: int = Field(ge=0)
-    heads: int = Field(ge=0)
-    deletes: int = Field(ge=0)
-    bytes_read: int = Field(ge=0)
-    bytes_written: int = Field(ge=0)
+    gets: NonNegativeInt64
+    puts: NonNegativeInt64
+    lists: NonNegativeInt64
+    heads: NonNegativeInt64
+    deletes: NonNegativeInt64
+    bytes_read: NonNegativeInt64
+    bytes_written: NonNegativeInt64
 
     def requests(self) -> ObjectRequests:
         return ObjectRequests(**self.model_dump())
