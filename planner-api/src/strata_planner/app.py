@@ -10,8 +10,8 @@ from strata_planner.compaction.router import router as compaction_router
 from strata_shared.clock import Clock
 from strata_shared.config import Settings
 from strata_shared.maintenance.metrics import install_maintenance_metrics
+from strata_shared.maintenance.router import passes_router
 from strata_shared.web.app import build_app
-from strata_shared.web.maintenance import router as maintenance_router
 
 
 def create_app(settings: Settings, *, background: bool = True, clock: Clock | None = None) -> FastAPI:
@@ -29,6 +29,6 @@ def create_app(settings: Settings, *, background: bool = True, clock: Clock | No
         title="Strata planner-api",
         description="Time-windowed sorted compaction: planning, leased jobs with fencing tokens, the worker "
                     "protocol, status and the window timeline.",
-        routers=[compaction_router, maintenance_router],
+        routers=[compaction_router, passes_router],
         on_startup=startup,
     )

@@ -1,7 +1,13 @@
-"""`GET /v1/<api>/maintenance/skips`, written once for every API that runs maintenance passes: what its passes
+"""The maintenance listings for operators.
+
+`GET /v1/<api>/maintenance/skips`, written once for every API that runs maintenance passes: what its passes
 currently skip, oldest record first, cursor-paged, filtered by pass and index. Each API serves it under its own
 path head (`skips.LISTING_HEAD`: planner-api `compaction`, indexer-api `indexing`) since the proxy routes by path
 alone.
+
+`GET /v1/maintenance/passes` (`passes_router`): which replica runs each periodic pass run once across the replicas
+(`web/singleton.py`), whether it is running now, and how its last run went. The leases live in the one metastore,
+so any API including this router lists the passes of all of them (planner-api's and indexer-api's).
 
 No `from __future__ import annotations`: FastAPI reads the annotations of the route function built here, which
 must be objects rather than names (as in `strata_shared.jobqueue.router`).
@@ -14,10 +20,11 @@ from fastapi import APIRouter, Depends, Query
 
 from strata_shared.domain.wire_types import IndexId
 from strata_shared.errors import InvalidInput
-from strata_shared.maintenance.schemas import SkipOut, SkipPage
+from strata_shared.maintenance.schemas import BackgroundPassList, BackgroundPassOut, SkipOut, SkipPage
 from strata_shared.maintenance.skips import LISTING_HEAD, MaintenancePass
+from strata_shared.metastore.background_pass_repository import BackgroundPassRepository
 from strata_shared.metastore.maintenance_repository import MaintenanceSkipRepository
-from strata_shared.web.auth import Principal, Scope, require
+from strata_shared.web.auth import Principal, Scope, require, require_any
 from strata_shared.web.deps import Session
 from strata_shared.web.problems import problem_responses
 
@@ -56,3 +63,21 @@ def maintenance_router(passes: Sequence[MaintenancePass], api: str) -> APIRouter
                     f"index whose planning raises. One record per entry, with its reason and how many passes met "
                     f"it; cleared once a pass handles the entry or no longer meets it.")
     return router
+
+
+passes_router = APIRouter(tags=["operations"])
+
+
+@passes_router.get("/v1/maintenance/passes", response_model=BackgroundPassList,
+                   responses=problem_responses(401, 403))
+async def list_background_passes(
+        session: Session,
+        _: Annotated[Principal, Depends(require_any(Scope.WORKER, Scope.WRITER))]) -> BackgroundPassList:
+    """Every periodic pass that runs once across the replicas (garbage collection, retention, debt samples, the
+    janitor), by name: its holder, whether it runs now, and its last start, finish and error. Times are
+    PostgreSQL's clock."""
+    passes = await BackgroundPassRepository(session).list()
+    return BackgroundPassList(passes=[BackgroundPassOut(
+        name=p.name, holder=p.holder, running=p.running, lease_expires_at=p.lease_expires_at,
+        last_started_at=p.last_started_at, last_finished_at=p.last_finished_at, last_error=p.last_error)
+        for p in passes])

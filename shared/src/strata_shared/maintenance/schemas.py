@@ -1,4 +1,4 @@
-"""Bodies of the maintenance-skips listing."""
+"""Bodies of the maintenance listings: the entries passes skip, and the periodic passes themselves."""
 
 from __future__ import annotations
 
@@ -34,3 +34,18 @@ class SkipOut(BaseModel):
 class SkipPage(BaseModel):
     skips: list[SkipOut]
     next_cursor: str | None = None
+
+
+class BackgroundPassOut(BaseModel):
+    name: str
+    holder: str | None = Field(description="host:pid:start of the replica running the pass, or that ran it last")
+    running: bool = Field(description="a live lease is held: the holder is running the pass now")
+    lease_expires_at: datetime | None = Field(description="while running: when the lease lapses unless renewed")
+    last_started_at: datetime | None
+    last_finished_at: datetime | None = Field(description="before last_started_at while a run is under way, or "
+                                                          "when a holder died mid-run")
+    last_error: str | None = Field(description="the error of the last finished run; null when it succeeded")
+
+
+class BackgroundPassList(BaseModel):
+    passes: list[BackgroundPassOut]
