@@ -3,17 +3,15 @@ server's own access log), reads counted on whichever thread makes them, and noth
 
 from __future__ import annotations
 
-import re
 import threading
-import time
 import uuid
-from collections import Counter
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from strata_shared.object_requests import ObjectRequests, metered
 from strata_shared.storage import ObjectStore
+from tests.fixtures.s3 import served_requests
 
 
 def _parquet_bytes(rows: int = 50_000) -> bytes:
@@ -75,48 +73,12 @@ def test_requests_add_up_and_survive_a_round_trip_as_a_dict():
     assert one + two == ObjectRequests(gets=3, puts=1, lists=3, bytes_read=10)
 
 
-_REQUEST = re.compile(r'"(?:\x1b\[[0-9;]*m)*([A-Z]+) (\S+) HTTP/')
-
-
-def _requests_between(log_path, start: str, end: str, timeout: float = 10.0) -> Counter:
-    """The requests the S3 server logged between two marker requests, by the kind S3 bills them as."""
-    deadline = time.monotonic() + timeout
-    while True:
-        lines = log_path.read_text(errors="replace").splitlines()
-        marks = [i for i, line in enumerate(lines) if f"MARK={start}" in line or f"MARK={end}" in line]
-        if len(marks) == 2 or time.monotonic() > deadline:
-            break
-        time.sleep(0.1)
-    assert len(marks) == 2, "the S3 server did not log both markers"
-    kinds: Counter = Counter()
-    for line in lines[marks[0] + 1:marks[1]]:
-        found = _REQUEST.search(line)
-        if found is None:
-            continue
-        method, target = found.groups()
-        if method == "HEAD":
-            kinds["heads"] += 1
-        elif method == "GET":
-            kinds["lists" if "list-type=" in target else "gets"] += 1
-        elif method in ("PUT", "POST"):
-            kinds["puts"] += 1
-        elif method == "DELETE":
-            kinds["deletes"] += 1
-    return kinds
-
-
 def test_s3_counts_equal_the_requests_the_server_answered(s3_server):
-    import httpx
-
     store = ObjectStore(s3_server.storage_uri(f"counts-{uuid.uuid4().hex[:8]}"))
     # A new S3 client probes the endpoint once on its first call: a cost per process, not per operation.
     store.exists("warm-up")
-    start, end = f"start-{uuid.uuid4().hex}", f"end-{uuid.uuid4().hex}"
-    httpx.get(f"{s3_server.endpoint_url}/moto-api/?MARK={start}")
-    with metered() as meter:
+    with served_requests(s3_server) as served, metered() as meter:
         _exercise(store)
-    httpx.get(f"{s3_server.endpoint_url}/moto-api/?MARK={end}")
-    served = _requests_between(s3_server.log_path, start, end)
     counted = meter.snapshot()
     assert counted.gets == served["gets"]
     assert counted.lists == served["lists"]
