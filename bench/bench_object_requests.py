@@ -280,9 +280,10 @@ def render_overhead(result: dict[str, Any]) -> str:
         "### The cost of counting object-store requests",
         "",
         f"The cost of counting: every plan's row groups read as the local engine reads them with nothing cached, "
-        f"median of {result['overhead_runs']} alternating runs, without a meter (handles unwrapped) and with one "
-        "(each handle read through a counting `pa.PythonFile`), each plan read both ways back to back, which "
-        "way first alternating; *overhead* is the median of the rounds' ratios.",
+        f"median of {result['overhead_runs']} alternating runs, without a meter and with one (the engine then "
+        "counts each file's open and each row group's coalesced reads from the cached footer; no handle is "
+        "wrapped), each plan read both ways back to back, which way first alternating; *overhead* is the "
+        "median of the rounds' ratios.",
         "",
         "| store | without a meter | with a meter | overhead |",
         "|---|---|---|---|",

@@ -5,6 +5,7 @@ report a file gone from storage as storage unavailable (503) and an interrupt as
 from __future__ import annotations
 
 import threading
+import uuid
 
 import duckdb
 import pyarrow as pa
@@ -20,6 +21,7 @@ from strata_query.planning.row_group_ranges import coalesced_reads, column_byte_
 from strata_shared.domain.fields import FieldType
 from strata_shared.object_requests import ObjectRequests, metered
 from strata_shared.storage import ObjectStore
+from tests.fixtures.s3 import served_requests
 
 COLUMNS = [("host", FieldType.STRING), ("value", FieldType.F64), ("ts", FieldType.I64),
            ("partition_id", FieldType.STRING)]
@@ -146,3 +148,43 @@ def test_a_scan_opens_each_file_once_and_reads_the_coalesced_chunks(files, mode)
         assert again.snapshot() == ObjectRequests()
     finally:
         local.close()
+
+
+def test_the_requests_counted_from_the_footer_are_those_an_s3_server_answers(s3_server) -> None:
+    """The local engine counts its reads from the footer instead of read by read: the counts must be what S3
+    answered, list columns and a column absent from one file included."""
+    store = ObjectStore(s3_server.storage_uri(f"local-engine-{uuid.uuid4().hex[:8]}"))
+    uris = []
+    for i in range(2):
+        rows = 3_000
+        table = pa.table({
+            "host": pa.array([f"host-{(n * 7 + i) % 13}" for n in range(rows)]),
+            "value": pa.array([n * 0.5 + i for n in range(rows)]),
+            "ts": pa.array([1_700_000_000 + n + i * rows for n in range(rows)], pa.int64()),
+            "tags": pa.array([[f"t{n % 5}", "all"] for n in range(rows)], pa.list_(pa.string())),
+        })
+        if i == 1:
+            table = table.drop_columns(["value"])
+        sink = pa.BufferOutputStream()
+        pq.write_table(table, sink, row_group_size=1_000)
+        store.write_bytes(f"split-{i}.parquet", sink.getvalue().to_pybytes())
+        uris.append(store.uri_for(f"split-{i}.parquet"))
+    tasks = [ScanTask(uri=uri, row_groups=[0, 2], constants={"partition_id": f"p{i}"}) for i, uri in enumerate(uris)]
+    # Every column, then the list column alone (its chunks are not coalesced into a neighbour's read there).
+    for columns, sql in (([*COLUMNS, ("tags", FieldType.STRING_LIST)],
+                          f'SELECT count(*) AS n, count(value) AS v, max(len(tags)) AS t FROM "{VIEW}"'),
+                         ([("tags", FieldType.STRING_LIST)], f'SELECT max(len(tags)) AS t FROM "{VIEW}"')):
+        local = LocalEngine(HotTier(store, FooterCache(store), 64 * 1024 * 1024), threads=2)
+        for uri in uris:
+            local.hot.footers.get(uri)
+        scan = ScanRequest(query_id="01JQAAAAAAAAAAAAAAAAAAAAAB", tasks=tasks, columns=columns, sql_template=sql,
+                           extra_filter=None, rows=4_000)
+        try:
+            with served_requests(s3_server) as served, metered() as meter:
+                local.open(scan).close()
+        finally:
+            local.close()
+        counted = meter.snapshot()
+        assert counted.heads == served["heads"] == 2
+        assert counted.gets == served["gets"] >= 4
+        assert served["lists"] == served["puts"] == 0

@@ -63,19 +63,34 @@ def absent_columns(metadata: pq.FileMetaData, columns: set[str]) -> frozenset[st
     return frozenset(c for c in columns if c not in present)
 
 
+def _stored_as(path: str, columns: set[str]) -> bool:
+    """Whether a Parquet leaf column holds one of `columns`: itself, or a string list's elements (Strata's one
+    nested type, stored as `<name>.list.element`)."""
+    return path in columns or (path.endswith(".list.element") and path[:-len(".list.element")] in columns)
+
+
 def column_bytes(metadata: pq.FileMetaData, row_groups: list[int], columns: set[str]) -> int:
     """Compressed bytes of exactly these columns in these row groups: what a reader fetches."""
-    positions = [i for i in range(metadata.num_columns) if metadata.schema.column(i).path in columns]
+    positions = [i for i in range(metadata.num_columns) if _stored_as(metadata.schema.column(i).path, columns)]
     return sum(metadata.row_group(g).column(i).total_compressed_size for g in row_groups for i in positions)
 
 
 def column_byte_ranges(metadata: pq.FileMetaData, group: int, columns: set[str]) -> list[tuple[int, int]]:
     """(offset, length) of each needed column chunk of a row group, dictionary page included."""
+    return chunk_byte_ranges(metadata, group, leaf_positions(metadata, columns))
+
+
+def leaf_positions(metadata: pq.FileMetaData, columns: set[str]) -> list[int]:
+    """The positions of the Parquet leaf columns holding `columns`: what `chunk_byte_ranges` takes, found once
+    per file by a caller that reads several row groups (looking the leaves up costs more than the ranges)."""
+    return [i for i in range(metadata.num_columns) if _stored_as(metadata.schema.column(i).path, columns)]
+
+
+def chunk_byte_ranges(metadata: pq.FileMetaData, group: int, positions: list[int]) -> list[tuple[int, int]]:
+    """(offset, length) of the column chunks at these leaf positions in a row group, dictionary page included."""
     out = []
     row_group = metadata.row_group(group)
-    for i in range(metadata.num_columns):
-        if metadata.schema.column(i).path not in columns:
-            continue
+    for i in positions:
         chunk = row_group.column(i)
         start = chunk.dictionary_page_offset if chunk.has_dictionary_page else chunk.data_page_offset
         out.append((start, chunk.total_compressed_size))
