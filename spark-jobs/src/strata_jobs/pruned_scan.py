@@ -84,30 +84,36 @@ def read_task(task: ScanTask, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
 def scan_worker(schema: pa.Schema, delay_secs: float = 0.0
                 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The Python worker of the scan: the tasks' rows in `counted_schema(schema)`, then one row of the requests
-    they made."""
-    counted = counted_schema(schema)
-
+    they made. The closure names only this module's functions, so an executor without the job bundle fails
+    naming `strata_jobs`, the package to ship."""
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         if delay_secs:
             time.sleep(delay_secs)
-        meter = Meter()
-        for batch in batches:
-            for spec in batch.column("task").to_pylist():
-                reading = read_task(ScanTask(**json.loads(spec)), schema)
-                while True:
-                    # Counted into this task's meter only while reading: the rows yielded are Spark's.
-                    with counting_into(meter):
-                        shaped = next(reading, None)
-                    if shaped is None:
-                        break
-                    nulls = [pa.nulls(shaped.num_rows, pa.int64())] * len(REQUEST_COLUMNS)
-                    yield pa.RecordBatch.from_arrays(shaped.columns + nulls, schema=counted)
-        requests = meter.snapshot().as_dict()
-        yield pa.RecordBatch.from_arrays(
-            [pa.nulls(1, field.type) for field in schema] + [pa.array([requests[name]], pa.int64())
-                                                             for name in REQUEST_COLUMNS.values()],
-            schema=counted)
+        yield from read_counted(batches, schema)
     return run
+
+
+def read_counted(batches: Iterator[pa.RecordBatch], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    """The scan tasks of `batches` (JSON specs in their `task` column) read, each row group's batches with null
+    request columns, then the one row of what they cost the object store."""
+    counted = counted_schema(schema)
+    meter = Meter()
+    for batch in batches:
+        for spec in batch.column("task").to_pylist():
+            reading = read_task(ScanTask(**json.loads(spec)), schema)
+            while True:
+                # Counted into this task's meter only while reading: the rows yielded are Spark's.
+                with counting_into(meter):
+                    shaped = next(reading, None)
+                if shaped is None:
+                    break
+                nulls = [pa.nulls(shaped.num_rows, pa.int64())] * len(REQUEST_COLUMNS)
+                yield pa.RecordBatch.from_arrays(shaped.columns + nulls, schema=counted)
+    requests = meter.snapshot().as_dict()
+    yield pa.RecordBatch.from_arrays(
+        [pa.nulls(1, field.type) for field in schema] + [pa.array([requests[name]], pa.int64())
+                                                         for name in REQUEST_COLUMNS.values()],
+        schema=counted)
 
 
 def counted_schema(schema: pa.Schema) -> pa.Schema:
