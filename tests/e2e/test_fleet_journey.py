@@ -44,17 +44,11 @@ from tests.indexer.indexing_helpers import ARTIFACTS, EXPECTED
 from tests.planner.compaction_helpers import SMALL_POLICY
 
 pytestmark = [
-    pytest.mark.timeout(600),
-    # Eight to ten minutes (the GC grace must outlast the slowest query under restarts), and not passing yet: run on
-    # demand, `STRATA_FLEET_TEST=1 .tools/bin/uv run pytest tests/e2e/test_fleet_journey.py`.
+    pytest.mark.timeout(2400),
+    # Fifteen minutes under a load of 20 (six API processes, Spark and S3 on 2 cores): on demand, not in CI's budget,
+    # `STRATA_FLEET_TEST=1 .tools/bin/uv run pytest tests/e2e/test_fleet_journey.py`.
     pytest.mark.skipif(os.environ.get("STRATA_FLEET_TEST") != "1",
-                       reason="the fleet journey runs on demand: STRATA_FLEET_TEST=1 (8-10 minutes)"),
-    # Open in issue 23 (left strict, so it passes as XPASS once fixed, then the mark goes): on a fresh clone on
-    # 2026-11-27 compaction jobs planned while planner-api's replicas restarted were refused at publish, "inputs no
-    # longer published", and retried until they failed; in an earlier run a just-started replica took a job before
-    # its first Spark session existed and shipping the job bundle (14 s under load ~20) outlasted the 15 s lease.
-    pytest.mark.xfail(reason="issue 23: compaction jobs refused at publish ('inputs no longer published') and a "
-                             "lapsed lease during a rolling restart of planner-api", strict=False),
+                       reason="the fleet journey runs on demand: STRATA_FLEET_TEST=1 (about 15 minutes)"),
 ]
 
 INDEX = "fleet-logs"
@@ -62,18 +56,21 @@ BATCH_ROWS = 1_500
 # Batches sent after the last replica is back, so ingestion spans the whole rolling restart and its end.
 BATCHES_AFTER = 3
 HEALTH_INTERVAL_SECS = 0.25
+# What a query may take: Spark scans took over 300 s (the default) with the machine's load at 27 in one run; the
+# journey is about restarts, not latency, so a slow query is not a failure, a 504 or a 5xx would be.
+QUERY_TIMEOUT_SECS = 900
 # What a stopped replica gives the queries and plans in flight on it to finish: over the longest (Spark queries
 # take minutes on a busy machine), so the rolling restart cuts none short.
-SHUTDOWN_SECS = 240
+SHUTDOWN_SECS = QUERY_TIMEOUT_SECS
 # Over the proxy's health-check interval, so the proxy sees `draining` before the listener closes.
 GRACE_SECS = 1.0
-# Over the longest query on a busy machine: a query reads the files it planned on, which a merge may replace
-# meanwhile, and the GC grace is what keeps them readable until it ends.
-GC_GRACE_SECS = 150
+# Short: a query reads the files it planned on, which a merge may replace meanwhile, and what keeps them readable
+# until it ends is the collector's hold for queries still running (a Spark scan under load outlasted a 150 s grace).
+GC_GRACE_SECS = 10
 TERMINAL = {"success", "excluded", "cancelled"}
 SPARK_EVERY = 4
 # A call through the proxy unanswered this long counts as lost (recorded with its request id, not raised).
-CALL_TIMEOUT_SECS = 300
+CALL_TIMEOUT_SECS = QUERY_TIMEOUT_SECS + 60
 
 
 @dataclass
@@ -97,7 +94,8 @@ def fleet(s3_server: S3Server, pg_databases, settings: Settings, keys: Keys, tmp
                     STRATA_DRAIN_GRACE_SECS=str(GRACE_SECS), STRATA_SHUTDOWN_TIMEOUT_SECS=str(SHUTDOWN_SECS),
                     STRATA_GC_GRACE_SECS=str(GC_GRACE_SECS), STRATA_GC_INTERVAL_SECS="1",
                     STRATA_JANITOR_INTERVAL_SECS="2", STRATA_COMPACTION_POLL_INTERVAL_SECS="0.5",
-                    STRATA_INDEXING_POLL_INTERVAL_SECS="0.5", STRATA_WORKER_SHUTDOWN_TIMEOUT_SECS="3")
+                    STRATA_INDEXING_POLL_INTERVAL_SECS="0.5", STRATA_WORKER_SHUTDOWN_TIMEOUT_SECS="3",
+                    STRATA_QUERY_TIMEOUT_SECS=str(QUERY_TIMEOUT_SECS))
     with ExitStack() as running:
         processes = {api: [ApiProcess(api, "127.0.0.1", free_port(), env, tmp_path, f"{api}-{i + 1}")
                            for i in range(2)] for api in APIS}
@@ -142,7 +140,7 @@ class Load:
     def join(self) -> None:
         self.stop.set()
         for thread in self.threads:
-            thread.join(timeout=300)
+            thread.join(timeout=CALL_TIMEOUT_SECS)
         assert not [t for t in self.threads if t.is_alive()], "a client thread did not end"
         if self.errors:
             raise self.errors[0]
@@ -163,7 +161,7 @@ def _all_pages(client: httpx.Client, outcomes: Outcomes, path: str, key: str, **
 def test_the_logs_workload_survives_a_rolling_restart_of_every_replica_behind_the_proxy(fleet: Fleet, keys: Keys):
     outcomes = Outcomes()
     headers = {"Authorization": f"Bearer {keys.admin}", "Accept": "application/json"}
-    client = httpx.Client(base_url=fleet.proxy, headers=headers, timeout=180)
+    client = httpx.Client(base_url=fleet.proxy, headers=headers, timeout=CALL_TIMEOUT_SECS)
     wait_for(lambda: all_ready(fleet.proxy), "every replica ready", 120, interval=0.2)
     created = outcomes.record(client.post("/v1/indexes", json=metrics_index_config(
         INDEX, messages=True, artifacts=ARTIFACTS, merge_policy=SMALL_POLICY,
@@ -219,7 +217,7 @@ def test_the_logs_workload_survives_a_rolling_restart_of_every_replica_behind_th
         # A rolling restart: one replica at a time, the next only once the proxy sees the last one ready again.
         for api in ("planner-api", "indexer-api", "query-api"):
             for process in fleet.processes[api]:
-                restart(process, fleet.proxy, stop_timeout=2 * SHUTDOWN_SECS + 60, ready_timeout=120)
+                restart(process, fleet.proxy, stop_timeout=2 * SHUTDOWN_SECS + 60, ready_timeout=300)
         restarted.set()
         ingesting.join(timeout=120)
     finally:
@@ -283,18 +281,14 @@ def test_the_logs_workload_survives_a_rolling_restart_of_every_replica_behind_th
             assert response.headers["x-strata-engine"] == engine
             assert normal(tuple(r.values()) for r in response.json()["rows"]) == expected, (engine, sql)
 
-    # The merges' inputs leave the bucket once their grace has passed; the published files stay.
+    # The merges' inputs leave the bucket once their grace has passed (the collector deletes their rows too) and so
+    # do attempts never published: the only data files left are the published ones.
     root = fleet.storage.root_uri + "/"
-
-    def relative(uri: str) -> str:
-        return fleet.storage.canonical_uri(uri)[len(root):]
+    published_keys = {fleet.storage.canonical_uri(s["uri"])[len(root):] for s in published}
 
     def collected() -> bool:
-        replaced = _all_pages(client, outcomes, f"/v1/indexes/{INDEX}/splits", "splits",
-                              state=["marked_for_deletion", "deleted"])
-        return bool(replaced) and all(s["state"] == "deleted" for s in replaced) and \
-            not {relative(s["uri"]) for s in replaced} & fleet.objects()
+        marked = _all_pages(client, outcomes, f"/v1/indexes/{INDEX}/splits", "splits", state=["marked_for_deletion"])
+        return not marked and {key for key in fleet.objects() if key.endswith(".parquet")} == published_keys
 
     wait_for(collected, "the replaced splits' objects deleted", GC_GRACE_SECS + 120, interval=1.0)
-    assert {relative(s["uri"]) for s in published} <= fleet.objects()
     assert not [s for s in outcomes.statuses if s >= 500], "\n".join(outcomes.unexpected)

@@ -8,6 +8,7 @@ import time
 from datetime import timedelta
 
 import pytest
+from sqlalchemy import text
 from ulid import ULID
 
 from strata_jobs.merge import run_merge
@@ -59,3 +60,78 @@ async def test_gc_waits_for_the_grace_period_then_deletes_inputs_and_orphans(ind
     assert (again.splits_deleted, again.orphans_deleted) == (0, 0)
     job = (await planner.get(f"/v1/compaction/jobs/{assignment.job_id}", headers=keys.header(keys.worker))).json()
     assert len(job["input_split_ids"]) == 3, "the job keeps its history after its inputs are collected"
+
+
+async def test_gc_keeps_the_files_a_query_still_running_may_read(indexer, planner, keys, storage, planner_clock):
+    """A query that started before a merge replaced its inputs may still read them (a Spark scan on a loaded
+    machine outlasted a 150 s grace in the fleet journey): past the grace, the collector keeps them until the
+    query ends, unless its replica is dead or it has held them for `gc_max_query_hold_secs`."""
+    index_id = await create_index(indexer, keys)
+    window = open_window()
+    for i in range(3):
+        await ingest_split(indexer, keys, index_id, window, 10, seed=i)
+    state = planner.app.state.strata
+    before_merge = ULID.from_datetime(planner_clock() - timedelta(seconds=5))
+    async with state.sessions() as session:
+        await session.execute(text("INSERT INTO running_queries (query_id, tenant, owner) VALUES (:q, NULL, 'q-1')"),
+                              {"q": str(before_merge)})
+        await session.commit()
+    try:
+        await planner.post(f"/v1/indexes/{index_id}/compaction/trigger", json={}, headers=keys.header(keys.admin))
+        [raw] = (await poll(planner, keys, "w", capacity=1))["assignments"]
+        assignment = Assignment.model_validate(raw)
+        outputs = [o.model_dump(mode="json") for o in output_splits(run_merge(merge_spec(assignment)))]
+        done = await poll(planner, keys, "w", capacity=0, updates=[
+            {"job_id": assignment.job_id, "fencing_token": assignment.fencing_token, "status": "success",
+             "outputs": outputs}])
+        assert done["updates"][0]["accepted"] is True, done
+        inputs = [i.uri for i in assignment.inputs]
+        past_grace = planner_clock() + timedelta(seconds=state.settings.gc_grace_secs + 1)
+
+        await collect_garbage(state, past_grace)
+        assert all(storage.exists(u) for u in inputs), "a query that started before the merge still runs"
+
+        later = past_grace + timedelta(seconds=state.settings.gc_max_query_hold_secs)
+        await collect_garbage(state, later)
+        assert not any(storage.exists(u) for u in inputs), "held no longer than gc_max_query_hold_secs"
+    finally:
+        async with state.sessions() as session:
+            await session.execute(text("DELETE FROM running_queries WHERE owner = 'q-1'"))
+            await session.commit()
+
+
+async def test_gc_ignores_a_dead_replicas_running_queries_and_collects_once_the_query_ends(
+        indexer, planner, keys, storage, planner_clock):
+    index_id = await create_index(indexer, keys)
+    window = open_window()
+    for i in range(3):
+        await ingest_split(indexer, keys, index_id, window, 10, seed=i)
+    state = planner.app.state.strata
+    dead, ending = (str(ULID.from_datetime(planner_clock() - timedelta(seconds=s))) for s in (9, 8))
+    async with state.sessions() as session:
+        await session.execute(text("INSERT INTO running_queries (query_id, tenant, owner, seen_at) VALUES "
+                                   "(:dead, NULL, 'q-dead', now() - interval '1 hour'), (:ending, NULL, 'q-2', now())"),
+                              {"dead": dead, "ending": ending})
+        await session.commit()
+    try:
+        await planner.post(f"/v1/indexes/{index_id}/compaction/trigger", json={}, headers=keys.header(keys.admin))
+        [raw] = (await poll(planner, keys, "w", capacity=1))["assignments"]
+        assignment = Assignment.model_validate(raw)
+        outputs = [o.model_dump(mode="json") for o in output_splits(run_merge(merge_spec(assignment)))]
+        await poll(planner, keys, "w", capacity=0, updates=[
+            {"job_id": assignment.job_id, "fencing_token": assignment.fencing_token, "status": "success",
+             "outputs": outputs}])
+        inputs = [i.uri for i in assignment.inputs]
+        past_grace = planner_clock() + timedelta(seconds=state.settings.gc_grace_secs + 1)
+        await collect_garbage(state, past_grace)
+        assert all(storage.exists(u) for u in inputs), "the live replica's query still runs"
+
+        async with state.sessions() as session:
+            await session.execute(text("DELETE FROM running_queries WHERE owner = 'q-2'"))
+            await session.commit()
+        await collect_garbage(state, past_grace)
+        assert not any(storage.exists(u) for u in inputs), "only a dead replica's row is left: it holds nothing"
+    finally:
+        async with state.sessions() as session:
+            await session.execute(text("DELETE FROM running_queries WHERE owner IN ('q-dead', 'q-2')"))
+            await session.commit()

@@ -65,6 +65,27 @@ async def test_check_ready_times_out_on_a_server_that_never_answers(caplog: pyte
     assert "never retrieved" not in caplog.text
 
 
+async def test_check_ready_never_blocks_the_event_loop_while_a_session_is_being_created() -> None:
+    # A first session() holds the factory's lock while it ships the job bundle (a minute on a loaded machine).
+    # Readiness is probed on the event loop every fraction of a second: waiting there for that lock froze the
+    # whole process, its jobs' lease refreshes included, until the bundle was shipped (issue 23's fleet journey).
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)
+        factory = SparkSessionFactory(f"sc://127.0.0.1:{silent.getsockname()[1]}")
+        shipping = threading.Timer(5.0, factory._lock.release)
+        factory._lock.acquire()
+        shipping.start()
+        try:
+            start = time.monotonic()
+            ok, detail = await factory.check_ready(timeout=0.5)
+            assert time.monotonic() - start < 2.0
+            assert not ok and "no answer within 0.5s" in detail
+        finally:
+            shipping.join()
+            factory.close(timeout=0.5)
+
+
 def _threads(*prefixes: str) -> list[str]:
     return [t.name for t in threading.enumerate() if t.name.startswith(prefixes)]
 

@@ -31,6 +31,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from strata_query.registry import AsyncPlan, RunningQuery, replica_stopped
 from strata_shared.metastore.query_registry_repository import (
+    RUNNING_ALIVE_SECS,
     QueryRegistryRepository,
     StoredPlan,
     cancel_requests,
@@ -44,9 +45,9 @@ log = logging.getLogger("strata.query")
 # A live owner's last write of a timed-out plan lands within this much after the timeout.
 OWNER_GRACE_SECS = 5.0
 PLAN_RETENTION_SECS = 3600.0
-# The owner refreshes its running rows this often; a row not refreshed for ALIVE_SECS is a dead replica's.
+# The owner refreshes its running rows this often (well within RUNNING_ALIVE_SECS, after which a row is a dead
+# replica's).
 KEEP_ALIVE_SECS = 5.0
-ALIVE_SECS = 20.0
 # A batch the database refused is sent again after this long.
 RETRY_SECS = 1.0
 
@@ -130,7 +131,8 @@ class SharedQueryRegistry:
 
     async def request_cancel(self, query_id: str, tenant: str | None) -> bool:
         async with self.sessions() as session:
-            asked = await QueryRegistryRepository(session).request_cancel(query_id, tenant, alive_secs=ALIVE_SECS)
+            asked = await QueryRegistryRepository(session).request_cancel(query_id, tenant,
+                                                                            alive_secs=RUNNING_ALIVE_SECS)
             await session.commit()
         return asked
 
@@ -171,9 +173,9 @@ class SharedQueryRegistry:
             try:
                 await write_running(self.reads, [(query_id, query.tenant) for query_id, query in added.items()],
                                     removed, self.owner)
-                if time.monotonic() - self._dead_rows_cleared_at >= ALIVE_SECS:
+                if time.monotonic() - self._dead_rows_cleared_at >= RUNNING_ALIVE_SECS:
                     async with self.sessions() as session:
-                        await QueryRegistryRepository(session).forget_dead_running(alive_secs=ALIVE_SECS)
+                        await QueryRegistryRepository(session).forget_dead_running(alive_secs=RUNNING_ALIVE_SECS)
                         await session.commit()
                     self._dead_rows_cleared_at = time.monotonic()
             except Exception:  # noqa: BLE001 - a database away must not fail queries; the batch is sent again

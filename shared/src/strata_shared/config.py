@@ -91,6 +91,9 @@ class Settings(BaseSettings):
     # Inputs of a merge stay readable this long after it publishes, so queries planned before it finish.
     gc_grace_secs: int = 600
     gc_interval_secs: float = 30.0
+    # The collector keeps a replaced split's file while a query that started before it was replaced still runs (on
+    # any live query-api replica), past the grace, but never longer than this after it was replaced.
+    gc_max_query_hold_secs: float = 3600.0
     # A merge whose inputs add up to at most this many bytes runs in a local process of its worker instead of as a
     # Spark job: same kernel and checks, without a Spark job's fixed ~0.5-0.8 s (docs/benchmarks.md, "Keeping
     # up"). 0 sends every merge to Spark.

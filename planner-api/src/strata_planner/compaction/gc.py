@@ -1,6 +1,7 @@
-"""The garbage collector: deletes the files of splits marked for deletion once the grace period has passed (so
-queries planned before a merge published still finish), then their rows; and removes merge outputs that were
-never published (stale or failed attempts) once they are older than the grace period."""
+"""The garbage collector: deletes the files of splits marked for deletion once the grace period has passed and no
+query that started before they were replaced still runs (so queries planned before a merge published finish),
+then their rows; and removes merge outputs that were never published (stale or failed attempts) once they are
+older than the grace period."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from strata_shared.maintenance.skips import MaintenancePass, PassSkips, maintenance_pass
+from strata_shared.metastore.query_registry_repository import QueryRegistryRepository
 from strata_shared.metastore.repositories import IndexRepository, SplitRepository
 from strata_shared.observability.tracing import traced
 from strata_shared.storage_layout import merges_dir
@@ -32,12 +34,15 @@ class GcReport:
 async def collect_garbage(state: AppState, now: datetime) -> GcReport:
     grace = timedelta(seconds=state.settings.gc_grace_secs)
     deleted = 0
+    async with state.sessions() as session:
+        marked_before = await _marked_before(QueryRegistryRepository(session), now, grace,
+                                             timedelta(seconds=state.settings.gc_max_query_hold_secs))
     async with maintenance_pass(state, MaintenancePass.GC, now) as skips:
         after = None
         while True:
             async with state.sessions() as session:
                 repo = SplitRepository(session)
-                rows = await repo.deletable(now - grace, BATCH, after_split_id=after)
+                rows = await repo.deletable(marked_before, BATCH, after_split_id=after)
                 if not rows:
                     break
                 gone = []
@@ -56,6 +61,19 @@ async def collect_garbage(state: AppState, now: datetime) -> GcReport:
     if deleted or orphans:
         log.info("gc: deleted %d splits past their grace period, %d unpublished merge outputs", deleted, orphans)
     return GcReport(deleted, orphans, len(skips.skipped))
+
+
+async def _marked_before(queries: QueryRegistryRepository, now: datetime, grace: timedelta,
+                         max_hold: timedelta) -> datetime:
+    """Splits replaced before this time may go: past their grace, and before any query still running started (it
+    may have planned on them: a Spark scan under load can outlast any grace), unless that query has held them
+    longer than `max_hold`."""
+    horizon = now - grace
+    oldest_query = await queries.oldest_running_start()
+    if oldest_query is not None and oldest_query < horizon:
+        log.info("gc: keeping splits replaced after %s for a query running since then", oldest_query.isoformat())
+        return max(oldest_query, now - max_hold)
+    return horizon
 
 
 async def _delete_unpublished_merge_outputs(state: AppState, older_than: datetime, skips: PassSkips) -> int:

@@ -129,8 +129,7 @@ def job_queue_router(api: JobQueueApi) -> APIRouter:
     async def poll(request: api.poll_request, state: State, _: Worker) -> BaseModel:
         spec = api.queue(state)
         record_reported(state, request.updates)
-        assignments, results = await service.poll(state.sessions, spec, request, request.updates,
-                                                        state.clock())
+        assignments, results = await service.poll(state.sessions, spec, request, request.updates, state.clock)
         return api.poll_response(assignments=assignments, updates=results, lease_secs=spec.lease_secs)
 
     router.add_api_route(

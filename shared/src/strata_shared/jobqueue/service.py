@@ -7,6 +7,7 @@ new jobs, indexing cancels jobs of files gone), and hand out assignments. What d
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -117,15 +118,27 @@ async def _publish(spec: QueueSpec[U, A], session: AsyncSession, update: U, now:
 
 
 async def poll(sessions: async_sessionmaker[AsyncSession], spec: QueueSpec[U, A], request: PollFields,
-               updates: Sequence[U], now: datetime) -> tuple[list[A], list[UpdateResult]]:
+               updates: Sequence[U], clock: Callable[[], datetime]) -> tuple[list[A], list[UpdateResult]]:
     """The worker protocol's one round: (new assignments, the result of each update, in order)."""
+    started = time.monotonic()
+    now = clock()
     results = [await apply_update(sessions, spec, update, now) for update in updates]
+    reported = time.monotonic()
     async with sessions() as session:
-        await spec.queue_of(session).expire_leases(now, spec.max_failures)
-        await spec.housekeeping(session, request.capacity, now)
-        jobs = await spec.assign(session, request.worker_id, request.capacity, now, spec.lease)
+        await spec.queue_of(session).expire_leases(clock(), spec.max_failures)
+        await spec.housekeeping(session, request.capacity, clock())
+        housekept = time.monotonic()
+        # The lease starts when the job is handed out, not when the poll began: updates and housekeeping may
+        # take seconds on a loaded machine, and a lease dated from before them would be partly spent already.
+        jobs = await spec.assign(session, request.worker_id, request.capacity, clock(), spec.lease)
         assignments = await spec.describe(session, jobs)
         await session.commit()
+    took = time.monotonic() - started
+    if took > spec.lease_secs / 4:
+        # A slow poll delays the next lease refresh of every job the worker runs: past a lease, they are lost.
+        log.warning("%s poll of %s took %.2f s (updates %.2f s, expiry and housekeeping %.2f s, assignment "
+                    "%.2f s) against a %.0f s lease", spec.name, request.worker_id, took, reported - started,
+                    housekept - reported, time.monotonic() - housekept, spec.lease_secs)
     return assignments, results
 
 

@@ -11,15 +11,19 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Interval, bindparam, delete, func, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
+from ulid import ULID
 
 from strata_shared.metastore.query_registry_models import QueryPlanRow, RunningQueryRow
 from strata_shared.metastore.single_reads import SingleReads
+
+# The owner of a running row refreshes it every few seconds; a row not refreshed for this long is a dead replica's.
+RUNNING_ALIVE_SECS = 20.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +126,14 @@ class QueryRegistryRepository:
         asked = await self.session.scalar(update(r).where(*conditions).values(cancel_requested=True)
                                           .returning(r.query_id))
         return asked is not None
+
+    async def oldest_running_start(self, *, alive_secs: float = RUNNING_ALIVE_SECS) -> datetime | None:
+        """When the oldest query still running on a live replica started (its id is a ULID taken before it was
+        planned), or None: the garbage collector keeps every file such a query may read."""
+        r = RunningQueryRow
+        ids = (await self.session.scalars(
+            select(r.query_id).where(r.seen_at >= func.now() - _seconds("alive", alive_secs)))).all()
+        return min((ULID.from_str(query_id).datetime for query_id in ids), default=None)
 
     async def forget_dead_running(self, *, alive_secs: float) -> None:
         """Delete the rows of replicas that stopped refreshing them (killed while queries ran)."""

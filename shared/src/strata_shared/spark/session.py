@@ -60,6 +60,10 @@ class SparkSessionFactory:
         # How often a bundle was shipped (one per session created): tests and status read it.
         self.shipments = 0
         self._lock = threading.Lock()
+        # Apart from `_lock`, which a first session() holds for as long as shipping the bundle takes (seconds to
+        # a minute on a loaded machine): check_ready runs on the event loop, and waiting there for `_lock` froze
+        # every request and every job's lease refresh of the process until the bundle was shipped.
+        self._probe_lock = threading.Lock()
         self._session: SparkSession | None = None
         self._closed = False
         self._probe: concurrent.futures.Future[str] | None = None
@@ -126,7 +130,7 @@ class SparkSessionFactory:
 
     def _start_probe(self) -> concurrent.futures.Future[str]:
         """Run _probe_once() in a daemon thread; at most one probe is in flight per factory."""
-        with self._lock:
+        with self._probe_lock:
             if self._probe is not None and not self._probe.done():
                 return self._probe
             future: concurrent.futures.Future[str] = concurrent.futures.Future()
