@@ -9,7 +9,7 @@ from typing import Literal
 from sqlglot import exp
 
 from strata_query.planning.cascade import FilePart, StageCount
-from strata_query.sql import ParsedQuery
+from strata_shared.sql import ParsedQuery
 from strata_shared.domain.fields import FieldType
 from strata_shared.domain.index_config import IndexSettings
 from strata_shared.object_requests import ObjectRequests

@@ -13,10 +13,10 @@ from fractions import Fraction
 
 from sqlglot import exp
 
-from strata_query.sql.errors import QueryValidationError
-from strata_query.sql.literals import CoercionError, RawLiteral, coerce, decimal_text, raw_literal
-from strata_query.sql.text_match import is_text_match, text_match_atom
-from strata_query.sql.validation import clause_of
+from strata_shared.sql.errors import QueryValidationError
+from strata_shared.sql.literals import CoercionError, RawLiteral, coerce, decimal_text, raw_literal
+from strata_shared.sql.text_match import is_text_match, text_match_atom
+from strata_shared.sql.validation import clause_of
 from strata_shared.domain.fields import FieldType
 from strata_shared.query.predicate import (
     FLIPPED_OP,

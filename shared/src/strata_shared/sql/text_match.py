@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from strata_query.sql.errors import QueryValidationError
+from strata_shared.sql.errors import QueryValidationError
 from strata_shared.domain.fields import FieldType
 from strata_shared.query.predicate import TextMatch
 
