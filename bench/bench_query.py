@@ -893,8 +893,8 @@ def bytes_without_lookback(plan: dict[str, Any], sql: str, uri_to_path: dict[str
 
 
 def duckdb_sql(sql: str, paths: list[str], table: str = f'"{EXEC_INDEX}"') -> str:
-    from strata_shared.sql.text_match import term_regex
     from strata_shared.artifacts import tokenize
+    from strata_shared.sql.text_match import term_regex
 
     files = "read_parquet([" + ", ".join(f"'{p}'" for p in paths) + "])"
     out = sql.replace(table, files)

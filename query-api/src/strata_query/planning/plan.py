@@ -9,10 +9,10 @@ from typing import Literal
 from sqlglot import exp
 
 from strata_query.planning.cascade import FilePart, StageCount
-from strata_shared.sql import ParsedQuery
 from strata_shared.domain.fields import FieldType
 from strata_shared.domain.index_config import IndexSettings
 from strata_shared.object_requests import ObjectRequests
+from strata_shared.sql import ParsedQuery
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,17 +21,17 @@ from strata_query.planning.candidates import CandidateQuery, MetastoreCandidates
 from strata_query.planning.cascade import CascadeContext, CascadeResult, run_cascade
 from strata_query.planning.plan import PlannedTimeRange, QueryPlan
 from strata_query.planning.stages import CASCADE
-from strata_shared.sql import parse_query
-from strata_shared.sql.errors import QueryValidationError
-from strata_shared.sql.query import parse_sql
-from strata_shared.sql.validation import statement_of
-from strata_shared.sql.where import timestamp_literal
 from strata_shared.domain.fields import FieldType
 from strata_shared.domain.index_config import FieldSpec, IndexSettings
 from strata_shared.errors import InvalidInput, NotFound
 from strata_shared.metastore.repositories import IndexRepository
 from strata_shared.query.predicate import And, Compare, columns_of, describe, to_nnf
 from strata_shared.query.time_range import TimeRanges, extract_time_range
+from strata_shared.sql import parse_query
+from strata_shared.sql.errors import QueryValidationError
+from strata_shared.sql.query import parse_sql
+from strata_shared.sql.validation import statement_of
+from strata_shared.sql.where import timestamp_literal
 
 PARTITION_COLUMN = "partition_id"
 tracer = trace.get_tracer("strata.query")
