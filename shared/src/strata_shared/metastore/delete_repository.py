@@ -88,7 +88,7 @@ class DeleteRepository:
                            requested_by=requested_by, cutoff_generation=int(generation), status="pending",
                            accepted_at=now)
         self.session.add(delete)
-        covered = await self._candidates(index_uid, partition_id, predicate, ranges_secs, window_duration_secs)
+        covered = await self.candidates(index_uid, partition_id, predicate, ranges_secs, window_duration_secs)
         self.session.add_all([DeleteSplitRow(delete_id=delete.delete_id, split_id=s.split_id, index_uid=index_uid,
                                              state="pending", rows_before=s.num_rows) for s in covered])
         if not covered:
@@ -96,7 +96,7 @@ class DeleteRepository:
         await self.session.flush()
         return delete, len(covered)
 
-    async def _candidates(self, index_uid: str, partition_id: str | None, predicate: Predicate,
+    async def candidates(self, index_uid: str, partition_id: str | None, predicate: Predicate,
                           ranges: TimeRanges, window: int) -> list[SplitMetadata]:
         if ranges.is_empty:
             return []
