@@ -33,7 +33,9 @@ def parse_delete_where(where_sql: str, *, index_id: str, settings: IndexSettings
         statements = parse_sql(prefix + where_sql)
     except QuerySyntaxError as error:
         column = error.column - len(prefix) if error.line == 1 else error.column
-        raise QuerySyntaxError(error.message, error.line, max(1, column)) from error
+        refused = QuerySyntaxError(error.message, error.line, max(1, column))
+        refused.errors[0]["field"] = "where"
+        raise refused from error
     select = statement_of(statements) if len([s for s in statements if s is not None]) == 1 else None
     if select is None or any(value for key, value in select.args.items()
                              if key not in ("expressions", "from_", "where")) or len(select.expressions) != 1 \
