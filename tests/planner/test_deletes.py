@@ -255,3 +255,22 @@ async def test_a_bad_condition_is_refused_naming_what_and_where(indexer, planner
         assert error["column"] == column, error
     listed = (await planner.get(f"/v1/indexes/{index_id}/deletes", headers=keys.header(keys.admin))).json()
     assert listed["deletes"] == []
+
+
+async def test_metrics_count_deletes_waiting_and_the_oldest_age(indexer, planner, keys, planner_clock):
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from strata_planner.compaction.metrics import CompactionMetrics
+
+    index_id = await create_index(indexer, keys)
+    await ingest_split(indexer, keys, index_id, open_window(), 50, seed=41)
+    registry = CollectorRegistry()
+    metrics = CompactionMetrics(registry)
+    await metrics.refresh(planner.app.state.strata)
+    pending_before = registry.get_sample_value("strata_deletes", {"status": "pending"})
+    assert (await _delete(planner, keys, index_id, {"where": "TRUE"})).status_code == 202
+    planner_clock.advance(30)
+    await metrics.refresh(planner.app.state.strata)
+    assert registry.get_sample_value("strata_deletes", {"status": "pending"}) == pending_before + 1
+    assert registry.get_sample_value("strata_delete_oldest_pending_age_seconds") >= 30
+    assert "strata_delete_rows_removed" in generate_latest(registry).decode()

@@ -81,8 +81,10 @@ def compaction_queue(state: AppState) -> QueueSpec[StatusUpdate, Assignment]:
 async def plan_rewrites(session: AsyncSession, now: datetime, budget: int) -> int:
     """Rewrite jobs for covered splits no live job holds, oldest delete first; how many were created."""
     repo = CompactionRepository(session)
+    deletes = DeleteRepository(session)
+    await deletes.settle_gone(now)
     created = 0
-    for claim in await DeleteRepository(session).claimable(budget):
+    for claim in await deletes.claimable(budget):
         if await repo.create_rewrite_job(claim, now) is not None:
             created += 1
     return created

@@ -260,6 +260,7 @@ class CompactionRepository:
         jobs = await self.queue.cancel_live_of_index(index_uid, now, stage="index_deleted")
         for job in jobs:
             await self._release(job.job_id)
+        await DeleteRepository(self.session).cancel_of_index(index_uid, now)
         return len(jobs)
 
     # --- reads ----------------------------------------------------------------------------------------------

@@ -41,8 +41,9 @@ class DeleteRow(Base):
 
 class DeleteSplitRow(Base):
     """One split a delete covers. pending -> rewriting (a rewrite job claimed it) -> rewritten (the job
-    published its replacement); or merged: a merge consumed the split first and the coverage moved to its
-    outputs (rows with `inherited_from` set)."""
+    published its replacement); or merged: the split left without this delete's rewrite, either replaced by the
+    rewrite of an older delete (the coverage moved to its outputs: rows with `inherited_from` set) or dropped by
+    retention (no new split)."""
 
     __tablename__ = "delete_splits"
 

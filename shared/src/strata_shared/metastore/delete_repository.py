@@ -139,6 +139,26 @@ class DeleteRepository:
             .order_by(oldest.c.delete_id, SplitRow.split_id).limit(limit))
         return [RewriteClaim(delete_id, split) for delete_id, split in rows.all()]
 
+    async def settle_gone(self, now: datetime) -> int:
+        """Coverage of splits that left the published set without a rewrite (retention dropped their window) and
+        that no live job holds: nothing is left to rewrite there. Marked done (`merged`, no new split), and the
+        deletes finished when it was their last; returns how many."""
+        claimed = exists().where(and_(CompactionJobInputRow.split_id == DeleteSplitRow.split_id,
+                                      CompactionJobInputRow.live))
+        published = exists().where(and_(SplitRow.split_id == DeleteSplitRow.split_id,
+                                        SplitRow.state == SplitState.PUBLISHED))
+        gone = (await self.session.execute(
+            update(DeleteSplitRow).where(DeleteSplitRow.state == "pending", ~published, ~claimed)
+            .values(state="merged", finished_at=now).returning(DeleteSplitRow.delete_id))).scalars().all()
+        await self._finish_if_done(gone, now)
+        return len(gone)
+
+    async def cancel_of_index(self, index_uid: str, now: datetime) -> None:
+        """The index was deleted: its deletes in progress end as cancelled (its splits are all going)."""
+        await self.session.execute(
+            update(DeleteRow).where(DeleteRow.index_uid == index_uid, DeleteRow.status.in_(("pending", "running")))
+            .values(status="cancelled", finished_at=now))
+
     async def mark_rewriting(self, delete_id: str, split_id: str, job_id: str, now: datetime) -> None:
         await self.session.execute(
             update(DeleteSplitRow).where(DeleteSplitRow.delete_id == delete_id, DeleteSplitRow.split_id == split_id)
@@ -230,8 +250,14 @@ class DeleteRepository:
     async def counts(self) -> DeleteCounts:
         by_status = dict((await self.session.execute(
             select(DeleteRow.status, func.count()).group_by(DeleteRow.status))).all())
+        # Failed is what the status read derives: a delete still in progress with an excluded rewrite job.
+        failed = await self.session.scalar(
+            select(func.count(func.distinct(DeleteSplitRow.delete_id)))
+            .join(CompactionJobRow, CompactionJobRow.job_id == DeleteSplitRow.job_id)
+            .join(DeleteRow, DeleteRow.delete_id == DeleteSplitRow.delete_id)
+            .where(CompactionJobRow.status == "excluded", DeleteRow.status.in_(("pending", "running"))))
         removed = await self.session.scalar(select(func.coalesce(func.sum(DeleteSplitRow.rows_removed), 0)))
         oldest = await self.session.scalar(select(func.min(DeleteRow.accepted_at))
                                            .where(DeleteRow.status.in_(("pending", "running"))))
         return DeleteCounts(int(by_status.get("pending", 0)), int(by_status.get("running", 0)),
-                            int(by_status.get("failed", 0)), int(removed or 0), oldest)
+                            int(failed or 0), int(removed or 0), oldest)
