@@ -101,7 +101,7 @@ def cmd_deletes(args: argparse.Namespace, settings: Settings) -> int:
 def add_commands(sub: argparse._SubParsersAction) -> None:
     delete = sub.add_parser("delete", help="delete the rows of an index matching a SQL condition (hidden from "
                                            "queries at once, then rewritten out of the files)")
-    delete.add_argument("index")
+    delete.add_argument("index", help="the index to delete rows from")
     delete.add_argument("--where", help="SQL boolean expression over the index's columns, e.g. \"user_id = 'u1'\"")
     delete.add_argument("--partition", help="only this partition (tenant)")
     delete.add_argument("--reason", help="why (kept with the delete and its receipt)")
@@ -111,7 +111,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     delete.add_argument("--poll-secs", type=float, default=1.0, help="seconds between progress reads with --wait")
     delete.set_defaults(func=cmd_delete)
     deletes = sub.add_parser("deletes", help="an index's deletes, or one with its receipt")
-    deletes.add_argument("index")
-    deletes.add_argument("delete_id", nargs="?")
+    deletes.add_argument("index", help="the index whose deletes to list")
+    deletes.add_argument("delete_id", nargs="?", help="show this delete, with its receipt once it succeeded")
     deletes.add_argument("--format", choices=FORMATS, default="table", help="table (default), json or ndjson")
     deletes.set_defaults(func=cmd_deletes)
