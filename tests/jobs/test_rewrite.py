@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from strata_jobs import merge
 from strata_jobs.merge import MergeVerificationError, run_merge
 from strata_shared.domain.sort_schema import SortSchema
-from strata_shared.query.predicate import Compare, evaluate_row, to_nnf
+from strata_shared.query.predicate import Compare, InList, Like, Or, TextMatch, evaluate_row, to_nnf
 from strata_shared.query.predicate_json import predicate_to_json
 from tests.jobs.test_merge import files_under, make_spec, output_tables, sorted_table, write_split
 from tests.query_logic.strategies import PREDICATES, ROWS
@@ -93,3 +93,21 @@ def test_a_rewrite_has_one_input(tmp_path):
     with pytest.raises(ValueError, match="exactly one input"):
         run_merge(spec)
     assert pq.read_table(inputs[0].uri.removeprefix("file://")).num_rows == 1
+
+
+def test_a_rewrite_never_imports_pandas(tmp_path):
+    # As the merge: pa.array()/pa.scalar() on Python values import pandas, ~1 s in every fresh Spark worker.
+    import subprocess
+    import sys
+
+    from strata_jobs.merge import spec_to_json
+
+    table = sorted_table([{"s": "a", "ts": 1, "f": 1.5}, {"s": "b", "ts": 2}], SCHEMA, SortSchema.parse(SORT))
+    source = write_split(tmp_path / "in", "s0", table)
+    predicate = Or((InList("s", ("a", "z")), Compare("f", ">", 1.0), Like("t", "x%"), TextMatch("t", ("disk",))))
+    spec = make_spec([source], tmp_path / "out", SORT, delete_predicate=predicate_to_json(predicate))
+    code = ("import sys; from strata_jobs.merge import run_merge, spec_from_json; "
+            f"r = run_merge(spec_from_json({spec_to_json(spec)!r})); "
+            "print(r.stats['rows_removed'], 'pandas' in sys.modules)")
+    completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert completed.stdout.split() == ["1", "False"]

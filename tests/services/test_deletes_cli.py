@@ -28,7 +28,7 @@ async def test_delete_list_wait_and_verify_commands(served, indexer, planner, ke
     delete_id = out.split()[2].rstrip(":")
 
     code, out, _ = strata(capsys, "deletes", index_id, "--format", "json")
-    [listed] = json.loads(out)
+    [listed] = json.loads(out)["deletes"]
     assert code == 0 and listed["delete_id"] == delete_id and listed["status"] == "pending"
     code, out, _ = strata(capsys, "delete", index_id, "--verify", delete_id)
     assert code == 1 and "NOT verified" in out

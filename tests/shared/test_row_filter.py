@@ -57,3 +57,13 @@ def test_nan_equals_nan_and_null_never_matches():
     table = _table([{"f": math.nan}, {"f": 1.0}, {"f": None}])
     assert matching_rows(Compare("f", "=", math.nan), table).tolist() == [True, False, False]
     assert matching_rows(InList("f", (math.nan,), True), table).tolist() == [False, True, False]
+
+
+def test_integer_literals_beyond_the_column_type_and_timestamps_in_micros():
+    table = pa.table({"u": pa.array([0, 2**64 - 1, None], pa.uint64()),
+                      "t": pa.array([1_000_000, 2_000_000, None], pa.timestamp("us", tz="UTC"))})
+    assert matching_rows(Compare("u", ">", -1), table).tolist() == [True, True, False]
+    assert matching_rows(Compare("u", "<", 2**64), table).tolist() == [True, True, False]
+    assert matching_rows(Compare("u", "=", 2**64 - 1), table).tolist() == [False, True, False]
+    assert matching_rows(Compare("t", ">=", 2_000_000), table).tolist() == [False, True, False]
+    assert matching_rows(InList("u", (0, -5)), table).tolist() == [True, False, False]

@@ -17,6 +17,7 @@ from strata_jobs.merge_columns import ColumnBuilder, SourceColumn, is_dict_type
 from strata_jobs.merge_spec import MergeInput, MergeTypeConflict, MergeVerificationError
 from strata_jobs.row_checksum import combine, table_checksum
 from strata_jobs.worker_threads import worker_threads
+from strata_shared.arrow_numpy import to_arrow
 from strata_shared.domain.fields import field_type_of
 from strata_shared.query.predicate import Predicate
 from strata_shared.query.row_filter import matching_rows
@@ -211,7 +212,7 @@ class RowDrop:
         matched = self.matching(table)
         if not matched.any():
             return columns, rows
-        keep = pa.array(~matched)
+        keep = to_arrow(~matched)
         return {name: column.filter(keep) for name, column in columns.items()}, rows - int(matched.sum())
 
 

@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from strata_jobs.merge_output import filesystem_for
+from strata_shared.arrow_numpy import to_arrow
 from strata_shared.domain.fields import FieldType
 from strata_shared.query.predicate import Predicate
 from strata_shared.query.predicate_json import predicate_from_json
@@ -60,7 +61,7 @@ def shape_row_group(table: pa.Table, task: ScanTask, schema: pa.Schema) -> pa.Ta
     if task.drop is not None:
         matched = matching_rows(_drop_predicate(task.drop), table, task.constants)
         if matched.any():
-            table = table.filter(pa.array(~matched))
+            table = table.filter(to_arrow(~matched))
     arrays = []
     for field in schema:
         if task.constants and field.name in task.constants:
