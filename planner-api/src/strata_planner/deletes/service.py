@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from datetime import datetime
 
 import pyarrow.parquet as pq
-from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from strata_planner.deletes.schemas import (
@@ -36,7 +35,6 @@ from strata_shared.errors import NotFound
 from strata_shared.metastore.delete_models import DeleteRow, DeleteSplitRow
 from strata_shared.metastore.delete_repository import DeleteRepository
 from strata_shared.metastore.indexing_repository import IndexingRepository
-from strata_shared.metastore.models import SplitRow
 from strata_shared.metastore.repositories import load_live_index
 from strata_shared.query.predicate import Predicate, columns_of, describe
 from strata_shared.query.predicate_json import predicate_from_data
@@ -132,21 +130,23 @@ async def _receipt(session: AsyncSession, splits: Sequence[DeleteSplitRow], comp
 async def verify_delete(session: AsyncSession, storage: ObjectStore, delete: DeleteRow,
                         now: datetime) -> DeleteVerification:
     """Runs the condition over every published split of the delete's scope that split statistics cannot rule
-    out, reading the condition's columns of each, and counts the matching rows per split. Splits published
-    after the delete are reported apart: the delete does not cover the rows ingested after it."""
+    out, reading the condition's columns of each, and counts the matching rows per split. Splits the delete
+    neither covers nor wrote are reported apart: they were published after it, which does not cover them."""
     predicate = predicate_from_data(delete.predicate)
     index = await load_live_index(session, split_index_uid(delete.index_uid)[0])
     settings = IndexSettings.model_validate(index.config)
     repo = DeleteRepository(session)
     candidates = await repo.candidates(delete.index_uid, delete.partition_id, predicate,
                                        _ranges_in_seconds(predicate, settings), settings.window_duration_secs)
-    published_at = dict((await session.execute(
-        select(SplitRow.split_id, SplitRow.published_at)
-        .where(SplitRow.split_id.in_([s.split_id for s in candidates])))).all())
+    # What the delete is answerable for: the splits it covers and the splits its rewrites wrote. A split outside
+    # both holding matching rows was published after the delete (split statistics rule out a covered split only
+    # when it holds no such row).
+    covered = set()
+    for row in await repo.splits_of(delete.delete_id):
+        covered.add(row.split_id)
+        covered.update(row.new_split_ids)
     counts = await asyncio.to_thread(_count_matches, storage, candidates, predicate)
-    found = [VerifiedSplit(split_id=s.split_id, matching_rows=n,
-                           published_after_delete=published_at.get(s.split_id) is not None
-                           and published_at[s.split_id] > delete.accepted_at)
+    found = [VerifiedSplit(split_id=s.split_id, matching_rows=n, published_after_delete=s.split_id not in covered)
              for s, n in zip(candidates, counts, strict=True) if n]
     before = sum(v.matching_rows for v in found if not v.published_after_delete)
     return DeleteVerification(delete_id=delete.delete_id, verified=before == 0, splits_examined=len(candidates),
