@@ -40,6 +40,7 @@ from strata_shared.query.predicate import (
     Unknown,
     Value,
     compare_keys,
+    like_regex_body,
     order_key,
 )
 
@@ -242,17 +243,7 @@ def _literal_array(values: list[object], arrow_type: pa.DataType | None = None) 
 @functools.lru_cache(maxsize=512)
 def _like_regex(pattern: str) -> str:
     """A LIKE pattern as an RE2 regex over the whole value (`\\A...\\z`, `.` matching newlines too)."""
-    parts: list[str] = []
-    index = 0
-    while index < len(pattern):
-        char = pattern[index]
-        if char == "\\" and index + 1 < len(pattern):
-            parts.append(re.escape(pattern[index + 1]))
-            index += 2
-            continue
-        parts.append(".*" if char == "%" else "." if char == "_" else re.escape(char))
-        index += 1
-    return "(?s)\\A" + "".join(parts) + "\\z"
+    return "(?s)\\A" + like_regex_body(pattern) + "\\z"
 
 
 @functools.lru_cache(maxsize=512)
