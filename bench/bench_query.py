@@ -893,14 +893,14 @@ def bytes_without_lookback(plan: dict[str, Any], sql: str, uri_to_path: dict[str
 
 
 def duckdb_sql(sql: str, paths: list[str], table: str = f'"{EXEC_INDEX}"') -> str:
-    from strata_query.sql.text_match import term_regex
     from strata_shared.artifacts import tokenize
+    from strata_shared.sql.text_match import term_regex
 
     files = "read_parquet([" + ", ".join(f"'{p}'" for p in paths) + "])"
     out = sql.replace(table, files)
     marker = "text_match(message, 'disk full')"
     if marker in out:
-        # The same token contract as text_match's Spark form (strata_query.sql.text_match).
+        # The same token contract as text_match's Spark form (strata_shared.sql.text_match).
         terms = tokenize("disk full")
         out = out.replace(marker, "(" + " AND ".join(f"regexp_matches(message, '{term_regex(t)}')"
                                                      for t in terms) + ")")

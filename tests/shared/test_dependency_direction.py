@@ -22,7 +22,11 @@ PACKAGES = {
 APIS = ("strata_indexer", "strata_planner", "strata_query")
 # The parts of strata_shared free of FastAPI and SQLAlchemy that the Spark Python workers run.
 JOBS_MAY_IMPORT_FROM_SHARED = ("strata_shared.domain", "strata_shared.artifacts", "strata_shared.splitfile",
-                               "strata_shared.arrow_numpy", "strata_shared.object_requests")
+                               "strata_shared.arrow_numpy", "strata_shared.object_requests",
+                               # A delete's predicate, its JSON form and its evaluation over Arrow: the rows a
+                               # rewrite leaves out and a scan hides are decided by this one pure code.
+                               "strata_shared.query.predicate", "strata_shared.query.predicate_json",
+                               "strata_shared.query.row_filter")
 # Each API imports the strata_jobs entry points of the work it submits, and no other.
 JOBS_ENTRY_POINTS_OF = {
     "strata_planner": {"strata_jobs.merge", "strata_jobs.spark_merge"},

@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from strata_shared.metastore import (
     background_pass_models,  # noqa: F401 - registers the background pass leases
     compaction_models,  # noqa: F401 - registers the compaction tables
+    delete_models,  # noqa: F401 - registers the deletes
     indexing_models,  # noqa: F401 - registers the indexing tables
     maintenance_models,  # noqa: F401 - registers the maintenance skips
     migrate,

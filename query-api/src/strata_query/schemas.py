@@ -13,6 +13,7 @@ from strata_query.planning.cascade import FilePart
 from strata_query.planning.plan import QueryPlan
 from strata_query.registry import AsyncPlan
 from strata_shared.domain.wire_types import INT64_MAX
+from strata_shared.query.predicate import describe
 from strata_shared.web.object_store_metrics import ObjectRequestsBody
 from strata_shared.web.problems import Problem
 
@@ -70,6 +71,15 @@ class FilePartOut(BaseModel):
     bytes: int
     rows: int
     pruned_with: Literal["artifacts", "parquet_statistics"]
+    pending_deletes: list[str] = Field(
+        default_factory=list, description="deletes accepted but not yet rewritten into this file: the scan hides "
+                                          "the rows they match (`predicate IS NOT TRUE`)")
+
+
+class PendingDeleteOut(BaseModel):
+    delete_id: str
+    predicate: str = Field(description="the delete's condition; the plan adds its negation to the files named")
+    files: int
 
 
 class EngineOut(BaseModel):
@@ -97,6 +107,8 @@ class PlanOut(BaseModel):
                     "makes these and reads each file's footer too (one GET more per file)")
     planning_ms: float
     engine: EngineOut | None = Field(None, description="the engine that runs (or would run) the plan, and why")
+    pending_deletes: list[PendingDeleteOut] = Field(
+        default_factory=list, description="row-level deletes in force on files of the plan, applied per file")
 
 
 class PlanStatus(BaseModel):
@@ -160,6 +172,9 @@ def plan_out(plan: QueryPlan, engine: EngineChoice | None) -> PlanOut:
         total_files=plan.total_files, total_row_groups=plan.total_row_groups, total_bytes=plan.total_bytes,
         total_rows=plan.total_rows, object_requests=ObjectRequestsOut(**plan.object_requests().as_dict()),
         planning_ms=plan.planning_ms,
+        pending_deletes=[PendingDeleteOut(delete_id=delete_id, predicate=describe(predicate),
+                                          files=sum(delete_id in f.pending_deletes for f in plan.files))
+                         for delete_id, predicate in plan.pending_deletes.items()],
         engine=None if engine is None else EngineOut(
             engine=None if engine.engine is None else engine.engine.name, reason=engine.reason))
 

@@ -20,6 +20,7 @@ import httpx
 from strata_services.client import CliError, api_key, api_url, problem_text, stack_state
 from strata_services.cluster import add_commands as add_cluster_commands
 from strata_services.compact import add_commands as add_compaction_commands
+from strata_services.deletes_cli import add_commands as add_deletes_commands
 from strata_services.lifecycle_cli import add_commands as add_lifecycle_commands
 from strata_services.listing import add_commands as add_listing_commands
 from strata_services.local.processes import pid_alive
@@ -270,6 +271,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_listing_commands(sub)
     add_query_commands(sub)
     add_compaction_commands(sub)
+    add_deletes_commands(sub)
     add_worker_commands(sub)
     add_lifecycle_commands(sub)
     add_skips_commands(sub)

@@ -61,7 +61,7 @@ from ulid import ULID
 
 from strata_jobs import merge_output
 from strata_jobs.merge_columns import SourceColumn, is_dict_type
-from strata_jobs.merge_inputs import Clock, close_inputs, open_inputs, read_all, union_schema
+from strata_jobs.merge_inputs import Clock, RowDrop, close_inputs, open_inputs, read_all, union_schema
 from strata_jobs.merge_runs import count_runs, run_heads
 from strata_jobs.merge_spec import (
     MergeInput,
@@ -79,6 +79,7 @@ from strata_jobs.worker_threads import INLINE_MAX_ROWS, worker_threads
 from strata_shared.domain.sort_key import build_sort_key, stable_order
 from strata_shared.domain.sort_schema import SortSchema
 from strata_shared.domain.split import SplitMetadata, SplitState
+from strata_shared.query.predicate_json import predicate_from_json
 from strata_shared.splitfile.writer import row_group_spans
 
 __all__ = [
@@ -180,9 +181,15 @@ def run_merge(spec: MergeSpec) -> MergeResult:
         total_bytes = sum(i.size_bytes for i in inputs)
         clock.add("footers", time.perf_counter() - started)
         inline = total_rows <= INLINE_MAX_ROWS
-        columns, input_checksum = read_all(inputs, union, clock, stats, inline=inline)
+        drop = _row_drop(spec)
+        columns, input_checksum = read_all(inputs, union, clock, stats, inline=inline, drop=drop)
     finally:
         close_inputs(inputs)
+    rows_read = total_rows
+    if drop is not None:
+        total_rows -= stats["rows_removed"]
+        # The outputs are sized from the kept rows' share of the bytes.
+        total_bytes = int(total_bytes * total_rows / rows_read) if rows_read else 0
 
     started = time.perf_counter()
     with worker_threads(BUILD_THREADS, "merge-key", inline=inline) as pool:
@@ -248,6 +255,7 @@ def run_merge(spec: MergeSpec) -> MergeResult:
                 started = time.perf_counter()
                 if not spec.verify_readback:
                     verifier.check_table(table, f"output {split_id}")
+                    _check_no_kept_row_matches(drop, table, split_id)
                 clock.add("verify", time.perf_counter() - started)
                 data_size, footer, timings = job.result()
                 for stage, seconds in timings.items():
@@ -260,7 +268,9 @@ def run_merge(spec: MergeSpec) -> MergeResult:
                 if problem:
                     raise MergeVerificationError(f"MC-4: output {split_id}: {problem}")
                 if spec.verify_readback:
-                    verifier.check_table(_read_back(metadata.uri, union), f"output {split_id} (read back)")
+                    read_back = _read_back(metadata.uri, union)
+                    verifier.check_table(read_back, f"output {split_id} (read back)")
+                    _check_no_kept_row_matches(drop, read_back, split_id)
                 clock.add("verify", time.perf_counter() - started)
                 metadata.size_bytes = data_size
                 metadata.row_groups = row_group_spans(footer)
@@ -271,6 +281,9 @@ def run_merge(spec: MergeSpec) -> MergeResult:
         written_rows = sum(o.num_rows for o in outputs)
         if written_rows != total_rows or verifier.rows != total_rows:
             raise MergeVerificationError(f"MC-1: {total_rows} input rows, {written_rows} output rows")
+        if drop is not None and written_rows + stats["rows_removed"] != rows_read:
+            raise MergeVerificationError(f"DL-1: {rows_read} rows read, {written_rows} written, "
+                                         f"{stats['rows_removed']} removed")
         if verifier.checksum != input_checksum:
             raise MergeVerificationError(f"MC-2: output row checksum {verifier.checksum:#018x} != input "
                                          f"{input_checksum:#018x}")
@@ -288,7 +301,24 @@ def run_merge(spec: MergeSpec) -> MergeResult:
     )
     clock.add("total", time.perf_counter() - started_total)
     stats["timings"] = clock.timings
-    return MergeResult(outputs, total_rows, sum(o.num_rows for o in outputs), input_checksum, stats)
+    return MergeResult(outputs, rows_read, sum(o.num_rows for o in outputs), input_checksum, stats)
+
+
+def _row_drop(spec: MergeSpec) -> RowDrop | None:
+    if spec.delete_predicate is None:
+        return None
+    if len(spec.inputs) != 1:
+        raise ValueError("a rewrite has exactly one input")
+    return RowDrop(predicate_from_json(spec.delete_predicate), {"partition_id": spec.partition_id})
+
+
+def _check_no_kept_row_matches(drop: RowDrop | None, table: pa.Table, split_id: str) -> None:
+    """DL-2, output side: the delete's predicate, evaluated again on what was written, matches no row."""
+    if drop is None:
+        return
+    matched = int(drop.matching(table).sum())
+    if matched:
+        raise MergeVerificationError(f"DL-2: output {split_id} still holds {matched} rows the delete matches")
 
 
 def _encode_and_upload(table: pa.Table, metadata: SplitMetadata, spec: MergeSpec, uploaded: list[str]):

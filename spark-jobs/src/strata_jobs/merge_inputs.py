@@ -8,6 +8,7 @@ from collections import deque
 from concurrent.futures import Future
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -16,7 +17,10 @@ from strata_jobs.merge_columns import ColumnBuilder, SourceColumn, is_dict_type
 from strata_jobs.merge_spec import MergeInput, MergeTypeConflict, MergeVerificationError
 from strata_jobs.row_checksum import combine, table_checksum
 from strata_jobs.worker_threads import worker_threads
+from strata_shared.arrow_numpy import to_arrow
 from strata_shared.domain.fields import field_type_of
+from strata_shared.query.predicate import Predicate
+from strata_shared.query.row_filter import matching_rows
 
 # Threads finishing the columns (dictionary unification) once every input is read.
 FINISH_THREADS = 2
@@ -133,12 +137,14 @@ def _normalize(table: pa.Table, union: pa.Schema, split_id: str) -> dict[str, pa
     return out
 
 
-def read_all(inputs: list[InputSplit], union: pa.Schema, clock: Clock, stats: dict, *, inline: bool = False
-              ) -> tuple[dict[str, SourceColumn], int]:
+def read_all(inputs: list[InputSplit], union: pa.Schema, clock: Clock, stats: dict, *, inline: bool = False,
+             drop: RowDrop | None = None) -> tuple[dict[str, SourceColumn], int]:
     """Every input into the merge's column form, and the inputs' row checksum, as a pipeline: a reader thread
     reads (and casts) input i+1 while a hasher thread hashes input i and this thread copies it; at most three
-    inputs' tables are alive at once."""
+    inputs' tables are alive at once. With `drop` (a rewrite), the rows its predicate matches are left out and
+    counted (stats["rows_removed"]); the checksum is then the kept rows'."""
     total = sum(i.rows for i in inputs)
+    removed = 0
     builders = {f.name: ColumnBuilder(f.name, f.type, total) for f in union}
     checksum = 0
     largest_tables = [0, 0, 0]
@@ -157,10 +163,16 @@ def read_all(inputs: list[InputSplit], union: pa.Schema, clock: Clock, stats: di
                 raise MergeVerificationError(f"split {item.spec.split_id}: read {rows} rows, its footer says "
                                              f"{item.rows}")
             largest_tables = sorted([*largest_tables, nbytes])[-3:]
+            if drop is not None:
+                started = time.perf_counter()
+                columns, kept = drop.apply(columns, rows)
+                removed += rows - kept
+                rows = kept
+                clock.add("delete_filter", time.perf_counter() - started)
             hashing.append(hasher.submit(_hash_input, columns, rows, union.names))
             started = time.perf_counter()
             for name, builder in builders.items():
-                builder.add(columns.get(name), item.rows)
+                builder.add(columns.get(name), rows)
             del columns
             while len(hashing) > 1 or (hashing and hashing[0].done()):
                 part, seconds = hashing.popleft().result()
@@ -171,12 +183,37 @@ def read_all(inputs: list[InputSplit], union: pa.Schema, clock: Clock, stats: di
             part, seconds = job.result()
             checksum = combine(checksum, part)
             clock.add("checksum_inputs", seconds)
+    if removed:
+        for builder in builders.values():
+            builder.truncate()
+    stats["rows_removed"] = removed
     started = time.perf_counter()
     with worker_threads(FINISH_THREADS, "merge-finish", inline=inline) as pool:
         built = dict(zip(builders, pool.map(ColumnBuilder.finish, builders.values()), strict=True))
     clock.add("copy_inputs", time.perf_counter() - started)
     stats["input_tables_bytes_max3"] = sum(largest_tables)
     return built, checksum
+
+
+@dataclass(frozen=True)
+class RowDrop:
+    """What a rewrite leaves out: the rows where `predicate` is TRUE (`strata_shared.query.row_filter`), with
+    the split's own columns (`partition_id`) as constants."""
+
+    predicate: Predicate
+    constants: dict[str, object]
+
+    def matching(self, table: pa.Table) -> np.ndarray:
+        return matching_rows(self.predicate, table, self.constants)
+
+    def apply(self, columns: dict[str, pa.ChunkedArray], rows: int) -> tuple[dict[str, pa.ChunkedArray], int]:
+        """The columns without the matching rows, and how many rows are left."""
+        table = pa.table(columns) if columns else pa.table({"_": pa.nulls(rows)})
+        matched = self.matching(table)
+        if not matched.any():
+            return columns, rows
+        keep = to_arrow(~matched)
+        return {name: column.filter(keep) for name, column in columns.items()}, rows - int(matched.sum())
 
 
 def _read_one(item: InputSplit, union: pa.Schema):

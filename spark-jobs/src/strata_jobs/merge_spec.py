@@ -56,6 +56,9 @@ class MergeSpec:
     # Verify the checksum and the order on the Parquet bytes decoded again, not only on the Arrow tables
     # handed to the writer. Costs one more decode of the outputs.
     verify_readback: bool = False
+    # A rewrite (one input): the delete's predicate (`strata_shared.query.predicate_json`); the rows where it
+    # is TRUE are left out, every other row is kept in order (DL-1..DL-3).
+    delete_predicate: str | None = None
 
 
 @dataclass

@@ -13,6 +13,7 @@ cancel) reports no counts from Spark.
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections.abc import Callable, Iterator
@@ -22,8 +23,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from strata_jobs.merge_output import filesystem_for
+from strata_shared.arrow_numpy import to_arrow
 from strata_shared.domain.fields import FieldType
 from strata_shared.object_requests import Meter, ObjectRequests, counting_into
+from strata_shared.query.predicate import Predicate
+from strata_shared.query.predicate_json import predicate_from_json
+from strata_shared.query.row_filter import matching_rows
 
 # The request columns of the scan's per-task counts row, dropped before the query's SQL.
 REQUEST_COLUMNS = {f"__strata_requests_{name}": name for name in ObjectRequests().as_dict()}
@@ -35,6 +40,9 @@ class ScanTask:
     row_groups: list[int]
     # Columns that are split metadata rather than file data (partition_id), one value for the whole file.
     constants: dict[str, str] | None = None
+    # Deletes in force on the file (accepted, not yet rewritten): the rows where this predicate (JSON,
+    # `strata_shared.query.predicate_json`) is TRUE are hidden.
+    drop: str | None = None
 
 
 def spark_type(field_type: FieldType) -> str:
@@ -57,8 +65,13 @@ def scan_ddl(columns: list[tuple[str, FieldType]]) -> str:
 
 
 def shape_row_group(table: pa.Table, task: ScanTask, schema: pa.Schema) -> pa.Table:
-    """One row group's columns in the scan's schema: split constants filled in, missing columns as nulls, types
-    cast to the schema's (u64 to decimal). Both engines read through this, so they see the same rows."""
+    """One row group's columns in the scan's schema: the rows pending deletes match hidden, split constants
+    filled in, missing columns as nulls, types cast to the schema's (u64 to decimal). Both engines read through
+    this, so they see the same rows."""
+    if task.drop is not None:
+        matched = matching_rows(_drop_predicate(task.drop), table, task.constants)
+        if matched.any():
+            table = table.filter(to_arrow(~matched))
     arrays = []
     for field in schema:
         if task.constants and field.name in task.constants:
@@ -68,6 +81,11 @@ def shape_row_group(table: pa.Table, task: ScanTask, schema: pa.Schema) -> pa.Ta
         else:
             arrays.append(pa.nulls(table.num_rows, field.type))
     return pa.Table.from_arrays(arrays, schema=schema)
+
+
+@functools.lru_cache(maxsize=256)
+def _drop_predicate(text: str) -> Predicate:
+    return predicate_from_json(text)
 
 
 def read_task(task: ScanTask, schema: pa.Schema) -> Iterator[pa.RecordBatch]:

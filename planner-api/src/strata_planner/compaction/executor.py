@@ -21,6 +21,8 @@ class MergeFailed(Exception):
 
 def merge_spec(assignment: Assignment) -> MergeSpec:
     roots = sorted({r for i in assignment.inputs for r in (i.root_split_ids or [i.split_id])})
+    # A rewrite replaces its split at the same level: it merges nothing.
+    step = 0 if assignment.delete_predicate is not None else 1
     return MergeSpec(
         job_id=assignment.job_id,
         fencing_token=assignment.fencing_token,
@@ -38,9 +40,10 @@ def merge_spec(assignment: Assignment) -> MergeSpec:
         doc_mapping_uid=assignment.doc_mapping_uid,
         window_start=assignment.window_start,
         window_duration_secs=assignment.window_duration_secs,
-        num_merge_ops=max((i.num_merge_ops for i in assignment.inputs), default=0) + 1,
-        generation=max((i.generation for i in assignment.inputs), default=0) + 1,
+        num_merge_ops=max((i.num_merge_ops for i in assignment.inputs), default=0) + step,
+        generation=max((i.generation for i in assignment.inputs), default=0) + step,
         root_split_ids=roots,
+        delete_predicate=assignment.delete_predicate,
     )
 
 

@@ -13,6 +13,7 @@ from strata_planner.compaction.schemas import LevelDebtOut
 from strata_shared.domain.index_uid import split_index_uid
 from strata_shared.jobqueue.statuses import JobStatus
 from strata_shared.metastore.compaction_repository import CompactionRepository, PublishedMerge
+from strata_shared.metastore.delete_repository import DeleteRepository
 from strata_shared.metastore.repositories import SplitRepository
 from strata_shared.web.state import AppState
 
@@ -62,12 +63,24 @@ class CompactionMetrics:
                                                "Since the oldest closed window still holding a merge closed (0: none)",
                                                ["index_id"], registry=registry)
 
+        # Row-level deletes (README "Deletes"): what is waiting and what was removed, across indexes.
+        self.deletes = Gauge("strata_deletes", "Row-level deletes by status (pending: accepted, no rewrite yet; "
+                             "running: rewrites under way; failed: a rewrite job was excluded)", ["status"],
+                             registry=registry)
+        self.delete_rows_removed = Gauge("strata_delete_rows_removed", "Rows removed by the rewrites of every "
+                                         "delete so far (a sum kept in the metastore)", registry=registry)
+        self.delete_oldest_pending_age = Gauge("strata_delete_oldest_pending_age_seconds",
+                                               "Age of the oldest delete not yet succeeded (0: none)",
+                                               registry=registry)
+
     def observe_retention(self, index_id: str, outcome) -> None:
         self.retention_windows.labels(index_id).inc(len(outcome.windows))
         self.retention_splits.labels(index_id).inc(outcome.splits)
         self.retention_bytes.labels(index_id).inc(outcome.bytes)
 
     def observe_success(self, published: PublishedMerge) -> None:
+        if published.superseded_by:
+            return  # cancelled: a newer delete covers an input
         job = published.job
         index_id, _ = split_index_uid(job.index_uid)
         self.bytes_merged.inc(job.input_bytes)
@@ -85,6 +98,14 @@ class CompactionMetrics:
         async with state.sessions() as session:
             counts = await CompactionRepository(session).count_by_status()
             amplification = await SplitRepository(session).write_amplification()
+            deletes = await DeleteRepository(session).counts()
+        self.deletes.labels("pending").set(deletes.pending)
+        self.deletes.labels("running").set(deletes.running)
+        self.deletes.labels("failed").set(deletes.failed)
+        self.delete_rows_removed.set(deletes.rows_removed)
+        oldest = deletes.oldest_pending_accepted_at
+        self.delete_oldest_pending_age.set(0.0 if oldest is None else max(
+            0.0, (state.clock() - oldest).total_seconds()))
         for status in JobStatus:
             self.jobs.labels(str(status)).set(counts.get(status, 0))
         for index_id, value in amplification:

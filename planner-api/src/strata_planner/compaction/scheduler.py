@@ -21,10 +21,12 @@ from strata_shared.jobqueue.service import QueueSpec
 from strata_shared.jobqueue.statuses import JobStatus
 from strata_shared.maintenance.skips import PLANNING_FAULTS, MaintenancePass, PassSkips, maintenance_pass
 from strata_shared.metastore.compaction_models import CompactionJobRow
-from strata_shared.metastore.compaction_repository import CompactionRepository, PublishConflict
+from strata_shared.metastore.compaction_repository import REWRITE_KIND, CompactionRepository, PublishConflict
+from strata_shared.metastore.delete_repository import DeleteRepository
 from strata_shared.metastore.models import IndexRow
 from strata_shared.metastore.repositories import IndexRepository, SplitRepository
 from strata_shared.metastore.window_repository import CompactionWindowRepository
+from strata_shared.query.predicate_json import predicate_to_json
 from strata_shared.storage import ObjectStore
 from strata_shared.storage_layout import merge_attempt_dir
 from strata_shared.web.state import AppState
@@ -54,6 +56,9 @@ def compaction_queue(state: AppState) -> QueueSpec[StatusUpdate, Assignment]:
         budget = jobs_to_plan(capacity, live, waiting, settings.compaction_queue_bound,
                               settings.compaction_plan_ahead)
         if budget > 0:
+            # Deletes first: they have a deadline, and a covered split is kept out of merges until rewritten.
+            budget -= await plan_rewrites(session, now, budget)
+        if budget > 0:
             # Only the indexes this pass plans are looked at: a record of another stays until it is planned.
             async with maintenance_pass(state, MaintenancePass.COMPACTION_PLANNING, now, faults=PLANNING_FAULTS,
                                         covers_everything=False) as skips:
@@ -73,6 +78,18 @@ def compaction_queue(state: AppState) -> QueueSpec[StatusUpdate, Assignment]:
                      after_publish=None if metrics is None else metrics.observe_success)
 
 
+async def plan_rewrites(session: AsyncSession, now: datetime, budget: int) -> int:
+    """Rewrite jobs for covered splits no live job holds, oldest delete first; how many were created."""
+    repo = CompactionRepository(session)
+    deletes = DeleteRepository(session)
+    await deletes.settle_gone(now)
+    created = 0
+    for claim in await deletes.claimable(budget):
+        if await repo.create_rewrite_job(claim, now) is not None:
+            created += 1
+    return created
+
+
 async def cancel_job(session: AsyncSession, job_id: str, now: datetime) -> CompactionJobRow | None:
     """An operator's cancel: the job's inputs are released and its worker's next write is refused."""
     return await CompactionRepository(session).cancel(job_id, now)
@@ -87,8 +104,9 @@ async def _outputs_as_splits(session: AsyncSession, storage: ObjectStore, job: C
     # Lineage only: no column statistics needed.
     inputs = (await SplitRepository(session).get_many(input_ids, stats_columns=set())).values()
     roots = sorted({r for s in inputs for r in (s.root_split_ids or [s.split_id])})
-    num_merge_ops = max((s.num_merge_ops for s in inputs), default=0) + 1
-    generation = max((s.generation for s in inputs), default=0) + 1
+    step = 0 if job.kind == REWRITE_KIND else 1
+    num_merge_ops = max((s.num_merge_ops for s in inputs), default=0) + step
+    generation = max((s.generation for s in inputs), default=0) + step
     prefix = merge_output_prefix(storage, job)
     splits = []
     for out in update.outputs:
@@ -152,8 +170,10 @@ async def build_assignments(session: AsyncSession, storage: ObjectStore, jobs: S
     splits = await SplitRepository(session).get_many([s for ids in inputs_by_job.values() for s in ids],
                                                      stats_columns=set())
     indexes = IndexRepository(session)
+    deletes = DeleteRepository(session)
     out = []
     for job in jobs:
+        rewrite = await deletes.rewrite_of_job(job.job_id) if job.kind == REWRITE_KIND else None
         index = await indexes.get(job.index_uid)
         settings = IndexSettings.model_validate(index.config)
         tag = f"strata-merge-{job.job_id}-{job.fencing_token}"
@@ -172,6 +192,8 @@ async def build_assignments(session: AsyncSession, storage: ObjectStore, jobs: S
                                   num_merge_ops=s.num_merge_ops, generation=s.generation,
                                   root_split_ids=s.root_split_ids)
                     for s in (splits[i] for i in inputs_by_job.get(job.job_id, []))],
+            kind=job.kind, delete_id=None if rewrite is None else rewrite.delete_id,
+            delete_predicate=None if rewrite is None else predicate_to_json(rewrite.predicate),
         ))
     await session.flush()
     return out

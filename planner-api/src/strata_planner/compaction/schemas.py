@@ -141,6 +141,11 @@ class Assignment(BaseModel):
     output_uri_prefix: str
     spark_operation_tag: str
     inputs: list[AssignedInput]
+    # A rewrite (kind `rewrite`, one input): the delete it applies and that delete's predicate (the JSON form of
+    # `strata_shared.query.predicate_json`); the rows where it is TRUE are left out.
+    kind: str = "level"
+    delete_id: str | None = None
+    delete_predicate: str | None = None
 
 
 class PollResponse(BaseModel):

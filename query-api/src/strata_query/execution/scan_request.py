@@ -9,9 +9,10 @@ from dataclasses import dataclass
 from strata_jobs.pruned_scan import ScanTask
 from strata_query.execution.result_stream import engine_limit
 from strata_query.planning.plan import QueryPlan
-from strata_query.planning.planner import PARTITION_COLUMN
 from strata_shared.domain.fields import FieldType
 from strata_shared.query.predicate import TRUE, Predicate
+from strata_shared.query.predicate_json import predicate_to_json
+from strata_shared.sql.index_columns import PARTITION_COLUMN
 
 VIEW = "{view}"
 
@@ -49,7 +50,8 @@ class ScanRequest:
 def scan_request(query_id: str, plan: QueryPlan, dialect: str, row_cap: int | None = None,
                  scan_delay_secs: float = 0.0) -> ScanRequest:
     """The plan's scan in `dialect` (an engine's, e.g. "duckdb", "spark")."""
-    tasks = [ScanTask(uri=f.uri, row_groups=f.row_groups, constants={PARTITION_COLUMN: f.partition_id})
+    tasks = [ScanTask(uri=f.uri, row_groups=f.row_groups, constants={PARTITION_COLUMN: f.partition_id},
+                      drop=None if (drop := plan.drop_of(f)) is None else predicate_to_json(drop))
              for f in plan.files]
     extra = None if plan.extra_filter is None else plan.extra_filter.sql(dialect=dialect, identify=True)
     return ScanRequest(query_id=query_id, tasks=tasks, columns=plan.scan_columns,

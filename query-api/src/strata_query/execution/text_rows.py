@@ -13,7 +13,7 @@ AND keeps a row only if every child may match, OR if any child may, a text_match
 other atom keeps every row. A row whose value is NULL makes its atom NULL, never TRUE, and NNF's AND/OR are
 monotone, so such a row is dropped only where the whole predicate could not be TRUE either.
 
-Token contract (`strata_query.sql.text_match`): a token is a maximal run of ASCII letters and digits, lowercased.
+Token contract (`strata_shared.sql.text_match`): a token is a maximal run of ASCII letters and digits, lowercased.
 Decided on UTF-8 bytes: lowercasing the ASCII letters alone changes no other byte, and every byte of a non-ASCII
 character is >= 0x80, so it is never part of a token, exactly as in the contract.
 """

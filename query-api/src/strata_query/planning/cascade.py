@@ -48,6 +48,8 @@ class FilePart:
     bytes: int
     rows: int
     pruned_with: str
+    # Deletes in force on the split (accepted, not yet rewritten): the scan hides the rows they match.
+    pending_deletes: list[str] = field(default_factory=list)
 
 
 @dataclass(slots=True)

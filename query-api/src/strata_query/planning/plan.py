@@ -3,16 +3,17 @@ this only where a plan leaves the service (EXPLAIN, an asynchronous plan's statu
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from sqlglot import exp
 
 from strata_query.planning.cascade import FilePart, StageCount
-from strata_query.sql import ParsedQuery
 from strata_shared.domain.fields import FieldType
 from strata_shared.domain.index_config import IndexSettings
 from strata_shared.object_requests import ObjectRequests
+from strata_shared.query.predicate import Predicate, disjunction
+from strata_shared.sql import ParsedQuery
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +59,14 @@ class QueryPlan:
     total_row_groups: int
     total_bytes: int
     total_rows: int
+    # Deletes in force on files of the plan, by id: each file's `pending_deletes` names those the scan applies.
+    pending_deletes: dict[str, Predicate] = field(default_factory=dict)
+
+    def drop_of(self, part: FilePart) -> Predicate | None:
+        """What the scan of a file hides: the rows any delete in force on it matches."""
+        if not part.pending_deletes:
+            return None
+        return disjunction(self.pending_deletes[d] for d in part.pending_deletes)
 
     @property
     def columns(self) -> list[str]:

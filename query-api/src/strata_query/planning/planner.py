@@ -21,19 +21,20 @@ from strata_query.planning.candidates import CandidateQuery, MetastoreCandidates
 from strata_query.planning.cascade import CascadeContext, CascadeResult, run_cascade
 from strata_query.planning.plan import PlannedTimeRange, QueryPlan
 from strata_query.planning.stages import CASCADE
-from strata_query.sql import parse_query
-from strata_query.sql.errors import QueryValidationError
-from strata_query.sql.query import parse_sql
-from strata_query.sql.validation import statement_of
-from strata_query.sql.where import timestamp_literal
 from strata_shared.domain.fields import FieldType
-from strata_shared.domain.index_config import FieldSpec, IndexSettings
+from strata_shared.domain.index_config import IndexSettings
 from strata_shared.errors import InvalidInput, NotFound
+from strata_shared.metastore.delete_repository import DeleteRepository
 from strata_shared.metastore.repositories import IndexRepository
 from strata_shared.query.predicate import And, Compare, columns_of, describe, to_nnf
 from strata_shared.query.time_range import TimeRanges, extract_time_range
+from strata_shared.sql import parse_query
+from strata_shared.sql.errors import QueryValidationError
+from strata_shared.sql.index_columns import PARTITION_COLUMN, with_partition_column
+from strata_shared.sql.query import parse_sql
+from strata_shared.sql.validation import statement_of
+from strata_shared.sql.where import timestamp_literal
 
-PARTITION_COLUMN = "partition_id"
 tracer = trace.get_tracer("strata.query")
 
 
@@ -49,14 +50,6 @@ def table_of(sql: str, statements: list[exp.Expression | None] | None = None) ->
     if len(tables) != 1:
         raise QueryValidationError("a query reads exactly one index, named as its table", "from")
     return tables.pop()
-
-
-def _query_settings(settings: IndexSettings) -> IndexSettings:
-    """The index schema as queries see it: its fields plus `partition_id`, the split's tenant."""
-    if any(f.name == PARTITION_COLUMN for f in settings.fields):
-        return settings
-    return settings.model_copy(update={"fields": [*settings.fields,
-                                                  FieldSpec(name=PARTITION_COLUMN, type=FieldType.STRING)]})
 
 
 def _split_seconds(ranges: TimeRanges, is_seconds: bool) -> TimeRanges:
@@ -75,7 +68,7 @@ async def build_plan(session: AsyncSession, sql: str, *, tenant: str | None, now
     if index is None:
         raise QueryValidationError(f"there is no index {index_id!r} to query", "from") from NotFound(index_id)
     settings = IndexSettings.model_validate(index.config)
-    query_settings = _query_settings(settings)
+    query_settings = with_partition_column(settings)
     parsed = parse_query(sql, index_id=index_id, settings=query_settings, statements=statements)
     types = query_settings.field_types()
     ts = settings.timestamp_field
@@ -118,10 +111,16 @@ async def build_plan(session: AsyncSession, sql: str, *, tenant: str | None, now
         # Every candidate lies inside the lookback: the filter holds for every row, so the scan skips it (and the
         # timestamp column, unless the query names it).
         extra_filter = None
-    # What the scan reads: the query's columns, plus the timestamp when the default lookback filters on it.
+    # Deletes in force on candidates, read in the plan's snapshot: accepted before it, so applied to its scan.
+    coverage = await DeleteRepository(session).in_force([c.split.split_id for c in read.files])
+    pending = {c.delete_id: c.predicate for found in coverage.values() for c in found}
+    # What the scan reads: the query's columns, plus the timestamp when the default lookback filters on it, plus
+    # the columns a pending delete decides on.
     needed = set(parsed.columns_needed) - {PARTITION_COLUMN}
     if extra_filter is not None or not needed:
         needed.add(ts)
+    for predicate_of_delete in pending.values():
+        needed |= (columns_of(predicate_of_delete) & frozenset(types)) - {PARTITION_COLUMN}
     # partition_id is split metadata: prune on it at the split level only (every row of a split shares it).
     context = CascadeContext(read, predicate, constants, frozenset(needed), artifacts, footers)
     with tracer.start_as_current_span("index_prune") as span:
@@ -140,10 +139,13 @@ async def build_plan(session: AsyncSession, sql: str, *, tenant: str | None, now
         source="where" if source == "where" else "default_lookback",
         default_lookback_secs=None if source == "where" else lookback)
     files = cascade.files
+    for part in files:
+        part.pending_deletes = [c.delete_id for c in coverage.get(part.split_id, ())]
+    pending = {d: p for d, p in pending.items() if any(d in f.pending_deletes for f in files)}
     return QueryPlan(
         index_id=index_id, index_uid=index.index_uid, tenant=tenant, sql=sql, predicate=describe(predicate),
         time_range=time_range, stages=cascade.stages, files=files,
         planning_ms=round((time.perf_counter() - started) * 1000, 3), parsed=parsed, settings=settings,
         scan_columns=scan_columns, extra_filter=extra_filter, total_files=len(files),
         total_row_groups=sum(len(f.row_groups) for f in files), total_bytes=sum(f.bytes for f in files),
-        total_rows=sum(f.rows for f in files))
+        total_rows=sum(f.rows for f in files), pending_deletes=pending)

@@ -1,8 +1,8 @@
 """Which API serves a /v1 path: the proxy is one entry point (and the console's one origin) for all three.
 
 Decided by the path alone, from the routes each API declares: planner-api owns compaction, the window
-timeline, debt and retention, and the background passes (`maintenance`: one table of leases for planner-api's
-and indexer-api's replicas, so one API lists them all), indexer-api the index catalog, ingestion, splits,
+timeline, debt, retention, row-level deletes and the background passes (`maintenance`: one table of leases for
+planner-api's and indexer-api's replicas, so one API lists them all), indexer-api the index catalog, ingestion, splits,
 artifacts and indexing, query-api the rest (queries, plans, and every path no API knows, so an unknown route
 still answers query-api's problem+json 404)."""
 
@@ -21,9 +21,9 @@ def api_for_path(path: str) -> str:
     if head in ("indexing", "splits"):
         return INDEXER
     if head == "indexes":
-        # /v1/indexes/{id}/windows, .../debt, .../compaction/... and .../retention/... are planner-api's; the
-        # catalog, ingest, splits and indexing of an index are indexer-api's.
-        if len(parts) >= 3 and parts[2] in ("windows", "debt", "compaction", "retention"):
+        # /v1/indexes/{id}/windows, .../debt, .../compaction/..., .../retention/... and .../deletes... are
+        # planner-api's; the catalog, ingest, splits and indexing of an index are indexer-api's.
+        if len(parts) >= 3 and parts[2] in ("windows", "debt", "compaction", "retention", "deletes"):
             return PLANNER
         return INDEXER
     return QUERY

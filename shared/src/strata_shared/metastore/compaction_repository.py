@@ -23,6 +23,7 @@ from strata_shared.jobqueue.repository import JobFilter, LeaseQueue, PublishRefu
 from strata_shared.jobqueue.scheduler_rules import COMPACTION_ASSIGNMENT_ORDER, InProgressLimits
 from strata_shared.jobqueue.statuses import LIVE_STATUSES, JobStatus, check_transition
 from strata_shared.metastore.compaction_models import CompactionJobInputRow, CompactionJobRow
+from strata_shared.metastore.delete_repository import DeleteRepository, RewriteClaim
 from strata_shared.metastore.models import SplitRow
 from strata_shared.metastore.repositories import SplitRepository
 from strata_shared.metastore.window_repository import CompactionWindowRepository
@@ -40,12 +41,18 @@ class CompactionJobFilter(JobFilter):
     window_start_lt: int | None = None
 
 
+REWRITE_KIND = "rewrite"
+
+
 @dataclass(frozen=True, slots=True)
 class PublishedMerge:
     job: CompactionJobRow
     # Creation times of the inputs this merge is the first to consume (ingested, never merged): the debt's
     # delay from publication to first merge, observed once the publish commits.
     first_merged_created_at: list[datetime]
+    # The deletes accepted after this merge was planned that cover one of its inputs: the merge was cancelled
+    # instead of published, so its output cannot bring their rows back (DL-4).
+    superseded_by: tuple[str, ...] = ()
 
 
 class CompactionRepository:
@@ -104,6 +111,30 @@ class CompactionRepository:
             return None
         return job_ids
 
+    async def create_rewrite_job(self, claim: RewriteClaim, now: datetime) -> str | None:
+        """A job rewriting one covered split without the rows its oldest delete matches: a compaction job of
+        kind `rewrite`, leased, fenced and published like a merge. None when a live job claimed the split first."""
+        split = claim.split
+        job_id = str(ULID())
+        try:
+            async with self.session.begin_nested():
+                self.session.add(CompactionJobRow(
+                    job_id=job_id, index_uid=split.index_uid, source_id=split.source_id,
+                    partition_id=split.partition_id, doc_mapping_uid=split.doc_mapping_uid,
+                    sort_schema=split.sort_schema, window_duration_secs=split.window_duration_secs,
+                    window_start=split.window_start, kind=REWRITE_KIND, level=0, status=JobStatus.UNASSIGNED,
+                    failures=0, failure_log=[], progress=0.0, input_split_ids=[split.split_id],
+                    input_rows=split.num_rows, input_bytes=split.size_bytes,
+                    output_split_ids=[], created_at=now, updated_at=now,
+                ))
+                await self.session.flush()
+                self.session.add(CompactionJobInputRow(job_id=job_id, split_id=split.split_id, live=True))
+                await self.session.flush()
+        except IntegrityError:
+            return None
+        await DeleteRepository(self.session).mark_rewriting(claim.delete_id, split.split_id, job_id, now)
+        return job_id
+
     # --- queue ----------------------------------------------------------------------------------------------
 
     async def count_by_status(self) -> dict[JobStatus, int]:
@@ -122,6 +153,8 @@ class CompactionRepository:
         """One transaction's worth of work: outputs published, inputs marked for deletion, lineage recorded, job
         succeeded; or nothing at all (StaleToken, PublishConflict)."""
         job = await self.queue.fenced(job_id, token)
+        deletes = DeleteRepository(self.session)
+        await deletes.lock_index(job.index_uid, exclusive=False)
         input_ids = sorted(job.input_split_ids)
         inputs = (await self.session.execute(
             select(SplitRow).where(SplitRow.split_id.in_(input_ids)).order_by(SplitRow.split_id).with_for_update()
@@ -129,9 +162,14 @@ class CompactionRepository:
         not_published = [s.split_id for s in inputs if s.state is not SplitState.PUBLISHED]
         if len(inputs) != len(input_ids) or not_published:
             raise PublishConflict(f"inputs no longer published: {', '.join(not_published) or 'missing rows'}")
+        rewrite = job.kind == REWRITE_KIND
+        if not rewrite and (covering := await deletes.covered_among(input_ids)):
+            return await self._supersede(job, covering, now)
         input_rows = sum(s.num_rows for s in inputs)
         output_rows = sum(o.num_rows for o in outputs)
-        if input_rows != output_rows:
+        if rewrite and output_rows > input_rows:
+            raise PublishConflict(f"outputs hold {output_rows} rows, more than the input's {input_rows} (DL-1)")
+        if not rewrite and input_rows != output_rows:
             raise PublishConflict(f"outputs hold {output_rows} rows, inputs {input_rows} (MC-1)")
         for output in outputs:
             if output.window_start != job.window_start or output.index_uid != job.index_uid:
@@ -143,6 +181,8 @@ class CompactionRepository:
         await self.session.execute(
             update(SplitRow).where(SplitRow.split_id.in_(input_ids))
             .values(state=SplitState.MARKED_FOR_DELETION, marked_for_deletion_at=now, updated_at=now))
+        if rewrite:
+            await deletes.publish_rewrite(job, inputs[0], outputs, now)
         self.queue.succeed(job, now, stage="published")
         job.output_split_ids = [o.split_id for o in outputs]
         job.output_bytes = sum(o.size_bytes for o in outputs)
@@ -166,6 +206,17 @@ class CompactionRepository:
             {(job.index_uid, job.window_duration_secs, job.window_start)})
         await self.session.flush()
         return job
+
+    async def _supersede(self, job: CompactionJobRow, covering: list[str], now: datetime) -> PublishedMerge:
+        """A delete accepted after this merge was planned covers one of its inputs: publishing would bring the
+        deleted rows back (they are in the merged output, which the delete does not cover). The merge is
+        cancelled, its claims released so the rewrite can take the inputs, and its window planned again."""
+        self.queue.cancel(job, now, stage="superseded_by_delete")
+        await self._release(job.job_id)
+        await CompactionWindowRepository(self.session).mark_changed(
+            {(job.index_uid, job.window_duration_secs, job.window_start)})
+        await self.session.flush()
+        return PublishedMerge(job, [], tuple(covering))
 
     async def retry(self, job_id: str, now: datetime) -> CompactionJobRow | None:
         """Retry an excluded job (InvalidTransition otherwise). Its claims were held while it was excluded, so
@@ -209,6 +260,7 @@ class CompactionRepository:
         jobs = await self.queue.cancel_live_of_index(index_uid, now, stage="index_deleted")
         for job in jobs:
             await self._release(job.job_id)
+        await DeleteRepository(self.session).cancel_of_index(index_uid, now)
         return len(jobs)
 
     # --- reads ----------------------------------------------------------------------------------------------
@@ -229,6 +281,7 @@ class CompactionRepository:
     # --- internals ------------------------------------------------------------------------------------------
 
     async def _release(self, job_id: str) -> None:
+        await DeleteRepository(self.session).release_rewrite(job_id)
         await self.session.execute(
             update(CompactionJobInputRow).where(CompactionJobInputRow.job_id == job_id).values(live=False))
 

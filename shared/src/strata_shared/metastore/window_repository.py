@@ -29,6 +29,7 @@ from strata_shared.domain.windows import is_window_closed, window_expired
 from strata_shared.jobqueue.statuses import LIVE_STATUSES
 from strata_shared.metastore.column_arrays import ColumnArrays
 from strata_shared.metastore.compaction_models import CompactionJobInputRow, CompactionJobRow, CompactionWindowRow
+from strata_shared.metastore.delete_models import DeleteSplitRow
 from strata_shared.metastore.models import IndexRow, SplitRow
 
 # A split's creation time in whole epoch seconds, as the merge policy counts a split's age.
@@ -37,6 +38,11 @@ _WINDOWS_INSERT = ColumnArrays(CompactionWindowRow.__table__,
                                ("index_uid", "window_duration_secs", "window_start", "dirty", "final_planned",
                                 "changed_at"))
 _CLAIMED = exists().where(and_(CompactionJobInputRow.split_id == SplitRow.split_id, CompactionJobInputRow.live))
+# A split a delete covers is rewritten before it is merged again: a merge of it would publish the deleted rows
+# mixed with rows the delete does not cover (DL-4). The planner takes it as claimed until its rewrite publishes.
+_COVERED = exists().where(and_(DeleteSplitRow.split_id == SplitRow.split_id,
+                               DeleteSplitRow.state.in_(("pending", "rewriting"))))
+_UNAVAILABLE = or_(_CLAIMED, _COVERED)
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,12 +144,12 @@ class CompactionWindowRepository:
         # Counted as the policy would skip them: only splits no earlier reason (CS-3, unsorted, claimed) takes.
         mature_count = await self.session.scalar(select(func.count()).select_from(SplitRow).where(
             *selection, mature, ~before_compaction_start(SplitRow.window_start, rules), SplitRow.sort_schema != "",
-            ~_CLAIMED))
+            ~_UNAVAILABLE))
         rows = await self.session.execute(select(
             SplitRow.split_id, SplitRow.source_id, SplitRow.partition_id, SplitRow.doc_mapping_uid,
             SplitRow.sort_schema, SplitRow.window_duration_secs, SplitRow.window_start, SplitRow.num_rows,
             SplitRow.size_bytes, SplitRow.num_merge_ops, CREATED_AT_SECS.label("created_at_secs"),
-            _CLAIMED.label("claimed"),
+            _UNAVAILABLE.label("claimed"),
         ).where(*selection, ~mature))
         scopes: dict[tuple, CompactionScope] = {}
         candidates = []

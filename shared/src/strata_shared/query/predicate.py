@@ -309,8 +309,9 @@ def like_shape(pattern: str) -> LikeShape:
     return LikeShape("".join(prefix), "exact")
 
 
-@functools.lru_cache(maxsize=512)
-def _like_regex(pattern: str) -> re.Pattern[str]:
+def like_regex_body(pattern: str) -> str:
+    """A LIKE pattern as a regular expression of the whole value (anchor it, and let `.` match newlines): the
+    one translation the reference (Python `re`) and the Arrow evaluation (RE2, `row_filter`) share."""
     parts: list[str] = []
     index = 0
     while index < len(pattern):
@@ -321,7 +322,12 @@ def _like_regex(pattern: str) -> re.Pattern[str]:
             continue
         parts.append(".*" if char == "%" else "." if char == "_" else re.escape(char))
         index += 1
-    return re.compile("".join(parts), re.DOTALL)
+    return "".join(parts)
+
+
+@functools.lru_cache(maxsize=512)
+def _like_regex(pattern: str) -> re.Pattern[str]:
+    return re.compile(like_regex_body(pattern), re.DOTALL)
 
 
 def like_matches(value: str, pattern: str) -> bool:

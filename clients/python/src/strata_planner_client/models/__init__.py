@@ -12,6 +12,14 @@ from .compaction_debt_out_levels import CompactionDebtOutLevels
 from .debt_history import DebtHistory
 from .debt_out import DebtOut
 from .debt_sample_out import DebtSampleOut
+from .delete_cutoff import DeleteCutoff
+from .delete_out import DeleteOut
+from .delete_out_status import DeleteOutStatus
+from .delete_page import DeletePage
+from .delete_progress import DeleteProgress
+from .delete_receipt import DeleteReceipt
+from .delete_request import DeleteRequest
+from .delete_verification import DeleteVerification
 from .dropped_window_out import DroppedWindowOut
 from .field_problem import FieldProblem
 from .first_merge_delay_out import FirstMergeDelayOut
@@ -43,6 +51,8 @@ from .queue_summary import QueueSummary
 from .queue_summary_counts import QueueSummaryCounts
 from .readiness import Readiness
 from .readiness_checks import ReadinessChecks
+from .receipt_split import ReceiptSplit
+from .receipt_split_state import ReceiptSplitState
 from .retention_apply_request import RetentionApplyRequest
 from .retention_report import RetentionReport
 from .skip_out import SkipOut
@@ -50,6 +60,7 @@ from .skip_page import SkipPage
 from .status_update import StatusUpdate
 from .status_update_status import StatusUpdateStatus
 from .update_result import UpdateResult
+from .verified_split import VerifiedSplit
 from .window_out import WindowOut
 from .window_out_levels import WindowOutLevels
 from .window_page import WindowPage
@@ -65,6 +76,14 @@ __all__ = (
     "DebtHistory",
     "DebtOut",
     "DebtSampleOut",
+    "DeleteCutoff",
+    "DeleteOut",
+    "DeleteOutStatus",
+    "DeletePage",
+    "DeleteProgress",
+    "DeleteReceipt",
+    "DeleteRequest",
+    "DeleteVerification",
     "DroppedWindowOut",
     "FieldProblem",
     "FirstMergeDelayOut",
@@ -96,6 +115,8 @@ __all__ = (
     "QueueSummaryCounts",
     "Readiness",
     "ReadinessChecks",
+    "ReceiptSplit",
+    "ReceiptSplitState",
     "RetentionApplyRequest",
     "RetentionReport",
     "SkipOut",
@@ -103,6 +124,7 @@ __all__ = (
     "StatusUpdate",
     "StatusUpdateStatus",
     "UpdateResult",
+    "VerifiedSplit",
     "WindowOut",
     "WindowOutLevels",
     "WindowPage",

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
+
+from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
     from ..models.assigned_input import AssignedInput
@@ -40,6 +42,9 @@ class Assignment:
         output_uri_prefix (str):
         spark_operation_tag (str):
         inputs (list[AssignedInput]):
+        kind (str | Unset):  Default: 'level'.
+        delete_id (None | str | Unset):
+        delete_predicate (None | str | Unset):
     """
 
     job_id: str
@@ -61,6 +66,9 @@ class Assignment:
     output_uri_prefix: str
     spark_operation_tag: str
     inputs: list[AssignedInput]
+    kind: str | Unset = "level"
+    delete_id: None | str | Unset = UNSET
+    delete_predicate: None | str | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -105,6 +113,20 @@ class Assignment:
             inputs_item = inputs_item_data.to_dict()
             inputs.append(inputs_item)
 
+        kind = self.kind
+
+        delete_id: None | str | Unset
+        if isinstance(self.delete_id, Unset):
+            delete_id = UNSET
+        else:
+            delete_id = self.delete_id
+
+        delete_predicate: None | str | Unset
+        if isinstance(self.delete_predicate, Unset):
+            delete_predicate = UNSET
+        else:
+            delete_predicate = self.delete_predicate
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -130,6 +152,12 @@ class Assignment:
                 "inputs": inputs,
             }
         )
+        if kind is not UNSET:
+            field_dict["kind"] = kind
+        if delete_id is not UNSET:
+            field_dict["delete_id"] = delete_id
+        if delete_predicate is not UNSET:
+            field_dict["delete_predicate"] = delete_predicate
 
         return field_dict
 
@@ -182,6 +210,26 @@ class Assignment:
 
             inputs.append(inputs_item)
 
+        kind = d.pop("kind", UNSET)
+
+        def _parse_delete_id(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        delete_id = _parse_delete_id(d.pop("delete_id", UNSET))
+
+        def _parse_delete_predicate(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        delete_predicate = _parse_delete_predicate(d.pop("delete_predicate", UNSET))
+
         assignment = cls(
             job_id=job_id,
             fencing_token=fencing_token,
@@ -202,6 +250,9 @@ class Assignment:
             output_uri_prefix=output_uri_prefix,
             spark_operation_tag=spark_operation_tag,
             inputs=inputs,
+            kind=kind,
+            delete_id=delete_id,
+            delete_predicate=delete_predicate,
         )
 
         assignment.additional_properties = d

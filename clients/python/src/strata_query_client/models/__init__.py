@@ -12,6 +12,7 @@ from .file_part_out import FilePartOut
 from .file_part_out_pruned_with import FilePartOutPrunedWith
 from .health import Health
 from .object_requests_out import ObjectRequestsOut
+from .pending_delete_out import PendingDeleteOut
 from .plan_out import PlanOut
 from .plan_status import PlanStatus
 from .plan_status_status import PlanStatusStatus
@@ -40,6 +41,7 @@ __all__ = (
     "FilePartOutPrunedWith",
     "Health",
     "ObjectRequestsOut",
+    "PendingDeleteOut",
     "PlanOut",
     "PlanStatus",
     "PlanStatusStatus",

@@ -9,6 +9,7 @@ from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
 from ..models.file_part_out_pruned_with import FilePartOutPrunedWith
+from ..types import UNSET, Unset
 
 T = TypeVar("T", bound="FilePartOut")
 
@@ -29,6 +30,8 @@ class FilePartOut:
         bytes_ (int):
         rows (int):
         pruned_with (FilePartOutPrunedWith):
+        pending_deletes (list[str] | Unset): deletes accepted but not yet rewritten into this file: the scan hides the
+            rows they match (`predicate IS NOT TRUE`)
     """
 
     split_id: str
@@ -42,6 +45,7 @@ class FilePartOut:
     bytes_: int
     rows: int
     pruned_with: FilePartOutPrunedWith
+    pending_deletes: list[str] | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -91,6 +95,10 @@ class FilePartOut:
 
         pruned_with = self.pruned_with.value
 
+        pending_deletes: list[str] | Unset = UNSET
+        if not isinstance(self.pending_deletes, Unset):
+            pending_deletes = self.pending_deletes
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -108,6 +116,8 @@ class FilePartOut:
                 "pruned_with": pruned_with,
             }
         )
+        if pending_deletes is not UNSET:
+            field_dict["pending_deletes"] = pending_deletes
 
         return field_dict
 
@@ -178,6 +188,8 @@ class FilePartOut:
 
         pruned_with = FilePartOutPrunedWith(d.pop("pruned_with"))
 
+        pending_deletes = cast(list[str], d.pop("pending_deletes", UNSET))
+
         file_part_out = cls(
             split_id=split_id,
             partition_id=partition_id,
@@ -190,6 +202,7 @@ class FilePartOut:
             bytes_=bytes_,
             rows=rows,
             pruned_with=pruned_with,
+            pending_deletes=pending_deletes,
         )
 
         file_part_out.additional_properties = d

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from ..models.engine_out import EngineOut
     from ..models.file_part_out import FilePartOut
     from ..models.object_requests_out import ObjectRequestsOut
+    from ..models.pending_delete_out import PendingDeleteOut
     from ..models.stage_out import StageOut
     from ..models.time_range_out import TimeRangeOut
 
@@ -41,6 +42,8 @@ class PlanOut:
         object_requests (ObjectRequestsOut): Object-store requests as S3 bills them, and the bytes they moved.
         planning_ms (float):
         engine (EngineOut | None | Unset): the engine that runs (or would run) the plan, and why
+        pending_deletes (list[PendingDeleteOut] | Unset): row-level deletes in force on files of the plan, applied per
+            file
     """
 
     index_id: str
@@ -59,6 +62,7 @@ class PlanOut:
     object_requests: ObjectRequestsOut
     planning_ms: float
     engine: EngineOut | None | Unset = UNSET
+    pending_deletes: list[PendingDeleteOut] | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -109,6 +113,13 @@ class PlanOut:
         else:
             engine = self.engine
 
+        pending_deletes: list[dict[str, Any]] | Unset = UNSET
+        if not isinstance(self.pending_deletes, Unset):
+            pending_deletes = []
+            for pending_deletes_item_data in self.pending_deletes:
+                pending_deletes_item = pending_deletes_item_data.to_dict()
+                pending_deletes.append(pending_deletes_item)
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -132,6 +143,8 @@ class PlanOut:
         )
         if engine is not UNSET:
             field_dict["engine"] = engine
+        if pending_deletes is not UNSET:
+            field_dict["pending_deletes"] = pending_deletes
 
         return field_dict
 
@@ -140,6 +153,7 @@ class PlanOut:
         from ..models.engine_out import EngineOut
         from ..models.file_part_out import FilePartOut
         from ..models.object_requests_out import ObjectRequestsOut
+        from ..models.pending_delete_out import PendingDeleteOut
         from ..models.stage_out import StageOut
         from ..models.time_range_out import TimeRangeOut
 
@@ -206,6 +220,17 @@ class PlanOut:
 
         engine = _parse_engine(d.pop("engine", UNSET))
 
+        _pending_deletes = d.pop("pending_deletes", UNSET)
+        pending_deletes: list[PendingDeleteOut] | Unset = UNSET
+        if _pending_deletes is not UNSET:
+            pending_deletes = []
+            for pending_deletes_item_data in _pending_deletes:
+                pending_deletes_item = PendingDeleteOut.from_dict(
+                    pending_deletes_item_data
+                )
+
+                pending_deletes.append(pending_deletes_item)
+
         plan_out = cls(
             index_id=index_id,
             index_uid=index_uid,
@@ -223,6 +248,7 @@ class PlanOut:
             object_requests=object_requests,
             planning_ms=planning_ms,
             engine=engine,
+            pending_deletes=pending_deletes,
         )
 
         plan_out.additional_properties = d

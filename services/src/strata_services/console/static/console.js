@@ -1,8 +1,9 @@
 // The console's page: the key, the refresh loop, the index list with its indexing lag, and the wiring of the
-// windows picture, the debt chart, the two queues and the query box.
+// windows picture, the debt chart, the deletes, the two queues and the query box.
 
 import { get, hasKey, setKey } from "./api.js";
 import { debtChart } from "./debt.js";
+import { deletesTable } from "./deletes.js";
 import { count, el, errorBox, replace, seconds } from "./dom.js";
 import { explain, run } from "./query.js";
 import { showQueue } from "./queues.js";
@@ -80,13 +81,24 @@ async function refreshDebt() {
   }
 }
 
+async function refreshDeletes() {
+  const index = state.indexes.find((i) => i.index_id === state.selected);
+  $("deletes-title").textContent = index ? `of ${index.index_id}, newest first` : "";
+  if (!index) { replace($("deletes"), el("p", { class: "empty" }, "select an index")); return; }
+  try {
+    replace($("deletes"), deletesTable(await get(`indexes/${encodeURIComponent(index.index_id)}/deletes?limit=20`)));
+  } catch (error) {
+    replace($("deletes"), errorBox(error));
+  }
+}
+
 async function refresh() {
   if (!hasKey() || state.busy) return;
   state.busy = true;
   status("refreshing…");
   try {
     await refreshIndexes();
-    await Promise.all([refreshWindows(), refreshDebt(), showQueue("compaction", $("compaction")), showQueue("indexing", $("indexing"))]);
+    await Promise.all([refreshWindows(), refreshDebt(), refreshDeletes(), showQueue("compaction", $("compaction")), showQueue("indexing", $("indexing"))]);
     status(`updated ${new Date().toLocaleTimeString()}`);
   } catch (error) {
     status(error.status === 401 ? "key refused" : `error: ${error.message}`, true);

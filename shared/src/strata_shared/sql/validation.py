@@ -10,9 +10,9 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from strata_query.sql.errors import QueryValidationError
-from strata_query.sql.text_match import is_text_match
 from strata_shared.domain.fields import FieldType
+from strata_shared.sql.errors import QueryValidationError
+from strata_shared.sql.text_match import is_text_match
 
 AGGREGATES: tuple[type[exp.Expression], ...] = (exp.Count, exp.Sum, exp.Min, exp.Max, exp.Avg)
 _SCALAR_FUNCTIONS: tuple[type[exp.Expression], ...] = (

@@ -13,10 +13,6 @@ from fractions import Fraction
 
 from sqlglot import exp
 
-from strata_query.sql.errors import QueryValidationError
-from strata_query.sql.literals import CoercionError, RawLiteral, coerce, decimal_text, raw_literal
-from strata_query.sql.text_match import is_text_match, text_match_atom
-from strata_query.sql.validation import clause_of
 from strata_shared.domain.fields import FieldType
 from strata_shared.query.predicate import (
     FLIPPED_OP,
@@ -33,6 +29,10 @@ from strata_shared.query.predicate import (
     Unknown,
     Value,
 )
+from strata_shared.sql.errors import QueryValidationError
+from strata_shared.sql.literals import CoercionError, RawLiteral, coerce, decimal_text, raw_literal
+from strata_shared.sql.text_match import is_text_match, text_match_atom
+from strata_shared.sql.validation import clause_of
 
 _OPS: dict[type[exp.Expression], ComparisonOp] = {exp.EQ: "=", exp.NEQ: "!=", exp.LT: "<", exp.LTE: "<=",
                                                   exp.GT: ">", exp.GTE: ">="}

@@ -21,12 +21,12 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, SqlglotError, TokenError
 
-from strata_query.sql.errors import QuerySyntaxError, QueryValidationError
-from strata_query.sql.text_match import is_text_match, spark_expression, text_match_atom
-from strata_query.sql.validation import AGGREGATES, clause_of, statement_of, validate
-from strata_query.sql.where import ConditionTranslator
 from strata_shared.domain.index_config import IndexSettings
 from strata_shared.query.predicate import TRUE, Predicate, to_nnf
+from strata_shared.sql.errors import QuerySyntaxError, QueryValidationError
+from strata_shared.sql.text_match import is_text_match, spark_expression, text_match_atom
+from strata_shared.sql.validation import AGGREGATES, clause_of, statement_of, validate
+from strata_shared.sql.where import ConditionTranslator
 
 _MISSING_DELIMITER = re.compile(r"Missing .* from \d+:(\d+)")
 

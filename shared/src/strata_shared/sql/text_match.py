@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from strata_query.sql.errors import QueryValidationError
 from strata_shared.domain.fields import FieldType
 from strata_shared.query.predicate import TextMatch
+from strata_shared.sql.errors import QueryValidationError
 
 FUNCTION_NAME = "text_match"
 _BOUNDARY_BEFORE = "(^|[^A-Za-z0-9])"

@@ -1,0 +1,231 @@
+"""Row-level deletes: what removing rows costs, and what a pending delete costs a query.
+
+    .tools/bin/uv run python -m bench.bench_deletes                 # 4M rows in 16 splits; rewrites its section
+    .tools/bin/uv run python -m bench.bench_deletes --rows 1000000  # smaller, on a busy machine
+
+(1) Rewrite. The data of the merge benchmark (`bench_merge.generate_dataset`: metrics rows, sorted, written as
+Strata writes splits) in N splits; the delete matches 20 of the 2,000 hosts, 1% of the rows, spread over every
+split. Compared, one after the other in this process, median of `--runs`:
+  - strata: the rewrite kernel a rewrite job runs (`strata_jobs.merge.run_merge` with one input and the delete's
+    predicate), split after split: read, drop, checksum the kept rows, sort (stable, over a presorted run), write,
+    check MC-1..MC-4 and DL-1/DL-2;
+  - floor: plain pyarrow, split after split: read (strings as dictionaries), `pc.is_in` on the host, filter, and
+    write with the same writer settings. No checks.
+The job around the kernel (lease, Spark task, publish) is not in either figure: it is the merge's, measured by the
+merge benchmark. Goal: strata <= 1.3x the floor.
+
+(2) Query latency while the delete is pending. query-api's local engine (DuckDB over the RAM tier, warm) runs a
+full-scan aggregate over every split, once as a plan without deletes, once as the plan with the delete pending on
+every file builds it (the scan also reads the delete's column and hides the rows it matches). Median of
+`--runs` x 5 runs each. Goal: within 1.2x.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.bench_merge import PARQUET, STRING_COLUMNS, generate_dataset, merge_spec, write_parquet
+from bench.common import fmt_int, fmt_s, machine_facts, median
+from bench.harness import DATA_DIR
+
+SECTION = "deletes"
+DELETED_HOSTS = tuple(f"ip-10-0-{i:05d}" for i in range(0, 2000, 100))
+GOALS = {"rewrite_vs_floor": 1.3, "query_pending_vs_none": 1.2}
+QUERY = 'SELECT "service", count(*) AS n, avg("value") AS v FROM "{view}" GROUP BY "service"'
+
+
+def _predicate():
+    from strata_shared.query.predicate import InList
+
+    return InList("host", DELETED_HOSTS)
+
+
+def rewrite_with_strata(paths: list[Path], out_dir: Path) -> int:
+    """Every split through the rewrite kernel; the rows removed."""
+    from dataclasses import replace
+
+    from strata_jobs.merge import run_merge
+    from strata_shared.query.predicate_json import predicate_to_json
+
+    drop = predicate_to_json(_predicate())
+    removed = 0
+    for number, path in enumerate(paths):
+        spec = replace(merge_spec([path], out_dir, f"bench-delete-{number}"), delete_predicate=drop,
+                       num_merge_ops=0)
+        removed += run_merge(spec).stats["rows_removed"]
+    return removed
+
+
+def rewrite_with_pyarrow(paths: list[Path], out_dir: Path) -> int:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    hosts = pa.array(DELETED_HOSTS)
+    removed = 0
+    for path in paths:
+        table = pq.ParquetFile(path, read_dictionary=STRING_COLUMNS).read(use_threads=True)
+        matched = pc.is_in(table.column("host"), value_set=hosts)
+        kept = table.filter(pc.invert(matched))
+        removed += table.num_rows - kept.num_rows
+        write_parquet(kept, out_dir / path.name)
+    return removed
+
+
+def _timed(action, out_root: Path, label: str, run: int) -> tuple[float, int]:
+    out_dir = out_root / f"{label}-{run}"
+    out_dir.mkdir(parents=True)
+    started = time.perf_counter()
+    removed = action(out_dir)
+    seconds = time.perf_counter() - started
+    shutil.rmtree(out_dir)
+    return seconds, removed
+
+
+def query_latency(paths: list[Path], runs: int) -> dict[str, Any]:
+    """The local engine over every split, without and with the delete pending on every file."""
+    import pyarrow.parquet as pq
+
+    from strata_jobs.pruned_scan import ScanTask
+    from strata_query.execution.hot_tier import HotTier
+    from strata_query.execution.local_query import LocalEngine
+    from strata_query.execution.scan_request import ScanRequest
+    from strata_query.planning.caches import FooterCache
+    from strata_shared.domain.fields import FieldType
+    from strata_shared.query.predicate_json import predicate_to_json
+    from strata_shared.storage import ObjectStore
+
+    storage = ObjectStore(paths[0].parent.resolve().as_uri())
+    engine = LocalEngine(HotTier(storage, FooterCache(storage), 4 << 30), threads=2)
+    footers = {path: pq.ParquetFile(path).metadata for path in paths}
+    groups = {path: list(range(footer.num_row_groups)) for path, footer in footers.items()}
+    total_rows = sum(footer.num_rows for footer in footers.values())
+    drop = predicate_to_json(_predicate())
+
+    def request(pending: bool, number: int) -> ScanRequest:
+        columns = [("service", FieldType.STRING), ("value", FieldType.F64)]
+        if pending:
+            columns.append(("host", FieldType.STRING))  # the planner adds the delete's column to the scan
+        tasks = [ScanTask(uri=path.resolve().as_uri(), row_groups=groups[path], constants={"partition_id": "t"},
+                          drop=drop if pending else None) for path in paths]
+        return ScanRequest(query_id=f"q{number}", tasks=tasks, columns=columns, sql_template=QUERY,
+                           extra_filter=None, rows=total_rows)
+
+    def once(pending: bool, number: int) -> tuple[float, int]:
+        started = time.perf_counter()
+        stream = engine.open(request(pending, number))
+        try:
+            rows = sum(int(n) for batch in stream for n in batch.column("n").to_pylist())
+        finally:
+            stream.close()
+        return time.perf_counter() - started, rows
+
+    try:
+        once(True, 0)  # warm the RAM tier with every column either plan reads
+        timings: dict[str, list[float]] = {"none": [], "pending": []}
+        counted: dict[str, int] = {}
+        number = 1
+        for _ in range(runs * 5):
+            for label in ("none", "pending"):
+                seconds, rows = once(label == "pending", number)
+                number += 1
+                timings[label].append(seconds)
+                counted[label] = rows
+    finally:
+        engine.close()
+    return {"seconds": timings, "rows": counted}
+
+
+def run(rows: int, splits: int, runs: int) -> dict[str, Any]:
+    data_dir = DATA_DIR / f"merge-{rows}-{splits}"
+    paths = generate_dataset(data_dir, rows, splits, seed=7)
+    out_root = Path(tempfile.mkdtemp(prefix="strata-bench-deletes-"))
+    try:
+        rewrite: dict[str, list[float]] = {"strata": [], "floor": []}
+        removed: dict[str, int] = {}
+        for number in range(runs):
+            for label, action in (("floor", lambda out: rewrite_with_pyarrow(paths, out)),
+                                  ("strata", lambda out: rewrite_with_strata(paths, out))):
+                seconds, count = _timed(action, out_root, label, number)
+                rewrite[label].append(seconds)
+                removed[label] = count
+        if removed["strata"] != removed["floor"]:
+            raise RuntimeError(f"the kernel removed {removed['strata']} rows, pyarrow {removed['floor']}")
+        query = query_latency(paths, runs)
+        if query["rows"]["none"] - query["rows"]["pending"] != removed["strata"]:
+            raise RuntimeError(f"the pending delete hid {query['rows']['none'] - query['rows']['pending']} rows, "
+                               f"the rewrite removed {removed['strata']}")
+    finally:
+        shutil.rmtree(out_root, ignore_errors=True)
+    return {"rows": rows, "splits": splits, "runs": runs, "removed": removed["strata"], "rewrite": rewrite,
+            "query": query["seconds"], "machine": machine_facts()}
+
+
+def _verdict(ratio: float, goal: float) -> str:
+    return f"**{ratio:.2f}x** (goal <= {goal}x: {'met' if ratio <= goal else 'NOT met'})"
+
+
+def section(result: dict[str, Any], command: str) -> str:
+    machine = result["machine"]
+    strata, floor = median(result["rewrite"]["strata"]), median(result["rewrite"]["floor"])
+    pending, none = median(result["query"]["pending"]), median(result["query"]["none"])
+    lines = [
+        "## Deletes",
+        "",
+        f"`{command}` on {machine['date']}: {machine['cpu']}, {machine['nproc']} CPUs, {machine['memory']}, "
+        f"load average at start {machine['load_average_at_start']} (a machine shared with other work: absolute "
+        "times move with it, the ratios of one run much less).",
+        "",
+        f"**Rewrite.** {fmt_int(result['rows'])} rows in {result['splits']} sorted splits; the delete matches 20 "
+        f"of 2,000 hosts, {fmt_int(result['removed'])} rows ({result['removed'] / result['rows']:.2%}), in every "
+        f"split. Median of {result['runs']} runs, each rewriting every split one after the other.",
+        "",
+        "| | time | runs |",
+        "|---|---|---|",
+        f"| floor: pyarrow read + `is_in` + filter + write (same writer settings, zstd {PARQUET.zstd_level}) | "
+        f"{fmt_s(floor)} | {', '.join(fmt_s(s) for s in result['rewrite']['floor'])} |",
+        f"| Strata's rewrite kernel (`run_merge` with the delete's predicate; MC-1..MC-4, DL-1, DL-2 checked) | "
+        f"{fmt_s(strata)} | {', '.join(fmt_s(s) for s in result['rewrite']['strata'])} |",
+        "",
+        f"Strata / floor: {_verdict(strata / floor, GOALS['rewrite_vs_floor'])}. The kernel pays for what the "
+        "floor skips: the row checksum of the kept rows and of every output, the sort keys recomputed from the "
+        "outputs, and the predicate evaluated again on every output (DL-2). The job around it (lease, Spark task, "
+        "publish) is the merge's and is measured in the merge benchmark.",
+        "",
+        f"**Query while the delete is pending.** `{QUERY.replace('{view}', 'scan')}` over every split on "
+        f"query-api's local engine, RAM tier warm, {len(result['query']['none'])} runs each, interleaved.",
+        "",
+        "| plan | median | runs |",
+        "|---|---|---|",
+        f"| no delete | {fmt_s(none)} | {', '.join(fmt_s(s) for s in result['query']['none'])} |",
+        f"| the delete pending on every file (reads `host` too, hides the matching rows) | {fmt_s(pending)} | "
+        f"{', '.join(fmt_s(s) for s in result['query']['pending'])} |",
+        "",
+        f"Pending / none: {_verdict(pending / none, GOALS['query_pending_vs_none'])}.",
+    ]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Row-level deletes: rewrite cost and query latency while pending")
+    parser.add_argument("--rows", type=int, default=4_000_000)
+    parser.add_argument("--splits", type=int, default=16)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--no-write", action="store_true", help="print the section, leave docs/benchmarks.md")
+    args = parser.parse_args()
+    from bench.report import invocation, update_sections
+
+    result = run(args.rows, args.splits, args.runs)
+    text = section(result, invocation())
+    print(text)
+    if not args.no_write:
+        update_sections({SECTION: text})
+
+
+if __name__ == "__main__":
+    main()

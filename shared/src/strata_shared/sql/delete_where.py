@@ -1,0 +1,65 @@
+"""A delete's condition: a SQL boolean expression over an index's columns, parsed and validated by the very front
+queries go through (it is parsed as the WHERE clause of `SELECT * FROM <index>`), so a name, a literal or a LIKE
+pattern means in a delete exactly what it means in a query.
+
+A delete must be applied exactly, row by row, by the rewrite kernel and the query scan alike: every part of the
+condition must be expressible in the predicate IR (comparisons, BETWEEN, IN, IS [NOT] NULL, LIKE, text_match,
+combined with AND, OR and NOT). Anything else (`a + b > 3`, a function) is refused rather than approximated.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from strata_shared.domain.index_config import IndexSettings
+from strata_shared.query.predicate import And, Not, Or, Predicate, Unknown, to_nnf
+from strata_shared.sql.errors import QuerySyntaxError, QueryValidationError
+from strata_shared.sql.index_columns import with_partition_column
+from strata_shared.sql.query import parse_query, parse_sql
+from strata_shared.sql.validation import statement_of
+
+
+class DeleteConditionError(QueryValidationError):
+    slug, title = "delete-where-invalid", "The delete condition cannot be applied"
+
+
+def parse_delete_where(where_sql: str, *, index_id: str, settings: IndexSettings) -> Predicate:
+    """The condition as a predicate in negation normal form. Raises QuerySyntaxError (with the line and column
+    in `where_sql`) or QueryValidationError / DeleteConditionError (naming the column or `where`)."""
+    if not where_sql.strip():
+        raise DeleteConditionError("the condition is empty: say which rows to delete", "where")
+    prefix = f'SELECT * FROM "{index_id}" WHERE '
+    try:
+        statements = parse_sql(prefix + where_sql)
+    except QuerySyntaxError as error:
+        column = error.column - len(prefix) if error.line == 1 else error.column
+        refused = QuerySyntaxError(error.message, error.line, max(1, column))
+        refused.errors[0]["field"] = "where"
+        raise refused from error
+    select = statement_of(statements) if len([s for s in statements if s is not None]) == 1 else None
+    if select is None or any(value for key, value in select.args.items()
+                             if key not in ("expressions", "from_", "where")) or len(select.expressions) != 1 \
+            or not isinstance(select.expressions[0], exp.Star):
+        raise DeleteConditionError("the condition must be one boolean expression, with no other clause or "
+                                   "statement after it", "where")
+    parsed = parse_query(prefix + where_sql, index_id=index_id, settings=with_partition_column(settings),
+                         statements=statements)
+    predicate = to_nnf(parsed.predicate)
+    opaque = _opaque_part(predicate)
+    if opaque is not None:
+        raise DeleteConditionError(
+            f"{opaque} cannot be applied row by row by a delete: use comparisons of a column with a literal, "
+            "BETWEEN, IN, IS [NOT] NULL, LIKE or text_match, combined with AND, OR and NOT", "where")
+    return predicate
+
+
+def _opaque_part(predicate: Predicate) -> str | None:
+    match predicate:
+        case Unknown(description, expr):
+            return description if expr is None else _opaque_part(expr)
+        case And(children) | Or(children):
+            return next((found for c in children if (found := _opaque_part(c)) is not None), None)
+        case Not(child):
+            return _opaque_part(child)
+    return None
+

@@ -1,0 +1,275 @@
+"""Row-level deletes end to end, on PostgreSQL and Spark: accepted through the API, invisible to queries at once
+on both engines (EXPLAIN names them), rewritten by fenced compaction jobs of kind `rewrite` on Spark, receipted
+and verified; rows ingested after the delete untouched; a merge planned before the delete never publishes the
+deleted rows back (DL-4); a rewrite whose worker vanished converges to the same result under a new token (DL-5);
+tenancy; bad conditions refused with their position."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+from strata_planner.compaction.executor import MergeExecutor
+from strata_planner.compaction.runner import CompactionRunner
+from strata_services.sample_data import metrics_rows
+from tests.planner.compaction_helpers import create_index, ingest_split, open_window, poll
+
+pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("clock_at_present")]
+DELETED = "service IN ('service_03', 'service_07')"
+ENGINES = ("local", "spark")
+
+
+def _matching(rows: int, window: int, seed: int) -> int:
+    table = metrics_rows(rows, start=window, span_secs=900, seed=seed)
+    return int(pc.sum(pc.is_in(table.column("service"), pc.cast(["service_03", "service_07"], "string"))).as_py())
+
+
+async def _count(query, keys, index_id: str, where: str, engine: str, key=None) -> int:
+    response = await query.post("/v1/query", headers=keys.header(key or keys.admin),
+                                json={"sql": f'SELECT count(*) AS n FROM "{index_id}" WHERE {where}', "engine": engine})
+    assert response.status_code == 200, response.text
+    return response.json()["rows"][0]["n"]
+
+
+async def _delete(planner, keys, index_id: str, body: dict, key=None):
+    return await planner.post(f"/v1/indexes/{index_id}/deletes", json=body, headers=keys.header(key or keys.admin))
+
+
+async def _status(planner, keys, index_id: str, delete_id: str) -> dict:
+    response = await planner.get(f"/v1/indexes/{index_id}/deletes/{delete_id}", headers=keys.header(keys.admin))
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+@pytest.fixture
+async def runner(planner, spark_factory):
+    key = planner.app.state.strata.api_keys.add_internal_key(frozenset({"worker"}))
+    made = CompactionRunner(planner, worker_id="delete-runner", slots=2, executor=MergeExecutor(spark_factory),
+                            api_key=key, poll_interval_secs=0.2)
+    yield made
+    await made.shutdown()
+
+
+async def _run_until_done(planner, keys, runner, index_id: str, delete_id: str, timeout: float = 300) -> dict:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        await runner.step()
+        status = await _status(planner, keys, index_id, delete_id)
+        if status["status"] in ("succeeded", "failed"):
+            return status
+        assert loop.time() < deadline, status
+        await asyncio.sleep(0.2)
+
+
+async def _splits(indexer, keys, index_id: str, state: str) -> list[dict]:
+    response = await indexer.get(f"/v1/indexes/{index_id}/splits", params={"state": state, "limit": 1000},
+                                 headers=keys.header(keys.writer))
+    return response.json()["splits"]
+
+
+async def test_a_delete_is_invisible_at_once_then_rewritten_receipted_and_verified(
+        indexer, planner, query, keys, storage, runner):
+    index_id = await create_index(indexer, keys)
+    window = open_window()
+    seeds = (1, 2, 3)
+    for seed in seeds:
+        await ingest_split(indexer, keys, index_id, window, 300, seed=seed)
+    before = {seed: _matching(300, window, seed) for seed in seeds}
+    assert sum(before.values()) > 0
+    assert await _count(query, keys, index_id, DELETED, "local") == sum(before.values())
+
+    accepted = await _delete(planner, keys, index_id, {"where": DELETED, "reason": "GDPR erasure request 17"})
+    assert accepted.status_code == 202, accepted.text
+    delete = accepted.json()
+    assert delete["status"] == "pending" and delete["progress"]["splits_covered"] == 3
+    assert delete["receipt"] is None
+
+    # Invisible at once, on both engines, and EXPLAIN says which delete applies to which file.
+    for engine in ENGINES:
+        assert await _count(query, keys, index_id, DELETED, engine) == 0
+    assert await _count(query, keys, index_id, "TRUE", "local") == 900 - sum(before.values())
+    plan = (await query.post("/v1/query/explain", headers=keys.header(keys.admin),
+                             json={"sql": f'SELECT count(*) FROM "{index_id}"'})).json()
+    assert [d["delete_id"] for d in plan["pending_deletes"]] == [delete["delete_id"]]
+    assert all(f["pending_deletes"] == [delete["delete_id"]] for f in plan["files"])
+
+    # Rows ingested after the delete are not covered by it.
+    later = _matching(300, window, 9)
+    await ingest_split(indexer, keys, index_id, window, 300, seed=9)
+    assert await _count(query, keys, index_id, DELETED, "local") == later
+
+    done = await _run_until_done(planner, keys, runner, index_id, delete["delete_id"])
+    assert done["status"] == "succeeded", done
+    receipt = done["receipt"]
+    rewritten = [s for s in receipt["splits"] if s["state"] == "rewritten"]
+    assert receipt["splits_rewritten"] == len(rewritten) == 3
+    assert receipt["rows_removed"] == sum(before.values())
+    assert sorted(s["rows_removed"] for s in rewritten) == sorted(before.values())
+    assert all(s["rows_before"] == 300 and len(s["new_split_ids"]) == 1 for s in rewritten)
+    assert done["progress"]["fraction"] == 1.0 and done["finished_at"]
+
+    # The rewritten files hold none of the rows; the originals wait for the garbage collector. (The runner may
+    # have merged the new splits with the later one since: then they wait for it too.)
+    marked = {s["split_id"]: s for s in await _splits(indexer, keys, index_id, "marked_for_deletion")}
+    known = {**marked, **{s["split_id"]: s for s in await _splits(indexer, keys, index_id, "published")}}
+    assert {s["split_id"] for s in rewritten} <= set(marked)
+    for split in rewritten:
+        [new_id] = split["new_split_ids"]
+        table = pq.read_table(storage.open_input(known[new_id]["uri"]))
+        assert table.num_rows == 300 - split["rows_removed"]  # DL-1
+        assert pc.sum(pc.is_in(table.column("service"), pc.cast(["service_03", "service_07"], "string"))).as_py() \
+            in (0, None)  # DL-2
+    assert await _count(query, keys, index_id, DELETED, "local") == later
+    plan = (await query.post("/v1/query/explain", headers=keys.header(keys.admin),
+                             json={"sql": f'SELECT count(*) FROM "{index_id}"'})).json()
+    assert plan["pending_deletes"] == []
+
+    verified = (await planner.get(f"/v1/indexes/{index_id}/deletes/{delete['delete_id']}/verify",
+                                  headers=keys.header(keys.admin))).json()
+    assert verified["verified"] is True and verified["matching_rows"] == 0
+    assert [(s["matching_rows"], s["published_after_delete"]) for s in verified["splits_with_matches"]] == [
+        (later, True)]
+    listed = (await planner.get(f"/v1/indexes/{index_id}/deletes", headers=keys.header(keys.admin))).json()
+    assert [d["delete_id"] for d in listed["deletes"]] == [delete["delete_id"]]
+
+
+async def test_dl4_a_merge_planned_before_a_delete_never_publishes_the_deleted_rows_back(
+        indexer, planner, query, keys, runner, spark_factory):
+    index_id = await create_index(indexer, keys)
+    window = open_window()
+    for seed in (4, 5, 6):
+        await ingest_split(indexer, keys, index_id, window, 200, seed=seed)
+    expected_left = 600 - sum(_matching(200, window, seed) for seed in (4, 5, 6))
+    trigger = await planner.post(f"/v1/indexes/{index_id}/compaction/trigger", json={},
+                                 headers=keys.header(keys.admin))
+    [merge_id] = trigger.json()["created_job_ids"]
+    # The merge is leased and running its kernel when the delete arrives.
+    assignment = (await poll(planner, keys, "early-merger", 1))["assignments"][0]
+    assert assignment["job_id"] == merge_id
+    merged = await asyncio.to_thread(MergeExecutor(spark_factory).run, _assignment(assignment))
+
+    accepted = await _delete(planner, keys, index_id, {"where": DELETED})
+    assert accepted.status_code == 202, accepted.text
+    delete_id = accepted.json()["delete_id"]
+
+    # The merge's output holds the deleted rows: its publish is turned into a cancel.
+    from strata_planner.compaction.runner import output_splits
+
+    update = {"job_id": merge_id, "fencing_token": assignment["fencing_token"], "status": "success",
+              "outputs": [o.model_dump(mode="json") for o in output_splits(merged)]}
+    await poll(planner, keys, "early-merger", 0, [update])
+    job = (await planner.get(f"/v1/compaction/jobs/{merge_id}", headers=keys.header(keys.worker))).json()
+    assert job["status"] == "cancelled" and job["stage"] == "superseded_by_delete", job
+    published_ids = {s["split_id"] for s in await _splits(indexer, keys, index_id, "published")}
+    assert not published_ids & {o.split_id for o in merged.outputs}
+    for engine in ENGINES:
+        assert await _count(query, keys, index_id, DELETED, engine) == 0
+
+    done = await _run_until_done(planner, keys, runner, index_id, delete_id)
+    assert done["status"] == "succeeded", done
+    for engine in ENGINES:
+        assert await _count(query, keys, index_id, DELETED, engine) == 0
+        assert await _count(query, keys, index_id, "TRUE", engine) == expected_left
+
+
+async def test_dl5_a_rewrite_whose_worker_vanished_converges_under_a_new_token(
+        indexer, planner, query, keys, runner, planner_clock, settings, spark_factory):
+    index_id = await create_index(indexer, keys)
+    window = open_window()
+    await ingest_split(indexer, keys, index_id, window, 250, seed=11)
+    removed = _matching(250, window, 11)
+    delete_id = (await _delete(planner, keys, index_id, {"where": DELETED})).json()["delete_id"]
+
+    # A worker takes the rewrite, writes its output, and loses power before reporting.
+    lost = (await poll(planner, keys, "lost-worker", 1))["assignments"]
+    [assignment] = [a for a in lost if a["kind"] == "rewrite"]
+    assert assignment["delete_id"] == delete_id
+    stale = await asyncio.to_thread(MergeExecutor(spark_factory).run, _assignment(assignment))
+    assert stale.stats["rows_removed"] == removed
+    planner_clock.advance(settings.compaction_lease_secs + 1)
+
+    done = await _run_until_done(planner, keys, runner, index_id, delete_id)
+    assert done["status"] == "succeeded", done
+    [split] = done["receipt"]["splits"]
+    assert split["rows_removed"] == removed
+    from strata_planner.compaction.runner import output_splits
+
+    late = await planner.post(f"/v1/compaction/jobs/{assignment['job_id']}/status", headers=keys.header(keys.worker),
+                              json={"job_id": assignment["job_id"], "fencing_token": assignment["fencing_token"],
+                                    "status": "success",
+                                    "outputs": [o.model_dump(mode="json") for o in output_splits(stale)]})
+    assert late.status_code == 409
+    published = await _splits(indexer, keys, index_id, "published")
+    assert [s["split_id"] for s in published] == split["new_split_ids"]
+    assert await _count(query, keys, index_id, "TRUE", "local") == 250 - removed
+
+
+def _assignment(data: dict):
+    from strata_planner.compaction.schemas import Assignment
+
+    return Assignment.model_validate(data)
+
+
+async def test_tenant_keys_delete_and_read_only_in_their_partition(indexer, planner, query, keys):
+    index_id = await create_index(indexer, keys)
+    window = open_window()
+    await ingest_split(indexer, keys, index_id, window, 100, seed=21, partition="acme")
+    await ingest_split(indexer, keys, index_id, window, 100, seed=22, partition="default")
+    refused = await _delete(planner, keys, index_id, {"where": DELETED, "partition_id": "default"}, keys.writer_acme)
+    assert refused.status_code == 403, refused.text
+    mine = await _delete(planner, keys, index_id, {"where": DELETED}, keys.writer_acme)
+    assert mine.status_code == 202 and mine.json()["partition_id"] == "acme"
+    assert mine.json()["progress"]["splits_covered"] == 1
+    theirs = (await _delete(planner, keys, index_id, {"where": "service = 'service_01'"})).json()
+    hidden = await planner.get(f"/v1/indexes/{index_id}/deletes/{theirs['delete_id']}",
+                               headers=keys.header(keys.writer_acme))
+    assert hidden.status_code == 404
+    listed = (await planner.get(f"/v1/indexes/{index_id}/deletes", headers=keys.header(keys.writer_acme))).json()
+    assert [d["delete_id"] for d in listed["deletes"]] == [mine.json()["delete_id"]]
+    # The other partition's matching rows stay visible; acme's are gone.
+    assert await _count(query, keys, index_id, f"{DELETED} AND partition_id = 'default'", "local") == \
+        _matching(100, window, 22)
+    assert await _count(query, keys, index_id, DELETED, "local", keys.query_acme) == 0
+
+
+@pytest.mark.parametrize(("where", "status", "field", "column"), [
+    ("service = 'x' AND (", 400, "where", 19),
+    ("service = 'unterminated", 400, "where", 11),
+    ("value + 1 > 3", 422, "where", None),
+    ("service = 'x' LIMIT 3", 422, "where", None),
+    ("no_such_column = 1", 422, "no_such_column", None),
+    ("service = 'a'; DROP TABLE splits", 422, "where", None),
+])
+async def test_a_bad_condition_is_refused_naming_what_and_where(indexer, planner, keys, where, status, field, column):
+    index_id = await create_index(indexer, keys)
+    response = await _delete(planner, keys, index_id, {"where": where})
+    assert response.status_code == status, response.text
+    [error] = response.json()["errors"]
+    assert error["field"] == field
+    if column is not None:
+        assert error["column"] == column, error
+    listed = (await planner.get(f"/v1/indexes/{index_id}/deletes", headers=keys.header(keys.admin))).json()
+    assert listed["deletes"] == []
+
+
+async def test_metrics_count_deletes_waiting_and_the_oldest_age(indexer, planner, keys, planner_clock):
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from strata_planner.compaction.metrics import CompactionMetrics
+
+    index_id = await create_index(indexer, keys)
+    await ingest_split(indexer, keys, index_id, open_window(), 50, seed=41)
+    registry = CollectorRegistry()
+    metrics = CompactionMetrics(registry)
+    await metrics.refresh(planner.app.state.strata)
+    pending_before = registry.get_sample_value("strata_deletes", {"status": "pending"})
+    assert (await _delete(planner, keys, index_id, {"where": "TRUE"})).status_code == 202
+    planner_clock.advance(30)
+    await metrics.refresh(planner.app.state.strata)
+    assert registry.get_sample_value("strata_deletes", {"status": "pending"}) == pending_before + 1
+    assert registry.get_sample_value("strata_delete_oldest_pending_age_seconds") >= 30
+    assert "strata_delete_rows_removed" in generate_latest(registry).decode()
