@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 
+import pyarrow as pa
 from opentelemetry import trace
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlglot import exp
@@ -26,7 +27,7 @@ from strata_query.sql.errors import QueryValidationError
 from strata_query.sql.query import parse_sql
 from strata_query.sql.validation import statement_of
 from strata_query.sql.where import timestamp_literal
-from strata_shared.domain.fields import FieldType
+from strata_shared.domain.fields import FieldType, arrow_schema
 from strata_shared.domain.index_config import FieldSpec, IndexSettings
 from strata_shared.errors import InvalidInput, NotFound
 from strata_shared.metastore.repositories import IndexRepository
@@ -57,6 +58,11 @@ def _query_settings(settings: IndexSettings) -> IndexSettings:
         return settings
     return settings.model_copy(update={"fields": [*settings.fields,
                                                   FieldSpec(name=PARTITION_COLUMN, type=FieldType.STRING)]})
+
+
+def query_schema(settings: IndexSettings) -> pa.Schema:
+    """The columns a query of the index can name, as Arrow types: what a catalog listing shows of it."""
+    return arrow_schema((f.name, f.type) for f in _query_settings(settings).fields)
 
 
 def _split_seconds(ranges: TimeRanges, is_seconds: bool) -> TimeRanges:
