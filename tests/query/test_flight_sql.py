@@ -102,7 +102,7 @@ async def test_catalog_lists_only_the_tenants_own_indexes(keys, dataset, port):
             objects = connection.adbc_get_objects(depth="tables").read_all().to_pylist()
             names = {table["table_name"] for catalog in objects for schema in catalog["catalog_db_schemas"] or []
                      for table in schema["db_schema_tables"] or []}
-            return names, connection.adbc_get_table_schema(mine, catalog_filter="strata", db_schema_filter="indexes")
+            return names, connection.adbc_get_table_schema(mine)
 
     names, schema = await asyncio.to_thread(listing, keys.query_acme)
     assert mine in names and theirs not in names
@@ -178,8 +178,9 @@ async def test_prepared_statements_answer_as_statements(query, keys, dataset, po
 
     assert (await asyncio.to_thread(prepared)).to_pylist() == (await _http(query, keys.query_acme, text)).to_pylist()
     with pytest.raises(adbc_driver_manager.Error) as caught:
-        await asyncio.to_thread(_prepare_only, port, keys.query_acme, 'SELECT nope FROM "no-such-index"')
+        await asyncio.to_thread(_prepare_only, port, keys.query_acme, 'SELECT count(* FROM "no-such-index"')
     assert caught.value.status_code == adbc_driver_manager.AdbcStatusCode.INVALID_ARGUMENT
+    assert _problem(caught.value)["errors"][0]["line"] == 1
 
 
 def _prepare_only(port: int, key: str, text: str) -> None:

@@ -147,10 +147,15 @@ class QueryService:
                 planned, _ = await self._plan(call)
         return planned
 
+    def check(self, sql: str) -> None:
+        """Refuses SQL that does not parse (with its position), before anything is planned: what a handle to a
+        query later planned (an asynchronous plan, a prepared statement) checks when it is handed out."""
+        table_of(sql)
+
     async def submit_plan(self, call: QueryCall) -> AsyncPlan:
         """Starts planning in the background and returns its record to poll. SQL that does not parse is refused
         here, before a plan id is handed out."""
-        table_of(call.sql)
+        self.check(call.sql)
         entry = AsyncPlan(str(ULID()), call.tenant)
         await self.registry.add_plan(entry)
         task = asyncio.create_task(self._plan_in_background(entry, call), name=f"plan-{entry.plan_id}")

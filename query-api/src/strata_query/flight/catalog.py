@@ -1,6 +1,7 @@
 """The catalog listings (GetCatalogs, GetDbSchemas, GetTables, GetTableTypes) in FlightSql.proto's shapes, from
-the indexes a caller can query. Strata shows one catalog with one schema; each index is a table, named as a query
-names it (`SELECT ... FROM "<index>"`; a qualified `strata.indexes."<index>"` reads the same index)."""
+the indexes a caller can query. Strata's SQL names an index alone (`SELECT ... FROM "<index>"`; a qualified name
+is refused), so the indexes are listed as tables outside any catalog or schema (both null): a workbench then
+writes the names a query accepts. GetCatalogs and GetDbSchemas answer no rows."""
 
 from __future__ import annotations
 
@@ -9,8 +10,6 @@ from collections.abc import Sequence
 
 import pyarrow as pa
 
-CATALOG = "strata"
-DB_SCHEMA = "indexes"
 TABLE_TYPE = "TABLE"
 
 CATALOGS_SCHEMA = pa.schema([pa.field("catalog_name", pa.string(), nullable=False)])
@@ -47,26 +46,24 @@ def like_matches(pattern: str | None, value: str) -> bool:
 
 
 def catalogs_table() -> pa.Table:
-    return pa.Table.from_pylist([{"catalog_name": CATALOG}], schema=CATALOGS_SCHEMA)
+    return CATALOGS_SCHEMA.empty_table()
 
 
-def db_schemas_table(catalog: str | None, schema_pattern: str | None) -> pa.Table:
-    rows = [{"catalog_name": CATALOG, "db_schema_name": DB_SCHEMA}]
-    if catalog not in (None, CATALOG) or not like_matches(schema_pattern, DB_SCHEMA):
-        rows = []
-    return pa.Table.from_pylist(rows, schema=DB_SCHEMAS_SCHEMA)
+def db_schemas_table() -> pa.Table:
+    return DB_SCHEMAS_SCHEMA.empty_table()
 
 
 def tables_table(tables: Sequence[tuple[str, pa.Schema]], *, catalog: str | None, schema_pattern: str | None,
                  table_pattern: str | None, table_types: Sequence[str], include_schema: bool) -> pa.Table:
-    """`tables`: (name, columns) of each index the caller can query."""
-    selected = (catalog in (None, CATALOG) and like_matches(schema_pattern, DB_SCHEMA)
+    """`tables`: (name, columns) of each index the caller can query. A filter naming a catalog, or a schema
+    pattern that the empty name does not match, selects none (the tables are in neither)."""
+    selected = (not catalog and like_matches(schema_pattern, "")
                 and (not table_types or TABLE_TYPE in table_types))
     rows = []
     for name, columns in tables if selected else ():
         if not like_matches(table_pattern, name):
             continue
-        row = {"catalog_name": CATALOG, "db_schema_name": DB_SCHEMA, "table_name": name, "table_type": TABLE_TYPE}
+        row = {"catalog_name": None, "db_schema_name": None, "table_name": name, "table_type": TABLE_TYPE}
         if include_schema:
             row["table_schema"] = columns.serialize().to_pybytes()
         rows.append(row)

@@ -46,7 +46,7 @@ PICKUP_SECS = 60.0
 # A prepared statement's handle is its SQL behind this prefix: nothing to keep, valid on every replica.
 PREPARED_PREFIX = b"strata-sql:"
 ACTIONS = {
-    "CreatePreparedStatement": "a prepared statement from SQL (checked by planning it)",
+    "CreatePreparedStatement": "a prepared statement from SQL (refused if it does not parse)",
     "ClosePreparedStatement": "releases a prepared statement (nothing is kept for one)",
     "CancelFlightInfo": "cancels the query behind a FlightInfo",
     "CancelQuery": "cancels the query behind a FlightInfo (Flight SQL's older action)",
@@ -137,8 +137,9 @@ class FlightSqlServer(flight.FlightServerBase):
         body = action.body.to_pybytes() if action.body is not None else b""
         if action.type == "CreatePreparedStatement":
             request = _unpack_as(body, sql.ActionCreatePreparedStatementRequest)
-            # Planned now, so bad SQL, an unknown index or a busy tenant answer here, as on HTTP's explain.
-            self._await(context, self.service.explain(self._call(caller, request.query)))
+            # SQL that does not parse is refused here; the rest (the index, the columns) when it runs, planned
+            # once: ADBC prepares every statement it executes, so a plan here would double a fresh query's.
+            self.service.check(request.query)
             result = sql.ActionCreatePreparedStatementResult(
                 prepared_statement_handle=PREPARED_PREFIX + request.query.encode())
             return iter([_pack(result)])
@@ -205,8 +206,7 @@ class FlightSqlServer(flight.FlightServerBase):
         if isinstance(command, sql.CommandGetCatalogs):
             return catalog.catalogs_table()
         if isinstance(command, sql.CommandGetDbSchemas):
-            return catalog.db_schemas_table(_optional(command, "catalog"),
-                                            _optional(command, "db_schema_filter_pattern"))
+            return catalog.db_schemas_table()
         if isinstance(command, sql.CommandGetTables):
             tables = self._await(context, self.service.tables(principal.tenant))
             return catalog.tables_table([(t.index_id, t.schema) for t in tables],
