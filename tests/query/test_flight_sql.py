@@ -292,3 +292,35 @@ def _pack(message) -> bytes:
     packed = any_pb2.Any()
     packed.Pack(message)
     return packed.SerializeToString()
+
+
+async def test_a_call_its_client_gives_up_on_interrupts_the_query(settings, keys, dataset):
+    """A client's deadline (or ADBC's cancel) ends the gRPC call: the server cancels the QueryService call, which
+    interrupts the engine as an HTTP DELETE does, well before the injected 30 s scan delay."""
+    from asgi_lifespan import LifespanManager
+
+    from strata_query.app import create_app
+
+    mine, _, _ = dataset
+    app = create_app(settings.model_copy(update={"fault_query_scan_delay_secs": 30.0}))
+    async with LifespanManager(app):
+        running_queries = app.state.strata.own().registry.running_queries
+        port = app.state.flight.port
+
+        def call() -> Exception:
+            options = flight.FlightCallOptions(timeout=2.0, headers=[
+                (b"authorization", f"Bearer {keys.query_acme}".encode()), (b"cache-control", b"no-store")])
+            client = flight.connect(f"grpc://127.0.0.1:{port}")
+            try:
+                client.get_flight_info(flight.FlightDescriptor.for_command(_pack(sql.CommandStatementQuery(
+                    query=f'SELECT count(*) FROM "{mine}"'))), options)
+            except flight.FlightTimedOutError as exc:
+                return exc
+            raise AssertionError("the call outlived its deadline")
+
+        started = time.monotonic()
+        await asyncio.to_thread(call)
+        while running_queries and time.monotonic() - started < 20:
+            await asyncio.sleep(0.1)
+        assert running_queries == {}
+        assert time.monotonic() - started < 20

@@ -6,6 +6,7 @@ asynchronously. Inputs and outputs are plain objects: a door translates its prot
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import Coroutine
@@ -150,7 +151,7 @@ class QueryService:
     def check(self, sql: str) -> None:
         """Refuses SQL that does not parse (with its position), before anything is planned: what a handle to a
         query later planned (an asynchronous plan, a prepared statement) checks when it is handed out."""
-        table_of(sql)
+        _parses(sql)
 
     async def submit_plan(self, call: QueryCall) -> AsyncPlan:
         """Starts planning in the background and returns its record to poll. SQL that does not parse is refused
@@ -445,6 +446,13 @@ def _interrupt_until_reached(running: RunningQuery) -> None:
     deadline = time.monotonic() + CANCEL_RETRY_SECS
     while not running.engine.interrupt(running.query_id) and running.opening and time.monotonic() < deadline:
         time.sleep(0.1)
+
+
+@functools.lru_cache(maxsize=1024)
+def _parses(sql: str) -> str:
+    """`table_of`, remembered for SQL that parses (an error is raised again each time): ADBC prepares every
+    statement it runs, and a dashboard's statements repeat, so its parse is not paid twice per query."""
+    return table_of(sql)
 
 
 def _nothing() -> None:

@@ -33,7 +33,7 @@ from strata_query.query_run import QueryRun
 from strata_query.service import QueryCall, QueryCancelled, QueryService, ResultCacheDirectives
 from strata_shared.errors import BadRequest, NotFound, StrataError
 from strata_shared.web.auth import ApiKeyRegistry, Principal
-from strata_shared.web.problems import problem_of
+from strata_shared.web.problems import database_problem, problem_of
 
 log = logging.getLogger("strata.query.flight")
 T = TypeVar("T")
@@ -77,8 +77,7 @@ def _flight_errors(handler: Callable[..., T]) -> Callable[..., T]:
         except StrataError as exc:
             error = flight_error(problem_of(exc))
         except Exception as exc:
-            log.error("unhandled error in a Flight SQL call", exc_info=exc)
-            error = flight_error(_INTERNAL)
+            error = _unexpected(exc, "a Flight SQL call")
         raise error from None
 
     return handle
@@ -192,8 +191,7 @@ class FlightSqlServer(flight.FlightServerBase):
         except StrataError as exc:
             error = flight_error(problem_of(exc))
         except Exception as exc:
-            log.error("a Flight SQL stream failed", exc_info=exc)
-            error = flight_error(_INTERNAL)
+            error = _unexpected(exc, "a Flight SQL stream")
         else:
             return
         finally:
@@ -251,6 +249,15 @@ class FlightSqlServer(flight.FlightServerBase):
                     raise QueryCancelled("the client cancelled the call") from None
             except concurrent.futures.CancelledError:
                 raise QueryCancelled("the query was cancelled") from None
+
+
+def _unexpected(exc: Exception, where: str) -> Exception:
+    """A failing dependency's 503 (PostgreSQL lost or exhausted), else INTERNAL with no detail and the traceback
+    in the log, as HTTP answers them."""
+    if (problem := database_problem(exc)) is not None:
+        return flight_error(problem_of(problem))
+    log.error("unhandled error in %s", where, exc_info=exc)
+    return flight_error(_INTERNAL)
 
 
 def _caller(context: flight.ServerCallContext) -> Authenticated:
