@@ -102,7 +102,7 @@ async def test_catalog_lists_only_the_tenants_own_indexes(keys, dataset, port):
             objects = connection.adbc_get_objects(depth="tables").read_all().to_pylist()
             names = {table["table_name"] for catalog in objects for schema in catalog["catalog_db_schemas"] or []
                      for table in schema["db_schema_tables"] or []}
-            return names, connection.adbc_get_table_schema(mine)
+            return names, connection.adbc_get_table_schema(mine, catalog_filter="strata", db_schema_filter="indexes")
 
     names, schema = await asyncio.to_thread(listing, keys.query_acme)
     assert mine in names and theirs not in names
@@ -110,6 +110,10 @@ async def test_catalog_lists_only_the_tenants_own_indexes(keys, dataset, port):
     assert schema.field("timestamp_secs").type == pa.int64()
     admin_names, _ = await asyncio.to_thread(listing, keys.admin)
     assert {mine, theirs} <= admin_names
+    # Named as the listing places it (what a workbench writes), the index reads the same.
+    qualified = await asyncio.to_thread(_fetch, port, keys.query_acme,
+                                        f'SELECT count(*) AS n FROM strata.indexes."{mine}"')
+    assert qualified.to_pylist() == [{"n": 3000}]
 
 
 async def test_another_tenants_index_answers_no_rows_as_over_http(query, keys, dataset, port):

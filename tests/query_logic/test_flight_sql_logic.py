@@ -114,7 +114,10 @@ def test_tables_listing_filters_and_carries_schemas():
     assert listed.schema == catalog.TABLES_WITH_SCHEMA_SCHEMA
     assert listed.column("table_name").to_pylist() == ["logs-a", "logs-b"]
     assert pa.ipc.read_schema(pa.py_buffer(listed.column("table_schema")[0].as_py())) == columns
-    assert listed.column("catalog_name").null_count == listed.column("db_schema_name").null_count == 2
+    assert set(listed.column("catalog_name").to_pylist()) == {"strata"}
+    assert set(listed.column("db_schema_name").to_pylist()) == {"indexes"}
+    assert catalog.tables_table(tables, catalog=None, schema_pattern="other%", table_pattern=None,
+                                table_types=[], include_schema=False).num_rows == 0
     assert catalog.tables_table(tables, catalog="elsewhere", schema_pattern=None, table_pattern=None,
                                 table_types=[], include_schema=False).num_rows == 0
     assert catalog.tables_table(tables, catalog=None, schema_pattern=None, table_pattern=None,

@@ -1,7 +1,7 @@
 """The catalog listings (GetCatalogs, GetDbSchemas, GetTables, GetTableTypes) in FlightSql.proto's shapes, from
-the indexes a caller can query. Strata's SQL names an index alone (`SELECT ... FROM "<index>"`; a qualified name
-is refused), so the indexes are listed as tables outside any catalog or schema (both null): a workbench then
-writes the names a query accepts. GetCatalogs and GetDbSchemas answer no rows."""
+the indexes a caller can query: one catalog, `strata`, with one schema, `indexes`, whose tables are the indexes.
+A query names an index alone (`SELECT ... FROM "<index>"`) or as listed (`strata.indexes."<index>"`, what a
+workbench writes), both accepted by the SQL validation (`sql/validation.py`)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,9 @@ import re
 from collections.abc import Sequence
 
 import pyarrow as pa
+
+from strata_query.sql.validation import INDEX_CATALOG as CATALOG
+from strata_query.sql.validation import INDEX_SCHEMA as DB_SCHEMA
 
 TABLE_TYPE = "TABLE"
 
@@ -46,24 +49,26 @@ def like_matches(pattern: str | None, value: str) -> bool:
 
 
 def catalogs_table() -> pa.Table:
-    return CATALOGS_SCHEMA.empty_table()
+    return pa.Table.from_pylist([{"catalog_name": CATALOG}], schema=CATALOGS_SCHEMA)
 
 
-def db_schemas_table() -> pa.Table:
-    return DB_SCHEMAS_SCHEMA.empty_table()
+def db_schemas_table(catalog: str | None, schema_pattern: str | None) -> pa.Table:
+    rows = [{"catalog_name": CATALOG, "db_schema_name": DB_SCHEMA}]
+    if catalog not in (None, CATALOG) or not like_matches(schema_pattern, DB_SCHEMA):
+        rows = []
+    return pa.Table.from_pylist(rows, schema=DB_SCHEMAS_SCHEMA)
 
 
 def tables_table(tables: Sequence[tuple[str, pa.Schema]], *, catalog: str | None, schema_pattern: str | None,
                  table_pattern: str | None, table_types: Sequence[str], include_schema: bool) -> pa.Table:
-    """`tables`: (name, columns) of each index the caller can query. A filter naming a catalog, or a schema
-    pattern that the empty name does not match, selects none (the tables are in neither)."""
-    selected = (not catalog and like_matches(schema_pattern, "")
+    """`tables`: (name, columns) of each index the caller can query."""
+    selected = (catalog in (None, CATALOG) and like_matches(schema_pattern, DB_SCHEMA)
                 and (not table_types or TABLE_TYPE in table_types))
     rows = []
     for name, columns in tables if selected else ():
         if not like_matches(table_pattern, name):
             continue
-        row = {"catalog_name": None, "db_schema_name": None, "table_name": name, "table_type": TABLE_TYPE}
+        row = {"catalog_name": CATALOG, "db_schema_name": DB_SCHEMA, "table_name": name, "table_type": TABLE_TYPE}
         if include_schema:
             row["table_schema"] = columns.serialize().to_pybytes()
         rows.append(row)

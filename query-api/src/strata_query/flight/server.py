@@ -204,7 +204,8 @@ class FlightSqlServer(flight.FlightServerBase):
         if isinstance(command, sql.CommandGetCatalogs):
             return catalog.catalogs_table()
         if isinstance(command, sql.CommandGetDbSchemas):
-            return catalog.db_schemas_table()
+            return catalog.db_schemas_table(_optional(command, "catalog"),
+                                            _optional(command, "db_schema_filter_pattern"))
         if isinstance(command, sql.CommandGetTables):
             tables = self._await(context, self.service.tables(principal.tenant))
             return catalog.tables_table([(t.index_id, t.schema) for t in tables],
