@@ -40,11 +40,11 @@ def replica_label(api: str, replica: int) -> str:
 
 
 def _flight_port(settings: Settings, api: str, replica: int) -> int | None:
-    """query-api's replica i serves Flight SQL on STRATA_FLIGHT_PORT + 10 * i, as its HTTP port is offset (0
-    stays 0: each picks a free port)."""
-    if api != "query-api":
+    """query-api's replica i serves Flight SQL on STRATA_FLIGHT_PORT + 10 * i, as its HTTP port is offset. None
+    for the other APIs, and when the setting is 0 (each replica picks a free port, known only to itself)."""
+    if api != "query-api" or not settings.flight_port:
         return None
-    return settings.flight_port + REPLICA_PORT_STRIDE * replica if settings.flight_port else 0
+    return settings.flight_port + REPLICA_PORT_STRIDE * replica
 
 
 def _user_upstreams(settings: Settings, api: str) -> str | None:
