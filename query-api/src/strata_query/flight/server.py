@@ -37,8 +37,8 @@ from strata_shared.web.problems import database_problem, problem_of
 
 log = logging.getLogger("strata.query.flight")
 T = TypeVar("T")
-_INTERNAL = {"type": "https://strata.dev/problems/internal", "title": "Internal error", "status": 500,
-             "detail": "unexpected server error"}
+# What HTTP's 500 says: nothing of the defect, whose traceback is in the log.
+_INTERNAL = problem_of(StrataError("unexpected server error"))
 # How often a call waiting on the event loop checks whether its client cancelled it.
 CANCEL_CHECK_SECS = 0.05
 # A FlightInfo's ticket is redeemed within this, else its result is given up.
