@@ -22,6 +22,7 @@ import pyarrow.flight as flight
 from google.protobuf import any_pb2
 from google.protobuf.message import DecodeError, Message
 
+from strata_query.execution.result_stream import ResultStream
 from strata_query.flight import catalog
 from strata_query.flight.auth import MIDDLEWARE_KEY, Authenticated, HeaderHandshake, KeyAuthFactory
 from strata_query.flight.issued import IssuedResults
@@ -127,6 +128,8 @@ class FlightSqlServer(flight.FlightServerBase):
         if isinstance(command, sql.TicketStatementQuery):
             handle = command.statement_handle
             issued = self.issued.take(handle, principal.tenant)
+            if issued.run.result.complete:
+                return self._whole(handle, issued.run)
             return flight.GeneratorStream(issued.run.result.schema, self._stream(handle, issued.run))
         return flight.RecordBatchStream(self._metadata(context, principal, command))
 
@@ -179,6 +182,18 @@ class FlightSqlServer(flight.FlightServerBase):
                                  app_metadata=json.dumps({"query_id": run.query_id, "engine": run.engine.name,
                                                           "result_cache": run.result_cache}).encode())
 
+    def _whole(self, handle: bytes, run: QueryRun) -> flight.FlightDataStream:
+        """A small finished result (in memory, at most INLINE_ROWS rows): handed to gRPC whole, streamed from C++
+        with no Python per batch, as HTTP sends such a result whole."""
+        try:
+            with run.serving() as result:
+                batches = list(result)
+        finally:
+            self.issued.finished(handle)
+        if result.truncated:
+            return flight.GeneratorStream(result.schema, iter([*batches, _truncation_marker(result)]))
+        return flight.RecordBatchStream(pa.Table.from_batches(batches, result.schema))
+
     def _stream(self, handle: bytes, run: QueryRun) -> Iterator[pa.RecordBatch | tuple[pa.RecordBatch, pa.Buffer]]:
         """The result's batches; a result cut at the row cap ends with an empty batch whose app_metadata is
         NDJSON's marker, `{"strata_truncated": true, "row_cap": N}`."""
@@ -186,8 +201,7 @@ class FlightSqlServer(flight.FlightServerBase):
             with run.serving() as result:
                 yield from result
                 if result.truncated:
-                    marker = json.dumps({"strata_truncated": True, "row_cap": result.row_cap}).encode()
-                    yield pa.RecordBatch.from_pylist([], schema=result.schema), pa.py_buffer(marker)
+                    yield _truncation_marker(result)
         except StrataError as exc:
             error = flight_error(problem_of(exc))
         except Exception as exc:
@@ -250,6 +264,12 @@ class FlightSqlServer(flight.FlightServerBase):
                     raise QueryCancelled("the client cancelled the call") from None
             except concurrent.futures.CancelledError:
                 raise QueryCancelled("the query was cancelled") from None
+
+
+def _truncation_marker(result: ResultStream) -> tuple[pa.RecordBatch, pa.Buffer]:
+    """The last message of a result cut at the row cap: an empty batch whose app_metadata is NDJSON's marker."""
+    marker = json.dumps({"strata_truncated": True, "row_cap": result.row_cap}).encode()
+    return pa.RecordBatch.from_pylist([], schema=result.schema), pa.py_buffer(marker)
 
 
 def _unexpected(exc: Exception, where: str) -> Exception:
