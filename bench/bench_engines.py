@@ -117,7 +117,8 @@ def _end_to_end(client, proxy_url: str, dataset: dict[str, Any], runs: int, spar
     for query in exec_queries(f'"{EXEC_INDEX}"', dataset["first_window"]):
         sql = query["sql"]
         _strata(client, proxy_url, sql, None)
-        _strata(client, proxy_url, sql, "spark", fresh=True)
+        if spark_runs:
+            _strata(client, proxy_url, sql, "spark", fresh=True)
         duck(sql)
         flight(sql)
         auto, fresh, spark, ducks, flights, engine, hits = [], [], [], [], [], "", 0
@@ -132,7 +133,8 @@ def _end_to_end(client, proxy_url: str, dataset: dict[str, Any], runs: int, spar
                 spark.append(_strata(client, proxy_url, sql, "spark", fresh=True)[0])
         entry = {"name": query["name"], "kind": query["kind"], "engine": engine, "auto": _p50(auto),
                  "auto_p99": max(auto), "hits": hits, "fresh": _p50(fresh), "fresh_max": max(fresh),
-                 "spark": _p50(spark), "flight": _p50(flights), "flight_max": max(flights),
+                 "spark": _p50(spark) if spark else float("nan"), "flight": _p50(flights),
+                 "flight_max": max(flights),
                  "duckdb": _p50(ducks)}
         out.append(entry)
         print(f"[engines] {query['name']}: strata ({engine}) repeated {entry['auto'] * 1000:.1f} ms, run "
@@ -561,19 +563,22 @@ def run(stack, *, rows: int, runs: int, spark_runs: int, merge_rows: int = 4_000
                       for i in range(2)]
     settings = Settings()
     niceness = {} if spark_niceness is None else {"niceness": spark_niceness}
+    # Without Spark (`--no-spark`, spark_runs=0: a machine too busy to start its JVM in time), the parts that
+    # need no Spark still run, the end-to-end table's Spark column empty.
     server = LocalSparkConnectServer(free_port(), master=settings.spark_master,
                                      driver_memory=settings.spark_driver_memory, work_dir=stack.path("spark"),
-                                     **niceness)
+                                     **niceness) if spark_runs else None
     result: dict[str, Any] = {"rows": dataset["rows"], "files": len(dataset["splits"]),
                               "row_groups": dataset["row_groups"], "data_bytes": dataset["data_bytes"],
                               "runs": runs, "spark_runs": spark_runs, "quiet_rows": quiet_rows,
-                              "merge_rows": merge_rows, "spark_niceness": server.niceness}
+                              "merge_rows": merge_rows, "spark_niceness": server.niceness if server else None}
     keys = api_keys()
     try:
-        server.start()
-        server.wait_ready(timeout=240)
+        if server is not None:
+            server.start()
+            server.wait_ready(timeout=240)
         flight_port = free_port()
-        env = child_env(url, storage_root, stack.path("home-engines"), server.remote,
+        env = child_env(url, storage_root, stack.path("home-engines"), server.remote if server else "",
                         STRATA_FLIGHT_PORT=str(flight_port))
         flight_url = f"grpc://127.0.0.1:{flight_port}"
         # Queries run as tenant "default" (the ingested dataset), so the quiet tenant's rows stay out of them.
@@ -623,7 +628,8 @@ def run(stack, *, rows: int, runs: int, spark_runs: int, merge_rows: int = 4_000
                 except Exception as error:  # noqa: BLE001 - the other parts' numbers stand; the doc says what failed
                     result["heavy"] = {"error": f"{type(error).__name__}: {str(error)[:300]}"}
     finally:
-        server.stop()
+        if server is not None:
+            server.stop()
     return result
 
 
@@ -781,6 +787,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, printed only")
     parser.add_argument("--part", choices=PARTS, action="append", help="only this part (repeatable); printed only")
+    parser.add_argument("--no-spark", action="store_true",
+                        help="no Spark server: only the parts that need none (demo, end_to_end without its Spark "
+                             "column); printed only")
     parser.add_argument("--spark-nice", type=int, default=None,
                         help="the Spark server's niceness instead of LocalSparkConnectServer's (SPARK_NICENESS)")
     args = parser.parse_args()
@@ -789,10 +798,11 @@ def main() -> None:
     parts = tuple(args.part or PARTS)
     quick = args.quick
     run_and_write({"engines": lambda stack: render(run(
-        stack, rows=240_000 if quick else 3_000_000, runs=3 if quick else 20, spark_runs=1 if quick else 3,
+        stack, rows=240_000 if quick else 3_000_000, runs=3 if quick else 20,
+        spark_runs=0 if args.no_spark else 1 if quick else 3,
         merge_rows=400_000 if quick else 4_000_000, parts=parts,
         heavy_total=1_000_000 if quick else HEAVY_ROWS, spark_niceness=args.spark_nice))},
-        write=not (quick or args.part))
+        write=not (quick or args.part or args.no_spark))
 
 
 if __name__ == "__main__":
