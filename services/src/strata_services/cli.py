@@ -196,6 +196,14 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
         serve(create_app(settings), host, port, settings)
     finally:
         shutdown_tracing()
+    if args.name == "query-api":
+        # Everything is closed by now (the lifespan ran, spans were exported). pyarrow's Flight server keeps C++
+        # objects and threads into the interpreter's teardown, where DuckDB's bindings then print "leaked"
+        # reports into the JSON log: the process ends here instead, its output flushed.
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
     return 0
 
 

@@ -35,3 +35,6 @@ async def stop_flight_server(server: FlightSqlServer, timeout_secs: float) -> No
     except TimeoutError:
         log.warning("Flight SQL calls still running after %.1f s of shutdown: left to the process's exit",
                     timeout_secs)
+    # pyarrow's C++ server keeps its Python object alive to the process's end: without this, the QueryService
+    # and its engines (DuckDB's objects) would outlive the interpreter's teardown, which DuckDB reports as leaks.
+    server.detach()

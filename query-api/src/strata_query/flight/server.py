@@ -32,7 +32,7 @@ from strata_query.flight.sql_info import sql_info_table
 from strata_query.flight.status import flight_error
 from strata_query.query_run import QueryRun
 from strata_query.service import QueryCall, QueryCancelled, QueryService, ResultCacheDirectives
-from strata_shared.errors import BadRequest, NotFound, StrataError
+from strata_shared.errors import BadRequest, NotFound, StrataError, Unavailable
 from strata_shared.web.auth import ApiKeyRegistry, Principal
 from strata_shared.web.problems import database_problem, problem_of
 
@@ -93,9 +93,20 @@ class FlightSqlServer(flight.FlightServerBase):
                  loop: asyncio.AbstractEventLoop) -> None:
         super().__init__(location, auth_handler=HeaderHandshake(),
                          middleware={MIDDLEWARE_KEY: KeyAuthFactory(api_keys)})
-        self.service = service
-        self.loop = loop
+        self.service: QueryService | None = service
+        self.loop: asyncio.AbstractEventLoop | None = loop
         self.issued = IssuedResults(PICKUP_SECS)
+
+    def detach(self) -> None:
+        """Once shut down: lets go of the QueryService and the event loop (see `lifecycle.stop_flight_server`)."""
+        self.service = None
+        self.loop = None
+
+    @property
+    def _service(self) -> QueryService:
+        if self.service is None:
+            raise Unavailable("query-api is shutting down")
+        return self.service
 
     # --- FlightService -----------------------------------------------------------------------------------
 
@@ -141,7 +152,7 @@ class FlightSqlServer(flight.FlightServerBase):
             request = _unpack_as(body, sql.ActionCreatePreparedStatementRequest)
             # SQL that does not parse is refused here; the rest (the index, the columns) when it runs, planned
             # once: ADBC prepares every statement it executes, so a plan here would double a fresh query's.
-            self.service.check(request.query)
+            self._service.check(request.query)
             result = sql.ActionCreatePreparedStatementResult(
                 prepared_statement_handle=PREPARED_PREFIX + request.query.encode())
             return iter([_pack(result)])
@@ -175,7 +186,7 @@ class FlightSqlServer(flight.FlightServerBase):
              ) -> flight.FlightInfo:
         """Runs the statement until its first batch (as HTTP's POST /v1/query does) and issues its ticket."""
         caller = _caller(context)
-        run = self._await(context, self.service.run(self._call(caller, sql_text)))
+        run = self._await(context, self._service.run(self._call(caller, sql_text)))
         handle = self.issued.issue(run, caller.principal.tenant)
         ticket = flight.Ticket(_pack(sql.TicketStatementQuery(statement_handle=handle)))
         return flight.FlightInfo(run.result.schema, descriptor, [flight.FlightEndpoint(ticket, [])], -1, -1,
@@ -221,7 +232,7 @@ class FlightSqlServer(flight.FlightServerBase):
             return catalog.db_schemas_table(_optional(command, "catalog"),
                                             _optional(command, "db_schema_filter_pattern"))
         if isinstance(command, sql.CommandGetTables):
-            tables = self._await(context, self.service.tables(principal.tenant))
+            tables = self._await(context, self._service.tables(principal.tenant))
             return catalog.tables_table([(t.index_id, t.schema) for t in tables],
                                         catalog=_optional(command, "catalog"),
                                         schema_pattern=_optional(command, "db_schema_filter_pattern"),
@@ -246,7 +257,7 @@ class FlightSqlServer(flight.FlightServerBase):
         if self.issued.give_up(handle):
             return sql.ActionCancelQueryResult.CANCEL_RESULT_CANCELLED
         try:
-            self._await(context, self.service.cancel(issued.run.query_id, principal.tenant))
+            self._await(context, self._service.cancel(issued.run.query_id, principal.tenant))
         except NotFound:
             # Answered from the result cache, or already finished: nothing runs to interrupt.
             return sql.ActionCancelQueryResult.CANCEL_RESULT_NOT_CANCELLABLE
@@ -254,6 +265,9 @@ class FlightSqlServer(flight.FlightServerBase):
 
     def _await(self, context: flight.ServerCallContext, work: Coroutine[Any, Any, T]) -> T:
         """Runs `work` on the app's event loop and waits for it; a call its client cancels cancels it."""
+        if self.loop is None:
+            work.close()
+            raise Unavailable("query-api is shutting down")
         future = asyncio.run_coroutine_threadsafe(work, self.loop)
         while True:
             try:
