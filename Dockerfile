@@ -56,6 +56,6 @@ ENV PATH="/app/.venv/bin:${PATH}" \
 USER strata
 
 # proxy, planner-api, indexer-api, query-api
-EXPOSE 8000-8003
+EXPOSE 8000-8004
 
 CMD ["strata", "--help"]

@@ -154,6 +154,8 @@ def child_env(database_url: str, storage_root: Path, home: Path, spark_remote: s
         "STRATA_API_KEYS": keys.as_json(),
         "STRATA_HOME": str(home),
         "STRATA_SPARK_REMOTE": spark_remote,
+        # A query-api child serves Flight SQL on a free port unless told one (never on 8004, a stack's).
+        "STRATA_FLIGHT_PORT": "0",
         **extra,
     }
 

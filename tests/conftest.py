@@ -1,8 +1,14 @@
 # Imported here, before any test starts threads: hypothesis's pytest plugin otherwise imports (and so
 # assertion-rewrites, i.e. ast-parses) it at the end of the run, which CPython 3.11.7 can fail with "AST
 # constructor recursion depth mismatch" when other threads rendered tracebacks meanwhile (cpython gh-106905).
+import os
+
 import hypothesis  # noqa: F401
 import pytest
+
+# Every query-api a test starts, in process or as a child, serves Flight SQL on a free port rather than on 8004,
+# which a developer's own `strata up` may hold; a test that needs a known port sets one.
+os.environ.setdefault("STRATA_FLIGHT_PORT", "0")
 
 pytest_plugins = ["tests.fixtures.spark", "tests.fixtures.postgres", "tests.fixtures.s3", "tests.fixtures.apps"]
 

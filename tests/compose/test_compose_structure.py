@@ -209,6 +209,13 @@ def test_default_port_published_on_loopback(services: Services, name: str) -> No
     )
 
 
+def test_query_api_publishes_its_flight_sql_port_on_loopback(services: Services) -> None:
+    from strata_shared.config import Settings
+
+    port = Settings.model_fields["flight_port"].default
+    assert ("127.0.0.1", port, port) in _published_ports(_service(services, "query-api"))
+
+
 @pytest.mark.parametrize("name", sorted(REQUIRED_SERVICES))
 def test_no_port_published_beyond_loopback(services: Services, name: str) -> None:
     for host_ip, published, target in _published_ports(_service(services, name)):
@@ -363,7 +370,8 @@ def test_dockerfile_syncs_the_locked_workspace_as_non_root() -> None:
     assert any("/app/.venv/bin" in line for line in instructions if line.startswith("ENV")), (
         ".venv not on PATH"
     )
-    assert "EXPOSE 8000-8003" in instructions
+    # The proxy, the three APIs, and query-api's Flight SQL.
+    assert "EXPOSE 8000-8004" in instructions
 
 
 def test_dockerignore_keeps_local_state_out_of_the_context() -> None:

@@ -58,6 +58,7 @@ def stack_env(tmp_path, pg_databases, spark_remote) -> dict[str, str]:
            "STRATA_PLANNER_PORT": str(free_port()),
            "STRATA_INDEXER_PORT": str(free_port()),
            "STRATA_QUERY_PORT": str(free_port()),
+           "STRATA_FLIGHT_PORT": str(_port_with_replica_port()),
            # The readiness check's own 3 s budget is a production knob; here the session's Spark server may be busy
            # with another test's job, and what this test checks is the flow, not how fast Spark answers.
            "STRATA_READINESS_TIMEOUT_SECS": "30"}
@@ -91,6 +92,7 @@ def test_up_quickstart_status_ingest_proxy_down(stack_env, tmp_path):
         status = _strata(stack_env, "status")
         assert status.returncode == 0, status.stdout + status.stderr
         assert status.stdout.count(" ready ") == 4
+        assert f"grpc://127.0.0.1:{stack_env['STRATA_FLIGHT_PORT']}" in status.stdout and " listening" in status.stdout
 
         ndjson = tmp_path / "rows.ndjson"
         ndjson.write_text(json.dumps({"metric_name": "cpu", "service": "a", "host": "h", "env": "prod",
@@ -134,6 +136,8 @@ def test_up_quickstart_status_ingest_proxy_down(stack_env, tmp_path):
         again = _strata(stack_env, "demo", "--windows", "1", "--rows-per-window", "5000", "--batches", "2",
                         timeout=600)
         assert again.returncode == 0 and again.stdout.count("pruning: ") == 5, again.stdout + again.stderr
+
+        _demo_over_flight_sql(stack_env, keys)
 
         _operator_commands(stack_env, tmp_path)
 
@@ -247,6 +251,34 @@ def _operator_commands(env: dict[str, str], tmp_path: Path) -> None:
             worker.wait()
 
 
+def _demo_over_flight_sql(env: dict[str, str], keys: dict) -> None:
+    """As the issue's user would: ADBC's Flight SQL driver on the stack's Flight port lists the query key's
+    indexes and answers the demo's queries as the proxy's HTTP API does."""
+    import adbc_driver_flightsql.dbapi as flight_sql
+    import pyarrow as pa
+
+    from strata_services.demo import demo_queries
+
+    key = _key(keys, "query")
+    with flight_sql.connect(f"grpc://127.0.0.1:{env['STRATA_FLIGHT_PORT']}", autocommit=True,
+                            db_kwargs={"adbc.flight.sql.authorization_header": f"Bearer {key}"}) as connection:
+        objects = connection.adbc_get_objects(depth="tables").read_all().to_pylist()
+        tables = {t["table_name"] for c in objects for s in c["catalog_db_schemas"] or []
+                  for t in s["db_schema_tables"] or []}
+        assert {"demo-metrics", "quickstart-metrics"} <= tables, objects
+        proxy = httpx.Client(base_url=f"http://127.0.0.1:{env['STRATA_PROXY_PORT']}", timeout=60,
+                             headers={"Authorization": f"Bearer {key}",
+                                      "Accept": "application/vnd.apache.arrow.stream"})
+        for title, sql in demo_queries(int(time.time())):
+            with connection.cursor() as cursor:
+                cursor.execute(sql)
+                over_flight = cursor.fetch_arrow_table()
+            response = proxy.post("/v1/query", json={"sql": sql})
+            assert response.status_code == 200, response.text
+            over_http = pa.ipc.open_stream(response.content).read_all()
+            assert over_flight.to_pylist() == over_http.to_pylist(), title
+
+
 def _port_with_replica_port() -> int:
     """A free port whose second replica's port (+ 10, local/stack.py) is free too."""
     while True:
@@ -289,10 +321,14 @@ def test_up_with_two_replicas_fronts_them_all_and_keeps_the_users_upstreams(stac
             assert processes[f"{api}-api"]["url"] == f"http://127.0.0.1:{port}"
             assert processes[f"{api}-api-2"]["url"] == f"http://127.0.0.1:{port + 10}"
             assert (Path(env["STRATA_HOME"]) / "logs" / f"{api}-api-2.log").exists()
+        flight_port = int(env["STRATA_FLIGHT_PORT"])
+        assert processes["query-api"]["flight_url"] == f"grpc://127.0.0.1:{flight_port}"
+        assert processes["query-api-2"]["flight_url"] == f"grpc://127.0.0.1:{flight_port + 10}"
 
         status = _strata(env, "status")
         assert status.returncode == 0, status.stdout + status.stderr
         assert status.stdout.count(" ready ") == 7, status.stdout
+        assert status.stdout.count(" listening") == 2, status.stdout
         assert "query-api-2" in status.stdout
 
         pools = httpx.get(f"http://127.0.0.1:{env['STRATA_PROXY_PORT']}/readyz", timeout=60).json()["upstreams"]

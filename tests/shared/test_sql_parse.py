@@ -263,6 +263,14 @@ def test_spark_sql_reads_the_view_and_keeps_qualifiers_working():
     assert "FROM `v` AS `l`" in spark(aliased, "v")
 
 
+@pytest.mark.parametrize("source", ["strata.indexes.logs", 'indexes."logs"', 'STRATA.Indexes.logs'])
+def test_an_index_qualified_as_the_catalog_lists_it_reads_the_index(source):
+    query = parse(f"SELECT {source.split('.')[-1]}.service FROM {source} WHERE status = 1")
+    assert query.index_id == "logs"
+    text = spark(query, "v")
+    assert "FROM `v` AS `logs`" in text and "indexes" not in text.lower()
+
+
 def test_spark_sql_is_repeatable():
     query = parse("SELECT * FROM logs WHERE text_match(msg, 'a')")
     assert query.sql_for("a", "spark") == query.sql_for("a", "spark")
@@ -324,6 +332,7 @@ def test_unterminated_comment_is_a_syntax_error():
 @pytest.mark.parametrize(("sql", "field", "message"), [
     ("SELECT * FROM metrics", "from", "unknown table 'metrics'"),
     ("SELECT * FROM db.logs", "from", "qualified table names"),
+    ("SELECT * FROM other.indexes.logs", "from", "qualified table names"),
     ("SELECT * FROM logs JOIN logs AS b ON logs.host = b.host", "from", "joins"),
     ("SELECT * FROM logs, logs AS b", "from", "joins"),
     ("SELECT * FROM (SELECT * FROM logs) AS s", "from", "subqueries"),

@@ -3,9 +3,12 @@ plans or on Spark for large ones, streamed results."""
 
 from __future__ import annotations
 
+import asyncio
+
 from fastapi import FastAPI
 
 from strata_query.execution.runtime import QueryRuntime
+from strata_query.flight.lifecycle import start_flight_server, stop_flight_server
 from strata_query.router import router as query_router
 from strata_query.service import QueryService
 from strata_query.shared_registry import SharedQueryRegistry
@@ -22,11 +25,14 @@ async def _install_service(app: FastAPI) -> None:
     registry = SharedQueryRegistry(state.sessions, SingleReads(state.settings.database_url, "strata-query-registry"),
                                    replica_id(), state.settings.query_timeout_secs)
     state.parts = QueryService(runtime, state.sessions, state.settings, registry)
+    app.state.flight = start_flight_server(state.settings, state.parts, state.api_keys, asyncio.get_running_loop())
 
 
 async def _close_service(app: FastAPI) -> None:
     state: AppState[QueryService] = app.state.strata
     service = state.own()
+    if (flight := getattr(app.state, "flight", None)) is not None:
+        await stop_flight_server(flight, state.settings.shutdown_timeout_secs)
     await service.close()
     service.runtime.close()
 

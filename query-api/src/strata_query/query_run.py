@@ -63,6 +63,11 @@ class QueryRun:
             elapsed_ms=round((time.perf_counter() - self._started) * 1000, 3),
             object_requests=self.meter.snapshot(), result_cache=self.result_cache)
 
+    def abandon(self) -> None:
+        """The door gives the result up unsent (a Flight SQL ticket never redeemed, or cancelled before it was):
+        the run is over, as a send that failed."""
+        self._on_served(self, False)
+
     @contextmanager
     def serving(self) -> Iterator[ResultStream]:
         """Send the result inside this: on leaving, the run is over, sent whole or not (an error, a client gone).

@@ -83,7 +83,8 @@ async def run_sql_query(request: QueryRequest, http: Request, service: Service, 
     not changed is answered from its kept result unless the request says `Cache-Control: no-cache` (run it, keep
     the new result) or `no-store` (run it, keep nothing)."""
     media = negotiate(http.headers.get("accept"))
-    run = await service.run(_call(request, principal, _result_cache_directives(http.headers.get("cache-control"))))
+    cache = ResultCacheDirectives.from_cache_control(http.headers.get("cache-control"))
+    run = await service.run(_call(request, principal, cache))
 
     def summary() -> dict:
         return ResultSummary(**asdict(run.summary())).model_dump()
@@ -102,15 +103,6 @@ async def run_sql_query(request: QueryRequest, http: Request, service: Service, 
         # the server would pull each chunk from a worker thread, hops that cost more than the serializing.
         return Response(b"".join(body()), media_type=media, headers=headers)
     return StreamingResponse(body(), media_type=media, headers=headers)
-
-
-def _result_cache_directives(cache_control: str | None) -> ResultCacheDirectives:
-    """The request's Cache-Control (RFC 9111: `no-cache` asks for an answer checked at the origin, here a run;
-    `no-store` asks that nothing of it be kept) as the result cache's directives."""
-    directives = {part.split("=", 1)[0].strip().lower() for part in (cache_control or "").split(",")}
-    if "no-store" in directives:
-        return ResultCacheDirectives(reuse=False, keep=False)
-    return ResultCacheDirectives(reuse="no-cache" not in directives, keep=True)
 
 
 @router.delete("/v1/query/{query_id}", status_code=202, responses=problem_responses(404))

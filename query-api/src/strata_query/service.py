@@ -6,6 +6,7 @@ asynchronously. Inputs and outputs are plain objects: a door translates its prot
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import Coroutine
@@ -13,6 +14,7 @@ from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any
 
+import pyarrow as pa
 from opentelemetry import trace
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from ulid import ULID
@@ -24,14 +26,16 @@ from strata_query.execution.result_stream import ResultStream
 from strata_query.execution.runtime import QueryRuntime
 from strata_query.execution.scan_request import ScanRequest, scan_request
 from strata_query.planning.plan import QueryPlan
-from strata_query.planning.planner import build_plan, table_of
+from strata_query.planning.planner import build_plan, query_schema, table_of
 from strata_query.query_cache import CachedPlan, CachedResult, cacheable, reuse
 from strata_query.query_run import QueryRun
 from strata_query.registry import AsyncPlan, QueryRegistry, RunningQuery, replica_stopped
 from strata_query.schemas import plan_out
 from strata_shared.config import Settings
+from strata_shared.domain.index_config import IndexSettings
 from strata_shared.errors import NotFound, StrataError, Unavailable
 from strata_shared.metastore.plan_state import live_index_state
+from strata_shared.metastore.repositories import IndexRepository
 from strata_shared.object_requests import Meter, metered
 from strata_shared.observability.context import annotate
 from strata_shared.web.problems import problem_of
@@ -65,6 +69,15 @@ class ResultCacheDirectives:
     # Cache this run's result.
     keep: bool = True
 
+    @classmethod
+    def from_cache_control(cls, cache_control: str | None) -> ResultCacheDirectives:
+        """A request's Cache-Control (RFC 9111: `no-cache` asks for an answer checked at the origin, here a run;
+        `no-store` asks that nothing of it be kept), an HTTP header or a Flight call header alike."""
+        directives = {part.split("=", 1)[0].strip().lower() for part in (cache_control or "").split(",")}
+        if "no-store" in directives:
+            return cls(reuse=False, keep=False)
+        return cls(reuse="no-cache" not in directives, keep=True)
+
 
 @dataclass(frozen=True, slots=True)
 class QueryCall:
@@ -78,6 +91,14 @@ class QueryCall:
     max_rows: int | None = None
     timeout_secs: float | None = None
     result_cache: ResultCacheDirectives = field(default_factory=ResultCacheDirectives)
+
+
+@dataclass(frozen=True, slots=True)
+class IndexTable:
+    """An index as a query sees it: the name to query it by and the columns it has."""
+
+    index_id: str
+    schema: pa.Schema
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,10 +148,15 @@ class QueryService:
                 planned, _ = await self._plan(call)
         return planned
 
+    def check(self, sql: str) -> None:
+        """Refuses SQL that does not parse (with its position), before anything is planned: what a handle to a
+        query later planned (an asynchronous plan, a prepared statement) checks when it is handed out."""
+        _parses(sql)
+
     async def submit_plan(self, call: QueryCall) -> AsyncPlan:
         """Starts planning in the background and returns its record to poll. SQL that does not parse is refused
         here, before a plan id is handed out."""
-        table_of(call.sql)
+        self.check(call.sql)
         entry = AsyncPlan(str(ULID()), call.tenant)
         await self.registry.add_plan(entry)
         task = asyncio.create_task(self._plan_in_background(entry, call), name=f"plan-{entry.plan_id}")
@@ -235,6 +261,15 @@ class QueryService:
         runtime.metrics.plan_cache.labels("hit").inc()
         plan.planning_ms = round((time.perf_counter() - started) * 1000, 3)
         return plan, cached
+
+    # --- catalog ---------------------------------------------------------------------------------------------
+
+    async def tables(self, tenant: str | None) -> list[IndexTable]:
+        """The indexes a caller can query and find rows in: a tenant's are those holding published files of its
+        partition (another tenant's index is not listed; queried, it answers no rows), an admin's all of them."""
+        async with self.sessions() as session:
+            rows = await IndexRepository(session).holding_partition(tenant)
+        return [IndexTable(row.index_id, query_schema(IndexSettings.model_validate(row.config))) for row in rows]
 
     # --- queries ---------------------------------------------------------------------------------------------
 
@@ -411,6 +446,13 @@ def _interrupt_until_reached(running: RunningQuery) -> None:
     deadline = time.monotonic() + CANCEL_RETRY_SECS
     while not running.engine.interrupt(running.query_id) and running.opening and time.monotonic() < deadline:
         time.sleep(0.1)
+
+
+@functools.lru_cache(maxsize=1024)
+def _parses(sql: str) -> str:
+    """`table_of`, remembered for SQL that parses (an error is raised again each time): ADBC prepares every
+    statement it runs, and a dashboard's statements repeat, so its parse is not paid twice per query."""
+    return table_of(sql)
 
 
 def _nothing() -> None:

@@ -9,6 +9,7 @@ import json
 import logging
 import os
 import signal
+import socket
 import sys
 import threading
 import time
@@ -128,6 +129,9 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
     print(f"stack supervisor: {supervisor}")
     # Every process of the running stack (each replica of each API), else where each one is by default.
     processes = [(p["label"], p["url"]) for p in state.get("processes", [])] if state else []
+    # query-api's Flight SQL door, under each query-api process.
+    flight_urls = ({p["label"]: p["flight_url"] for p in state.get("processes", []) if p.get("flight_url")}
+                   if state else {"query-api": f"grpc://{settings.host}:{settings.flight_port}"})
     for label, url in processes or [(name, api_url(settings, name)) for name in SERVABLE]:
         try:
             # As long as the API's own checks may take, plus the way there and back (the proxy's asks each
@@ -139,7 +143,21 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
             ready, detail = False, f"unreachable ({type(exc).__name__})"
         all_ready &= ready
         print(f"  {label:<14} {url:<24} {'ready' if ready else 'NOT READY'}  {detail}")
+        if (flight_url := flight_urls.get(label)) is not None:
+            listening = _listening(flight_url)
+            all_ready &= listening
+            print(f"  {'  flight sql':<14} {flight_url:<24} {'listening' if listening else 'NOT LISTENING'}")
     return 0 if all_ready else 1
+
+
+def _listening(url: str) -> bool:
+    """Whether a gRPC URL's port accepts connections (a Flight SQL server answers only gRPC, not /readyz)."""
+    host, _, port = url.removeprefix("grpc://").rpartition(":")
+    try:
+        with socket.create_connection((host, int(port)), timeout=2):
+            return True
+    except (OSError, ValueError):
+        return False
 
 
 def _readiness_detail(body: dict) -> str:
@@ -171,10 +189,22 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
         from strata_services.proxy.app import create_proxy_app as create_app
     port = args.port or {"planner-api": settings.planner_port, "indexer-api": settings.indexer_port,
                          "query-api": settings.query_port, "proxy": settings.proxy_port}[args.name]
+    host = args.host or settings.host
+    if args.name == "query-api":
+        # Its Flight SQL server listens on the interface its HTTP server does.
+        settings = settings.model_copy(update={"host": host})
     try:
-        serve(create_app(settings), args.host or settings.host, port, settings)
+        serve(create_app(settings), host, port, settings)
     finally:
         shutdown_tracing()
+    if args.name == "query-api":
+        # Everything is closed by now (the lifespan ran, spans were exported). pyarrow's Flight server keeps C++
+        # objects and threads into the interpreter's teardown, where DuckDB's bindings then print "leaked"
+        # reports into the JSON log: the process ends here instead, its output flushed.
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
     return 0
 
 

@@ -38,6 +38,9 @@ class Settings(BaseSettings):
     planner_port: int = 8001
     indexer_port: int = 8002
     query_port: int = 8003
+    # query-api's Arrow Flight SQL server (ADBC/JDBC drivers, notebooks, Grafana), in query-api's process beside its
+    # HTTP port; replica i listens on this + 10 * i, as the HTTP ports do. 0 picks a free port (tests).
+    flight_port: int = 8004
     spark_port: int = 15002
     # The replicas of each API behind the proxy, as comma-separated base URLs (`upstream_urls`). planner-api's and
     # indexer-api's also take a single URL (`*_URL`, one replica); unset, each API's host and port.

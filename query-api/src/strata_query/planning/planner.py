@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 
+import pyarrow as pa
 from opentelemetry import trace
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlglot import exp
@@ -21,7 +22,7 @@ from strata_query.planning.candidates import CandidateQuery, MetastoreCandidates
 from strata_query.planning.cascade import CascadeContext, CascadeResult, run_cascade
 from strata_query.planning.plan import PlannedTimeRange, QueryPlan
 from strata_query.planning.stages import CASCADE
-from strata_shared.domain.fields import FieldType
+from strata_shared.domain.fields import FieldType, arrow_schema
 from strata_shared.domain.index_config import IndexSettings
 from strata_shared.errors import InvalidInput, NotFound
 from strata_shared.metastore.delete_repository import DeleteRepository
@@ -50,6 +51,11 @@ def table_of(sql: str, statements: list[exp.Expression | None] | None = None) ->
     if len(tables) != 1:
         raise QueryValidationError("a query reads exactly one index, named as its table", "from")
     return tables.pop()
+
+
+def query_schema(settings: IndexSettings) -> pa.Schema:
+    """The columns a query of the index can name, as Arrow types: what a catalog listing shows of it."""
+    return arrow_schema((f.name, f.type) for f in with_partition_column(settings).fields)
 
 
 def _split_seconds(ranges: TimeRanges, is_seconds: bool) -> TimeRanges:

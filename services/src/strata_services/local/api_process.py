@@ -20,18 +20,24 @@ class ApiProcess:
     (`query-api`, `query-api-2`, ...: `strata_services.local.stack.replica_label`), in logs, state and status."""
 
     def __init__(self, name: str, host: str, port: int, env: dict[str, str], log_dir: Path,
-                 label: str | None = None) -> None:
+                 label: str | None = None, flight_port: int | None = None) -> None:
         self.name = name
         self.label = label or name
         self.host = host
         self.port = port
-        self.env = env
+        # query-api's Arrow Flight SQL port, beside its HTTP one.
+        self.flight_port = flight_port
+        self.env = env if flight_port is None else {**env, "STRATA_FLIGHT_PORT": str(flight_port)}
         self.log_path = log_dir / f"{self.label}.log"
         self._proc: subprocess.Popen[bytes] | None = None
 
     @property
     def url(self) -> str:
         return f"http://{self.host}:{self.port}"
+
+    @property
+    def flight_url(self) -> str | None:
+        return None if self.flight_port is None else f"grpc://{self.host}:{self.flight_port}"
 
     @property
     def pid(self) -> int | None:

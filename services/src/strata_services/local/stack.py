@@ -25,7 +25,8 @@ from strata_shared.metastore import migrate
 log = logging.getLogger("strata.stack")
 STATE_FILE = "stack.json"
 # Replica i (from 0) of an API listens on the API's port + 10 * i: 8001, 8011, 8021 for planner-api, 8002, 8012
-# for indexer-api, 8003, 8013 for query-api, clear of each other's for up to ten replicas.
+# for indexer-api, 8003, 8013 for query-api (and 8004, 8014 for its Flight SQL), clear of each other's for up to ten
+# replicas.
 REPLICA_PORT_STRIDE = 10
 # The proxy's environment variable naming each API's replicas.
 _UPSTREAM_VARIABLES = {"planner-api": "STRATA_PLANNER_UPSTREAMS", "indexer-api": "STRATA_INDEXER_UPSTREAMS",
@@ -36,6 +37,14 @@ def replica_label(api: str, replica: int) -> str:
     """The first replica carries the API's name, the others a number (`query-api`, `query-api-2`), as the
     services of compose.yaml do."""
     return api if replica == 0 else f"{api}-{replica + 1}"
+
+
+def _flight_port(settings: Settings, api: str, replica: int) -> int | None:
+    """query-api's replica i serves Flight SQL on STRATA_FLIGHT_PORT + 10 * i, as its HTTP port is offset. None
+    for the other APIs, and when the setting is 0 (each replica picks a free port, known only to itself)."""
+    if api != "query-api" or not settings.flight_port:
+        return None
+    return settings.flight_port + REPLICA_PORT_STRIDE * replica
 
 
 def _user_upstreams(settings: Settings, api: str) -> str | None:
@@ -84,7 +93,7 @@ class LocalStack:
         s = self.settings
         base_ports = {"planner-api": s.planner_port, "indexer-api": s.indexer_port, "query-api": s.query_port}
         replicas = [ApiProcess(api, s.host, base_ports[api] + REPLICA_PORT_STRIDE * i, env, self.home / "logs",
-                               replica_label(api, i))
+                               replica_label(api, i), flight_port=_flight_port(s, api, i))
                     for api in APIS for i in range(self.replicas)]
         # The proxy fronts every replica, unless the user named an API's upstreams: then those, as they are.
         proxy_env = {**env, **{_UPSTREAM_VARIABLES[api]: ",".join(r.url for r in replicas if r.name == api)
@@ -129,6 +138,7 @@ class LocalStack:
 
     def urls(self) -> dict[str, str]:
         urls = {api.label: api.url for api in self.apis}
+        urls.update({f"{api.label} flight sql": api.flight_url for api in self.apis if api.flight_url})
         urls["spark-connect"] = self.spark_remote
         urls["postgresql"] = self.database_url.split("@")[-1] if "@" in self.database_url else self.database_url
         return urls
@@ -138,8 +148,8 @@ class LocalStack:
         # process, which `strata status` asks and `strata down` waits for.
         state = {"pid": os.getpid(), "urls": self.urls(), "storage": self.settings.resolved_storage_uri,
                  "keys": self.keys_source, "replicas": self.replicas,
-                 "processes": [{"label": api.label, "serves": api.name, "url": api.url, "pid": api.pid}
-                               for api in self.apis]}
+                 "processes": [{"label": api.label, "serves": api.name, "url": api.url, "pid": api.pid,
+                                "flight_url": api.flight_url} for api in self.apis]}
         (self.home / STATE_FILE).write_text(json.dumps(state, indent=2))
 
     def wait(self, stop_event: threading.Event) -> str:

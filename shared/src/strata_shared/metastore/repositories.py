@@ -66,6 +66,16 @@ class IndexRepository:
         stmt = stmt.order_by(IndexRow.index_id).limit(limit)
         return (await self.session.execute(stmt)).scalars().all()
 
+    async def holding_partition(self, partition_id: str | None) -> Sequence[IndexRow]:
+        """The live indexes, by name, that hold published files of `partition_id` (a tenant's own); every live
+        index when None. Read from the trigger-kept published totals: one indexed lookup, never the splits."""
+        stmt = select(IndexRow).where(IndexRow.deleted_at.is_(None))
+        if partition_id is not None:
+            held = select(PublishedTotalsRow.index_uid).where(PublishedTotalsRow.partition_id == partition_id,
+                                                              PublishedTotalsRow.files > 0)
+            stmt = stmt.where(IndexRow.index_uid.in_(held))
+        return (await self.session.execute(stmt.order_by(IndexRow.index_id))).scalars().all()
+
     async def add(self, row: IndexRow) -> None:
         self.session.add(row)
         await self.session.flush()

@@ -32,6 +32,10 @@ _CLAUSES = {"expressions": "select", "distinct": "select", "from_": "from", "whe
 # Clauses where a name may be an alias of the select list rather than a column.
 _ALIAS_CLAUSES = {"group by", "having", "order by"}
 
+# Where the indexes are listed (Flight SQL's GetCatalogs and GetDbSchemas): a query may name an index qualified so.
+INDEX_CATALOG = "strata"
+INDEX_SCHEMA = "indexes"
+
 
 @dataclass(frozen=True, slots=True)
 class Resolution:
@@ -81,15 +85,25 @@ def _check_shape(select: exp.Select, index_id: str) -> str:
         raise QueryValidationError("subqueries are not supported: query the index directly", "from")
     if not isinstance(table, exp.Table) or not isinstance(table.this, exp.Identifier):
         raise QueryValidationError(f"FROM must name the index {index_id!r}", "from")
-    if table.args.get("db") or table.args.get("catalog"):
-        raise QueryValidationError(f"qualified table names are not supported: use FROM {index_id}", "from")
+    if not _qualified_as_listed(table):
+        raise QueryValidationError(f"qualified table names are {INDEX_CATALOG}.{INDEX_SCHEMA}.<index> or "
+                                   f"{INDEX_SCHEMA}.<index>: use FROM {index_id}", "from")
     for key, value in table.args.items():
-        if value and key not in ("this", "alias"):
+        if value and key not in ("this", "alias", "db", "catalog"):
             raise QueryValidationError(f"{key.upper()} on the table is not supported", "from")
     if table.name.lower() != index_id.lower():
         raise QueryValidationError(f"unknown table {table.name!r}: this query can only read index {index_id!r}",
                                    "from")
     return table.alias or table.name
+
+
+def _qualified_as_listed(table: exp.Table) -> bool:
+    """An index named alone, or qualified as the Flight SQL catalog lists it (workbenches write the names they
+    list): `indexes.<index>`, `strata.indexes.<index>`."""
+    db, catalog = table.args.get("db"), table.args.get("catalog")
+    if db is None:
+        return catalog is None
+    return db.name.lower() == INDEX_SCHEMA and (catalog is None or catalog.name.lower() == INDEX_CATALOG)
 
 
 def clause_of(node: exp.Expression, select: exp.Select) -> str:

@@ -113,17 +113,23 @@ async def presented_key(
     return bearer.credentials if bearer is not None else api_key
 
 
+def authorize(api_keys: ApiKeyRegistry, key: str | None, scopes: tuple[Scope, ...]) -> Principal:
+    """The principal of `key`, which must hold one of `scopes` (admin holds them all): every door's check (the HTTP
+    dependency below, query-api's Flight SQL server)."""
+    principal = api_keys.authenticate(key)
+    if not any(principal.allows(s) for s in scopes):
+        if len(scopes) == 1:
+            raise Forbidden(f"this operation needs the {scopes[0]} scope")
+        raise Forbidden("this operation needs one of the scopes: " + ", ".join(scopes))
+    return principal
+
+
 def require_any(*scopes: Scope):
     """FastAPI dependency: the caller's principal, which must hold one of `scopes` (admin holds them all). The
     scopes ride on the dependency so the OpenAPI document can name them on each operation."""
 
     async def dependency(request: Request, key: Annotated[str | None, Security(presented_key)]) -> Principal:
-        principal = request.app.state.strata.api_keys.authenticate(key)
-        if not any(principal.allows(s) for s in scopes):
-            if len(scopes) == 1:
-                raise Forbidden(f"this operation needs the {scopes[0]} scope")
-            raise Forbidden("this operation needs one of the scopes: " + ", ".join(scopes))
-        return principal
+        return authorize(request.app.state.strata.api_keys, key, scopes)
 
     dependency.__name__ = "require_" + "_or_".join(scopes)
     dependency.required_scopes = scopes

@@ -78,6 +78,17 @@ def problem_response(status: int, slug: str, title: str, detail: str, instance: 
                         media_type=PROBLEM_MEDIA_TYPE, headers=headers)
 
 
+def database_problem(exc: BaseException) -> StrataError | None:
+    """The 503 a lost PostgreSQL connection or an exhausted pool is answered with, on any door; None for any other
+    error (a defect)."""
+    if isinstance(exc, PoolTimeout):
+        return DatabaseUnavailable("no PostgreSQL connection became free in time: the API is overloaded",
+                                   headers={"Retry-After": "1"})
+    if isinstance(exc, DBAPIError) and exc.connection_invalidated:
+        return DatabaseUnavailable(f"the connection to PostgreSQL was lost: {str(exc.orig).strip()[:300]}")
+    return None
+
+
 def _location(loc: tuple[Any, ...]) -> str:
     parts = [str(p) for p in loc]
     if parts and parts[0] in ("body", "query", "path", "header"):
@@ -114,18 +125,13 @@ def install_problem_handlers(app: FastAPI) -> None:
         return problem_response(422, "invalid-input", "Invalid input", detail, request.url.path, errors)
 
     @app.exception_handler(DBAPIError)
-    async def _database(request: Request, exc: DBAPIError) -> JSONResponse:
-        if not exc.connection_invalidated:
-            return await _internal_error(request, exc)
-        return problem_response(503, DatabaseUnavailable.slug, DatabaseUnavailable.title,
-                                f"the connection to PostgreSQL was lost: {str(exc.orig).strip()[:300]}",
-                                request.url.path)
-
     @app.exception_handler(PoolTimeout)
-    async def _pool_exhausted(request: Request, exc: PoolTimeout) -> JSONResponse:
-        return problem_response(503, DatabaseUnavailable.slug, DatabaseUnavailable.title,
-                                "no PostgreSQL connection became free in time: the API is overloaded",
-                                request.url.path, headers={"Retry-After": "1"})
+    async def _database(request: Request, exc: DBAPIError | PoolTimeout) -> JSONResponse:
+        problem = database_problem(exc)
+        if problem is None:
+            return await _internal_error(request, exc)
+        return problem_response(problem.status, problem.slug, problem.title, problem.detail, request.url.path,
+                                headers=problem.headers)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
