@@ -1,8 +1,9 @@
 """Row-level deletes end to end, on PostgreSQL and Spark: accepted through the API, invisible to queries at once
 on both engines (EXPLAIN names them), rewritten by fenced compaction jobs of kind `rewrite` on Spark, receipted
 and verified; rows ingested after the delete untouched; a merge planned before the delete never publishes the
-deleted rows back (DL-4); a rewrite whose worker vanished converges to the same result under a new token (DL-5);
-tenancy; bad conditions refused with their position."""
+deleted rows back (DL-4); a rewrite whose worker lost power after writing its output, before reporting, converges
+to the same result under a new token (DL-5); ingestion and compaction running during the delete; tenancy; bad
+conditions refused with their position."""
 
 from __future__ import annotations
 
@@ -273,3 +274,58 @@ async def test_metrics_count_deletes_waiting_and_the_oldest_age(indexer, planner
     assert registry.get_sample_value("strata_deletes", {"status": "pending"}) == pending_before + 1
     assert registry.get_sample_value("strata_delete_oldest_pending_age_seconds") >= 30
     assert "strata_delete_rows_removed" in generate_latest(registry).decode()
+
+
+async def test_a_delete_while_ingestion_and_compaction_run_removes_exactly_the_rows_it_covers(
+        indexer, planner, query, keys, runner):
+    """Writers never stop: while the delete's rewrites run, new splits keep arriving in the same window and the same
+    runner merges them (and, once rewritten, the rewritten splits with them). The delete removes exactly the rows of
+    the splits published before it; every row ingested after it stays, merged or not; nothing is lost or doubled."""
+    index_id = await create_index(indexer, keys)
+    window = open_window()
+    covered, later = (21, 22, 23, 24), (31, 32, 33, 34, 35, 36)
+    for seed in covered:
+        await ingest_split(indexer, keys, index_id, window, 200, seed=seed)
+    removed = sum(_matching(200, window, seed) for seed in covered)
+    accepted = await _delete(planner, keys, index_id, {"where": DELETED})
+    assert accepted.status_code == 202, accepted.text
+    delete_id = accepted.json()["delete_id"]
+
+    async def write() -> None:
+        for seed in later:
+            await ingest_split(indexer, keys, index_id, window, 200, seed=seed)
+            await asyncio.sleep(0.3)
+
+    writing = asyncio.create_task(write())
+    done = await _run_until_done(planner, keys, runner, index_id, delete_id)
+    await writing
+    assert done["status"] == "succeeded", done
+    assert done["receipt"]["rows_removed"] == removed
+    # Compaction goes on after the delete: final merges of the window until no job is left.
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 300
+    while True:
+        trigger = await planner.post(f"/v1/indexes/{index_id}/compaction/trigger", json={"final": True},
+                                     headers=keys.header(keys.admin))
+        assert trigger.status_code == 200, trigger.text
+        live = (await planner.get("/v1/compaction/jobs", headers=keys.header(keys.worker),
+                                  params={"index_id": index_id, "status": ["unassigned", "in_progress"]})).json()
+        if not trigger.json()["operations"] and not live["jobs"]:
+            break
+        assert loop.time() < deadline, live
+        await runner.step()
+        await asyncio.sleep(0.2)
+    jobs = (await planner.get("/v1/compaction/jobs", headers=keys.header(keys.worker),
+                              params={"index_id": index_id, "limit": 1000})).json()["jobs"]
+    assert {j["kind"] for j in jobs if j["status"] == "success"} >= {"rewrite"}
+    assert len([j for j in jobs if j["status"] == "success"]) > len(covered), "merges ran beside the rewrites"
+
+    total = 200 * (len(covered) + len(later))
+    later_matching = sum(_matching(200, window, seed) for seed in later)
+    for engine in ENGINES:
+        assert await _count(query, keys, index_id, "TRUE", engine) == total - removed
+        assert await _count(query, keys, index_id, DELETED, engine) == later_matching
+    verified = (await planner.get(f"/v1/indexes/{index_id}/deletes/{delete_id}/verify",
+                                  headers=keys.header(keys.admin))).json()
+    assert verified["verified"] is True
+    assert all(s["published_after_delete"] for s in verified["splits_with_matches"]), verified
