@@ -115,6 +115,9 @@ class CompactionRepository:
         """A job rewriting one covered split without the rows its oldest delete matches: a compaction job of
         kind `rewrite`, leased, fenced and published like a merge. None when a live job claimed the split first."""
         split = claim.split
+        deletes = DeleteRepository(self.session)
+        if await deletes.lock_in_progress(claim.delete_id) is None:
+            return None  # cancelled since the claim was read
         job_id = str(ULID())
         try:
             async with self.session.begin_nested():
@@ -132,7 +135,7 @@ class CompactionRepository:
                 await self.session.flush()
         except IntegrityError:
             return None
-        await DeleteRepository(self.session).mark_rewriting(claim.delete_id, split.split_id, job_id, now)
+        await deletes.mark_rewriting(claim.delete_id, split.split_id, job_id, now)
         return job_id
 
     # --- queue ----------------------------------------------------------------------------------------------
@@ -194,13 +197,13 @@ class CompactionRepository:
 
     # --- operator actions -----------------------------------------------------------------------------------
 
-    async def cancel(self, job_id: str, now: datetime) -> CompactionJobRow | None:
+    async def cancel(self, job_id: str, now: datetime, stage: str = "cancelled") -> CompactionJobRow | None:
         """Cancel a job (InvalidTransition if it already ended): its inputs are released and its window is
         looked at again by the next planner pass."""
         job = await self.queue.get(job_id, for_update=True)
         if job is None:
             return None
-        self.queue.cancel(job, now)
+        self.queue.cancel(job, now, stage)
         await self._release(job.job_id)
         await CompactionWindowRepository(self.session).mark_changed(
             {(job.index_uid, job.window_duration_secs, job.window_start)})
