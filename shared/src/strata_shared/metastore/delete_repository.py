@@ -148,8 +148,14 @@ class DeleteRepository:
                                       CompactionJobInputRow.live))
         published = exists().where(and_(SplitRow.split_id == DeleteSplitRow.split_id,
                                         SplitRow.state == SplitState.PUBLISHED))
+        where = (DeleteSplitRow.state == "pending", ~published, ~claimed)
+        # Their deletes' rows first, in id order, as a cancel and a rewrite job's creation lock them: a cancel
+        # locks the delete, then its coverage, and this would otherwise lock in the other order.
+        await self.session.execute(
+            select(DeleteRow.delete_id).where(DeleteRow.delete_id.in_(select(DeleteSplitRow.delete_id).where(*where)))
+            .order_by(DeleteRow.delete_id).with_for_update())
         gone = (await self.session.execute(
-            update(DeleteSplitRow).where(DeleteSplitRow.state == "pending", ~published, ~claimed)
+            update(DeleteSplitRow).where(*where)
             .values(state="merged", finished_at=now).returning(DeleteSplitRow.delete_id))).scalars().all()
         await self._finish_if_done(gone, now)
         return len(gone)
