@@ -16,6 +16,7 @@ from strata_planner.deletes.service import (
     verify_delete,
 )
 from strata_shared.domain.wire_types import IndexId, Ulid
+from strata_shared.metastore.conflicts import retrying_conflicts
 from strata_shared.web.auth import Principal, Scope, require_any
 from strata_shared.web.deps import Session, State
 from strata_shared.web.problems import problem_responses
@@ -55,8 +56,12 @@ async def cancel_index_delete(index_id: IndexId, delete_id: Ulid, session: Sessi
     """Cancel a delete none of whose rewrites has published yet: its rows are visible to queries again and its
     rewrite jobs are cancelled (a late report of one is refused). Once a rewrite has published, the rows it
     removed are gone: 409. A cancelled delete is answered as it is."""
-    delete = await get_delete(session, index_id, delete_id, principal)
-    return await cancel_delete(session, delete, state.clock())
+    async def attempt() -> DeleteOut:
+        delete = await get_delete(session, index_id, delete_id, principal)
+        return await cancel_delete(session, delete, state.clock())
+    # A rewrite job created and published between the cancel's first read of its jobs and its locks can deadlock
+    # with it; PostgreSQL aborts one of the two, and the cancel, run again, sees the publish (409) or wins.
+    return await retrying_conflicts(session, attempt)
 
 
 @router.get("/v1/indexes/{index_id}/deletes/{delete_id}/verify", response_model=DeleteVerification,
