@@ -18,7 +18,6 @@ import contextlib
 import os
 import statistics
 import time
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -33,24 +32,6 @@ from bench.bench_engines import (
 )
 from bench.bench_query import api_child, api_keys, child_env
 from bench.harness import Stack
-
-
-@contextlib.contextmanager
-def _query_api(python: str | None, env: dict[str, str], log_dir: Path):
-    """query-api served by `python` (another checkout's interpreter), else by this one."""
-    if python is None:
-        with api_child("query-api", env, log_dir) as process:
-            yield process
-        return
-    import strata_services.local.api_process as api_process
-
-    original = api_process.sys.executable
-    api_process.sys.executable = python
-    try:
-        with api_child("query-api", env, log_dir) as process:
-            yield process
-    finally:
-        api_process.sys.executable = original
 
 
 def _uptime() -> str:
@@ -100,7 +81,7 @@ def main() -> None:
         for label, python in variants:
             flight_port = free_port()
             env = child_env(url, storage_root, stack.path(f"home-{label}"), STRATA_FLIGHT_PORT=str(flight_port))
-            query_api = servers.enter_context(_query_api(python, env, stack.path(f"logs-{label}")))
+            query_api = servers.enter_context(api_child("query-api", env, stack.path(f"logs-{label}"), python))
             proxy_env = child_env(url, storage_root, stack.path(f"home-{label}-proxy"),
                                   STRATA_QUERY_UPSTREAMS=query_api.url, STRATA_PROXY_RATE_PER_SEC="1000",
                                   STRATA_PROXY_BURST="1000")
