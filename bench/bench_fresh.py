@@ -7,7 +7,9 @@ interpreter over the same metastore and files, and timed in the same loop: befor
     .tools/bin/uv run --group bench python -m bench.bench_fresh [--runs 30] \
         [--baseline-python /work/main/.venv/bin/python] [--hold 60]
 
-`--hold N` keeps the servers up N seconds after the runs, printing their pids (to sample them with py-spy).
+`--hold N` keeps the servers up N seconds after the runs, printing their pids. `--profile FILE` samples this
+checkout's query-api with py-spy (raw collapsed stacks, every thread) while one door runs the first query back to
+back: add `--with py-spy` to the command (py-spy is not a project dependency).
 Printed only: docs/benchmarks.md's section "Arrow Flight SQL beside HTTP" quotes it by hand.
 """
 
