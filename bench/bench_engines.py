@@ -540,7 +540,8 @@ HEAVY_ROWS = 16_000_000
 
 def run(stack, *, rows: int, runs: int, spark_runs: int, merge_rows: int = 4_000_000,
         parts: tuple[str, ...] = PARTS, heavy_total: int = HEAVY_ROWS,
-        demo_rows_per_window: int = DEMO_ROWS_PER_WINDOW, spark_niceness: int | None = None) -> dict[str, Any]:
+        demo_rows_per_window: int = DEMO_ROWS_PER_WINDOW, spark_niceness: int | None = None,
+        query_api_python: str | None = None) -> dict[str, Any]:
     from strata_services.local.processes import free_port
     from strata_services.local.spark_server import LocalSparkConnectServer
     from strata_shared.config import Settings
@@ -582,7 +583,7 @@ def run(stack, *, rows: int, runs: int, spark_runs: int, merge_rows: int = 4_000
                         STRATA_FLIGHT_PORT=str(flight_port))
         flight_url = f"grpc://127.0.0.1:{flight_port}"
         # Queries run as tenant "default" (the ingested dataset), so the quiet tenant's rows stay out of them.
-        with api_child("query-api", env, stack.path("logs-engines")) as query_api:
+        with api_child("query-api", env, stack.path("logs-engines"), query_api_python) as query_api:
             proxy_env = child_env(url, storage_root, stack.path("home-engines-proxy"),
                                   STRATA_QUERY_UPSTREAMS=query_api.url, STRATA_PROXY_RATE_PER_SEC="1000",
                                   STRATA_PROXY_BURST="1000")
@@ -790,6 +791,9 @@ def main() -> None:
     parser.add_argument("--no-spark", action="store_true",
                         help="no Spark server: only the parts that need none (demo, end_to_end without its Spark "
                              "column); printed only")
+    parser.add_argument("--query-api-python", default=None,
+                        help="serve query-api from another checkout's interpreter (its code), the rest from this "
+                             "one: a baseline for a change, run back to back; printed only")
     parser.add_argument("--spark-nice", type=int, default=None,
                         help="the Spark server's niceness instead of LocalSparkConnectServer's (SPARK_NICENESS)")
     args = parser.parse_args()
@@ -801,8 +805,9 @@ def main() -> None:
         stack, rows=240_000 if quick else 3_000_000, runs=3 if quick else 20,
         spark_runs=0 if args.no_spark else 1 if quick else 3,
         merge_rows=400_000 if quick else 4_000_000, parts=parts,
-        heavy_total=1_000_000 if quick else HEAVY_ROWS, spark_niceness=args.spark_nice))},
-        write=not (quick or args.part or args.no_spark))
+        heavy_total=1_000_000 if quick else HEAVY_ROWS, spark_niceness=args.spark_nice,
+        query_api_python=args.query_api_python))},
+        write=not (quick or args.part or args.no_spark or args.query_api_python))
 
 
 if __name__ == "__main__":

@@ -124,13 +124,14 @@ def latency_summary(values: list[float]) -> dict[str, Any]:
 
 
 @contextmanager
-def api_child(name: str, env: dict[str, str], log_dir: Path) -> Iterator[Any]:
+def api_child(name: str, env: dict[str, str], log_dir: Path, python: str | None = None) -> Iterator[Any]:
     """`strata serve NAME` on a free port of 127.0.0.1, bound to this process (PR_SET_PDEATHSIG) and stopped
-    (its whole process group) on the way out, whatever happens."""
+    (its whole process group) on the way out, whatever happens. `python`: another checkout's interpreter to serve
+    it from (its own code), to time a change against a baseline in one run."""
     from strata_services.local.api_process import ApiProcess
     from strata_services.local.processes import free_port
 
-    process = ApiProcess(name, "127.0.0.1", free_port(), env, log_dir)
+    process = ApiProcess(name, "127.0.0.1", free_port(), env, log_dir, python=python)
     # Only `env` configures the child: ApiProcess passes this process's environment on, so STRATA_* of the
     # calling shell are held back while it starts (the spawn is synchronous).
     held = {k: os.environ.pop(k) for k in [k for k in os.environ if k.startswith("STRATA_")]}

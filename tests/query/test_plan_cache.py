@@ -4,6 +4,7 @@ plan on the default lookback is reused only while the clock's move cannot change
 
 from __future__ import annotations
 
+import asyncio
 import re
 
 import pytest
@@ -95,6 +96,67 @@ async def test_a_settings_change_or_a_new_incarnation_plans_again(query, indexer
     assert await _count(query, keys, sql) == (0, "0")
     await ingest(indexer, keys, index_id, rows_for(window, 100, seed=4))
     assert (await _count(query, keys, sql))[0] == 100
+
+
+def _ahead(metrics: str, outcome: str) -> float:
+    found = re.search(rf'strata_query_run_ahead_total{{outcome="{outcome}"}} ([0-9.e+]+)', metrics)
+    return float(found.group(1)) if found else 0.0
+
+
+async def _fresh_count(query, keys, sql: str) -> tuple[int, str, dict[str, float]]:
+    """A fresh run's count and files, and how many runs ahead were used and abandoned so far."""
+    response = await query.post("/v1/query", json={"sql": sql}, headers={
+        **keys.header(keys.admin), "Accept": "application/json", "Cache-Control": "no-cache"})
+    assert response.status_code == 200, response.text
+    metrics = (await query.get("/metrics")).text
+    return (response.json()["rows"][0]["n"], response.headers["x-strata-files-scanned"],
+            {o: _ahead(metrics, o) for o in ("used", "abandoned")})
+
+
+async def _nothing_left_running(query) -> None:
+    """An abandoned run leaves no engine cursor and no running query behind once its task has ended."""
+    service = query.app.state.strata.own()
+    for _ in range(100):
+        if not service.runtime.local._cursors and not service.registry.running_queries:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"left running: {service.runtime.local._cursors}, {service.registry.running_queries}")
+
+
+async def test_a_fresh_run_started_ahead_of_its_plan_check_answers_only_if_the_kept_plan_held(
+        query, indexer, keys, index_id, storage):
+    """A fresh query on a kept plan starts running before the plan's check (its engine time overlaps the check's
+    round trip). Held: that run answers. Stale: it is abandoned, even when its files are gone by then (replaced
+    and collected), and the answer is the fresh plan's."""
+    window = open_window() - 1800
+    await ingest(indexer, keys, index_id, rows_for(window, 500, seed=1))
+    sql = f'SELECT count(*) AS n FROM "{index_id}" WHERE timestamp_secs >= {window - 3600}'
+    n, files, first = await _fresh_count(query, keys, sql)
+    assert (n, files) == (500, "1")
+    n, files, held = await _fresh_count(query, keys, sql)
+    assert (n, files) == (500, "1")
+    assert held["used"] - first["used"] == 1 and held["abandoned"] == first["abandoned"]
+
+    # A publication: the run ahead reads the kept plan's one file, the answer counts both.
+    await ingest(indexer, keys, index_id, rows_for(window, 300, seed=2))
+    n, files, stale = await _fresh_count(query, keys, sql)
+    assert (n, files) == (800, "2")
+    assert stale["abandoned"] - held["abandoned"] == 1 and stale["used"] == held["used"]
+    await _nothing_left_running(query)
+
+    # A new incarnation whose old files were collected: the run ahead fails reading them, unanswered.
+    kept = query.app.state.strata.own().runtime.plan_cache.candidate(sql, None)
+    old_files = [f.uri for f in kept.plan.files]
+    await delete_index(indexer, keys, index_id)
+    config = metrics_index_config(index_id, messages=True, query={"default_lookback_secs": 3 * 86400})
+    assert (await indexer.post("/v1/indexes", json=config, headers=keys.header(keys.admin))).status_code == 201
+    await ingest(indexer, keys, index_id, rows_for(window, 100, seed=4))
+    for uri in old_files:
+        storage.delete(uri)
+    n, files, gone = await _fresh_count(query, keys, sql)
+    assert (n, files) == (100, "1")
+    assert gone["abandoned"] - stale["abandoned"] == 1
+    await _nothing_left_running(query)
 
 
 def _lookback_plan(lookback_start: int, earliest: int | None, files: int = 0) -> CachedPlan:

@@ -4,7 +4,6 @@ streamed results, and cancellation. HTTP only: each route reads its request and 
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request, Response
@@ -23,7 +22,9 @@ router = APIRouter(tags=["query"])
 Caller = Annotated[Principal, Depends(require_any(Scope.QUERY, Scope.ADMIN))]
 
 
-def query_service(state: Annotated[AppState, Depends(app_state)]) -> QueryService:
+async def query_service(state: Annotated[AppState, Depends(app_state)]) -> QueryService:
+    # async although it awaits nothing: FastAPI runs a plain-def dependency in a worker thread, a hop on every
+    # query (as `strata_shared.web.deps.app_state` says).
     return state.own()
 
 
@@ -87,7 +88,7 @@ async def run_sql_query(request: QueryRequest, http: Request, service: Service, 
     run = await service.run(_call(request, principal, cache))
 
     def summary() -> dict:
-        return ResultSummary(**asdict(run.summary())).model_dump()
+        return ResultSummary.model_validate(run.summary(), from_attributes=True).model_dump()
 
     def body():
         with run.serving() as result:

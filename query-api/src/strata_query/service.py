@@ -292,12 +292,25 @@ class QueryService:
         timeout = min(call.timeout_secs or settings.query_timeout_secs, settings.query_timeout_secs)
         directives = call.result_cache
         async with runtime.admission.slot(call.tenant):
-            planned, cached = await self._plan(call)
+            ahead = self._run_ahead(call, row_cap, timeout)
+            try:
+                planned, cached = await self._plan(call)
+            except BaseException:
+                if ahead is not None:
+                    ahead.abandon()
+                    runtime.metrics.run_ahead.labels("abandoned").inc()
+                raise
             engine, plan = planned.engine.engine, planned.plan
+            result_key = (engine.name, row_cap) if engine is not None else None
+            hit = cached.results.get(result_key) if cached is not None and directives.reuse else None
+            if ahead is not None and (hit is not None or not ahead.holds(cached, engine)):
+                ahead.abandon()
+                ahead = None
+                runtime.metrics.run_ahead.labels("abandoned").inc()
+            elif ahead is not None:
+                runtime.metrics.run_ahead.labels("used").inc()
             if engine is None:
                 raise Unavailable(planned.engine.reason)
-            result_key = (engine.name, row_cap)
-            hit = cached.results.get(result_key) if cached is not None and directives.reuse else None
             if hit is not None:
                 # Sent whole when small, as a finished run is; a larger one is serialized as a stream, off the loop.
                 result = ResultStream(hit.schema, iter(hit.batches), _nothing, row_cap,
@@ -305,7 +318,12 @@ class QueryService:
                 running = None
                 outcome = "hit"
             else:
-                result, running = await self._execute(plan, engine, query_id, call.tenant, row_cap, timeout)
+                if ahead is not None:
+                    query_id = ahead.query_id
+                    # A caller that gives up here cancels the task awaited, as it would the run below.
+                    result, running = await ahead.task
+                else:
+                    result, running = await self._execute(plan, engine, query_id, call.tenant, row_cap, timeout)
                 if not result.complete:
                     # A streamed result can be cancelled from its query id, sent with the first batch.
                     await self.registry.until_shared(query_id, SHARE_WAIT_SECS)
@@ -339,6 +357,35 @@ class QueryService:
         return QueryRun(query_id=query_id, plan=plan, engine=engine, engine_reason=planned.engine.reason,
                         row_cap=row_cap, result_cache=outcome, result=result, started=started, meter=meter,
                         on_served=on_served)
+
+    def _run_ahead(self, call: QueryCall, row_cap: int, timeout: float) -> RunAhead | None:
+        """A run of the kept plan started before the plan is checked (`_cached_plan`: one metastore read), so the
+        engine's time overlaps the check's round trip; `_run` uses it only if the check finds the plan holds.
+
+        Only on the in-process engine (a Spark job started for nothing costs far more than the read it would
+        hide) and only when the result cache cannot answer. A plan that turns out stale was read in vain but
+        never answered: its files may be gone by then (replaced and collected), which fails only the run ahead.
+        Its id, like any run's, is taken before planning, so the garbage collector's hold covers what it reads."""
+        runtime = self.runtime
+        cached = runtime.plan_cache.candidate(call.sql, call.tenant)
+        if cached is None:
+            return None
+        plan = reuse(cached, cached.state, time.time())
+        if plan is None:
+            return None
+        try:
+            choice = choose_engine(files=plan.total_files, rows=plan.total_rows, bytes_read=plan.total_bytes,
+                                   limits=runtime.local_limits, requested=call.engine, engines=runtime.engines)
+        except EngineUnavailable:
+            return None
+        engine = choice.engine
+        if engine is None or engine is not runtime.engines.in_process:
+            return None
+        if call.result_cache.reuse and (engine.name, row_cap) in cached.results:
+            return None
+        query_id = str(ULID())
+        task = asyncio.ensure_future(self._execute(plan, engine, query_id, call.tenant, row_cap, timeout))
+        return RunAhead(query_id, cached, engine, task, self.registry)
 
     async def cancel(self, query_id: str, tenant: str | None) -> None:
         """Interrupts a running query on its engine, on whichever replica runs it; its own caller then gets
@@ -418,6 +465,35 @@ class QueryService:
         # The loop keeps only weak references to tasks.
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+
+
+@dataclass(frozen=True, slots=True)
+class RunAhead:
+    """A run started on a kept plan before the plan's check (`QueryService._run_ahead`)."""
+
+    query_id: str
+    cached: CachedPlan
+    engine: Engine
+    task: asyncio.Future[tuple[ResultStream, RunningQuery]]
+    registry: QueryRegistry
+
+    def holds(self, cached: CachedPlan | None, engine: Engine | None) -> bool:
+        """True when the check kept the very plan this run reads (its state unchanged) on the same engine."""
+        return cached is self.cached and engine is self.engine
+
+    def abandon(self) -> None:
+        """Drops the run, unanswered: interrupted if still opening (`_execute` then closes what the engine opens
+        and forgets the run), closed if already open; its error, if it failed, is nobody's to raise."""
+        if not self.task.done():
+            self.task.cancel()
+        self.task.add_done_callback(self._release)
+
+    def _release(self, task: asyncio.Future[tuple[ResultStream, RunningQuery]]) -> None:
+        if task.cancelled() or task.exception() is not None:
+            return
+        result, running = task.result()
+        result.close()
+        self.registry.forget_running(running.query_id)
 
 
 async def _open_result(running: RunningQuery, scan: ScanRequest, limit_secs: float) -> ResultStream:

@@ -42,6 +42,9 @@ class QueryMetrics:
         self.plan_cache = Counter("strata_query_plan_cache_total", "Plan lookups in the plan cache: hit, miss "
                                   "(never planned here), stale (planned, but its index changed since)",
                                   ["outcome"], registry=registry)
+        self.run_ahead = Counter("strata_query_run_ahead_total", "Runs started on a kept plan before its check: used "
+                                 "(the plan held) or abandoned (it had changed, or the result cache answered)",
+                                 ["outcome"], registry=registry)
         self.truncated = Counter("strata_query_truncated_total", "Results cut at the result-row cap",
                                  registry=registry)
         self.result_cache = Counter("strata_query_result_cache_total", "Executions by where the result came from: "

@@ -20,7 +20,7 @@ class ApiProcess:
     (`query-api`, `query-api-2`, ...: `strata_services.local.stack.replica_label`), in logs, state and status."""
 
     def __init__(self, name: str, host: str, port: int, env: dict[str, str], log_dir: Path,
-                 label: str | None = None, flight_port: int | None = None) -> None:
+                 label: str | None = None, flight_port: int | None = None, python: str | None = None) -> None:
         self.name = name
         self.label = label or name
         self.host = host
@@ -29,6 +29,8 @@ class ApiProcess:
         self.flight_port = flight_port
         self.env = env if flight_port is None else {**env, "STRATA_FLIGHT_PORT": str(flight_port)}
         self.log_path = log_dir / f"{self.label}.log"
+        # The interpreter to run it with: this one unless told another (a benchmark's baseline checkout).
+        self.python = python or sys.executable
         self._proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -45,7 +47,7 @@ class ApiProcess:
 
     def start(self) -> None:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        cmd = [sys.executable, "-m", "strata_services.cli", "serve", self.name, "--host", self.host,
+        cmd = [self.python, "-m", "strata_services.cli", "serve", self.name, "--host", self.host,
                "--port", str(self.port)]
         hook = die_with_parent_hook()
         with open(self.log_path, "ab") as logfile:
