@@ -79,7 +79,7 @@ def test_dl2_partition_id_is_the_split_s_own(tmp_path):
 
 def test_dl2_an_output_that_still_holds_a_matching_row_is_refused_and_deleted(tmp_path, monkeypatch):
     # A drop that forgets to drop: the output-side check evaluates the predicate again and refuses it.
-    monkeypatch.setattr(merge.RowDrop, "apply", lambda self, columns, rows: (columns, rows))
+    monkeypatch.setattr(merge.RowDrop, "keep", lambda self, table, matched: table)
     rows = [{"s": "a", "ts": 1}, {"s": "b", "ts": 2}]
     with pytest.raises(MergeVerificationError, match="DL-2"):
         _rewrite(tmp_path, rows, Compare("s", "=", "a"))
