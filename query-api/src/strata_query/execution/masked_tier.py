@@ -54,28 +54,28 @@ class MaskedTier:
                 continue
             table = next(reading)
             mask_key = ("mask", task.uri, group, task.drop)
-            hidden = lru.get(mask_key)
-            if hidden is None:
+            keep = lru.get(mask_key)
+            if keep is None:
                 matched = matching_rows(drop_predicate(task.drop), table, task.constants)
-                hidden = to_arrow(~matched) if matched.any() else _NOTHING_HIDDEN
-                lru.put(mask_key, hidden, max(1, getattr(hidden, "nbytes", 0)))
-            if hidden is _NOTHING_HIDDEN:
+                keep = to_arrow(~matched) if matched.any() else _NOTHING_HIDDEN
+                lru.put(mask_key, keep, max(1, getattr(keep, "nbytes", 0)))
+            if keep is _NOTHING_HIDDEN:
                 yield table
                 continue
             masked = {}
             for name in table.column_names:
-                chunk = table.column(name).filter(hidden)
+                chunk = table.column(name).filter(keep)
                 lru.put(("masked", task.uri, group, name, task.drop), chunk, max(1, chunk.nbytes))
                 masked[name] = chunk
-            yield pa.table(masked) if masked else table.filter(hidden)
+            yield pa.table(masked) if masked else table.filter(keep)
 
     def _cached(self, task: ScanTask, group: int, present: list[str]) -> pa.Table | None:
         """The row group masked, when its mask and every column of it the file has are in memory."""
         lru = self.hot.lru
-        hidden = lru.get(("mask", task.uri, group, task.drop))
-        if hidden is None:
+        keep = lru.get(("mask", task.uri, group, task.drop))
+        if keep is None:
             return None
-        if hidden is _NOTHING_HIDDEN:
+        if keep is _NOTHING_HIDDEN:
             found = {name: lru.get((task.uri, group, name)) for name in present}
         else:
             found = {name: lru.get(("masked", task.uri, group, name, task.drop)) for name in present}
