@@ -52,6 +52,7 @@ from __future__ import annotations
 import contextvars
 import time
 import zlib
+from collections.abc import Callable
 from concurrent.futures import Executor
 
 import numpy as np
@@ -319,9 +320,15 @@ def check_no_kept_row_matches(drop: RowDrop, table: pa.Table, split_id: str) -> 
         raise MergeVerificationError(f"DL-2: output {split_id} still holds {matched} rows the delete matches")
 
 
-def encode_and_upload(table: pa.Table, metadata: SplitMetadata, spec: MergeSpec, uploaded: list[str]):
+def encode_and_upload(table: pa.Table, metadata: SplitMetadata, spec: MergeSpec, uploaded: list[str],
+                      complete: Callable[[SplitMetadata], None] | None = None):
+    """`complete`, when given, fills `metadata` in once the rows are encoded (its statistics computed meanwhile)."""
+    def completed() -> SplitMetadata:
+        complete(metadata)
+        return metadata
+
     started = time.perf_counter()
-    data, footer = merge_output.encode(table, metadata, spec.parquet)
+    data, footer = merge_output.encode(table, metadata if complete is None else completed, spec.parquet)
     encoded = time.perf_counter()
     uploaded.append(metadata.uri)  # before the upload: a failed upload may still have left a file to delete
     merge_output.upload(metadata.uri, data)
