@@ -248,15 +248,9 @@ def run_merge(spec: MergeSpec) -> MergeResult:
                     verifier.check_table(table, f"output {split_id}")
                 clock.add("verify", time.perf_counter() - started)
                 data_size, footer, timings = job.result()
-                for stage, seconds in timings.items():
-                    clock.add(stage, seconds)
+                clock.add_all(timings)
                 started = time.perf_counter()
-                if footer.num_rows != table.num_rows:
-                    raise MergeVerificationError(f"MC-1: output {split_id} holds {footer.num_rows} rows, "
-                                                 f"{table.num_rows} were written")
-                problem = written_schema_problem(footer, union)
-                if problem:
-                    raise MergeVerificationError(f"MC-4: output {split_id}: {problem}")
+                check_footer(footer, table.num_rows, union, split_id)
                 if spec.verify_readback:
                     written = read_back(metadata.uri, union)
                     verifier.check_table(written, f"output {split_id} (read back)")
@@ -311,6 +305,15 @@ def output_metadata(spec: MergeSpec, schema: SortSchema, table: pa.Table, column
         column_stats=column_stats, num_merge_ops=spec.num_merge_ops, generation=spec.generation,
         root_split_ids=list(spec.root_split_ids), state=SplitState.STAGED,
     )
+
+
+def check_footer(footer: pq.FileMetaData, rows: int, union: pa.Schema, split_id: str) -> None:
+    """MC-1 and MC-4 on what was written: the footer's rows are the table's, its schema the union."""
+    if footer.num_rows != rows:
+        raise MergeVerificationError(f"MC-1: output {split_id} holds {footer.num_rows} rows, {rows} were written")
+    problem = written_schema_problem(footer, union)
+    if problem:
+        raise MergeVerificationError(f"MC-4: output {split_id}: {problem}")
 
 
 def check_no_kept_row_matches(drop: RowDrop, table: pa.Table, split_id: str) -> None:

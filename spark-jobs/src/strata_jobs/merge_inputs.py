@@ -43,6 +43,10 @@ class Clock:
     def add(self, stage: str, seconds: float) -> None:
         self.timings[stage] = round(self.timings.get(stage, 0.0) + seconds, 4)
 
+    def add_all(self, timings: dict[str, float]) -> None:
+        for stage, seconds in timings.items():
+            self.add(stage, seconds)
+
 
 def open_inputs(inputs: list[MergeInput]) -> list[InputSplit]:
     """Every input's footer (and an open file to read it from later); string columns will read as

@@ -28,6 +28,7 @@ import pyarrow as pa
 
 from strata_jobs import merge_output
 from strata_jobs.merge import (
+    check_footer,
     check_no_kept_row_matches,
     check_timestamp,
     encode_and_upload,
@@ -37,7 +38,6 @@ from strata_jobs.merge import (
 )
 from strata_jobs.merge_inputs import Clock, RowDrop, close_inputs, normalize, open_inputs, union_schema
 from strata_jobs.merge_spec import MergeResult, MergeSpec, MergeVerificationError
-from strata_jobs.merge_verify import written_schema_problem
 from strata_jobs.row_checksum import row_hashes
 from strata_jobs.worker_threads import INLINE_MAX_ROWS, worker_threads
 from strata_shared.arrow_numpy import to_arrow
@@ -126,16 +126,9 @@ def run_rewrite(spec: MergeSpec, schema: SortSchema, drop: RowDrop) -> MergeResu
                     checked = _check_output(output, expected, checked, metadata.split_id, union)
                 clock.add("verify", time.perf_counter() - started)
                 data_size, footer, timings = job.result()
-                clock.add("column_stats", column_stats.result()[1])
-                for stage, seconds in timings.items():
-                    clock.add(stage, seconds)
+                clock.add_all({**timings, "column_stats": column_stats.result()[1]})
                 started = time.perf_counter()
-                if footer.num_rows != output.num_rows:
-                    raise MergeVerificationError(f"MC-1: output {metadata.split_id} holds {footer.num_rows} rows, "
-                                                 f"{output.num_rows} were written")
-                problem = written_schema_problem(footer, union)
-                if problem:
-                    raise MergeVerificationError(f"MC-4: output {metadata.split_id}: {problem}")
+                check_footer(footer, output.num_rows, union, metadata.split_id)
                 if spec.verify_readback:
                     written = read_back(metadata.uri, union)
                     check_no_kept_row_matches(drop, written, metadata.split_id)
