@@ -9,8 +9,7 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from strata_query.execution.text_rows import entries_holding, rows_that_may_match
-from strata_shared.artifacts import tokenize
+from strata_query.execution.text_rows import rows_that_may_match
 from strata_shared.query.predicate import And, Compare, Or, TextMatch, describe, evaluate_row, to_nnf
 from tests.query_logic.strategies import PREDICATES, ROWS, TERMS, WORDS
 
@@ -65,33 +64,6 @@ def test_a_text_match_alone_keeps_exactly_its_rows(terms, drawn):
         assert 2 * len(table.column("t").chunk(0).dictionary) > len(rows)
         return
     assert keep.tolist() == [evaluate_row(atom, row) for row in rows]
-
-
-@settings(max_examples=500)
-@given(st.lists(st.one_of(st.none(), TEXT), max_size=12), st.data())
-def test_each_value_holds_the_terms_exactly_as_the_token_contract_says(values, data):
-    tokens_seen = sorted({t for v in values if v is not None for t in tokenize(v)})
-    terms = tuple(data.draw(st.lists(st.sampled_from([*tokens_seen, "ab", "b", "a1", "k", "s", "i"]), min_size=1,
-                                     max_size=3)))
-    array = pa.array(values, pa.string())
-    start = data.draw(st.integers(0, len(values)))
-    stop = data.draw(st.integers(start, len(values)))
-    for sliced, expected in ((array, values), (array.slice(start, stop - start), values[start:stop])):
-        want = [v is not None and set(terms) <= set(tokenize(v)) for v in expected]
-        assert entries_holding(sliced, terms).tolist() == want, (expected, terms)
-
-
-def test_a_token_is_found_where_an_occurrence_in_the_value_before_overlaps_it():
-    # The values' bytes are searched as one run: "...ab" + "abab" holds "abab" starting inside the first value,
-    # overlapping the one that starts the second.
-    assert entries_holding(pa.array(["xab", "abab", "ab-abab"]), ("abab",)).tolist() == [False, True, True]
-    assert entries_holding(pa.array(["disk", "", "full", "FULL disk", "diskfull"]), ("disk",)).tolist() == [
-        True, False, False, True, False]
-    # ... and an occurrence that runs on into the next value is no token of either.
-    assert entries_holding(pa.array(["a di", "sk b", "disk"]), ("disk",)).tolist() == [False, False, True]
-    # 64-bit offsets read the same.
-    assert entries_holding(pa.array(["a di", None, "x:DISK"], pa.large_string()), ("disk",)).tolist() == [
-        False, False, True]
 
 
 def test_rows_are_kept_when_nothing_is_decided():

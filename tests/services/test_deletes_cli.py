@@ -1,6 +1,6 @@
 """`strata delete` and `strata deletes` against planner-api served over real HTTP: accept a delete, list it, see
 verification fail while the rewrite is pending, then `--wait` follows the rewrite (run on Spark meanwhile) to the
-receipt, and `--verify` passes."""
+receipt, and `--verify` passes; `--cancel` cancels a pending one."""
 
 from __future__ import annotations
 
@@ -54,3 +54,16 @@ async def test_delete_list_wait_and_verify_commands(served, indexer, planner, ke
     assert code == 0 and "verified: no matching row left" in out, out
     code, out, _ = strata(capsys, "deletes", index_id, delete_id)
     assert code == 0 and f"delete {delete_id} on {index_id}: succeeded" in out
+
+
+async def test_delete_cancel_command(served, indexer, keys, capsys):  # noqa: F811
+    index_id = await create_index(indexer, keys)
+    await ingest_split(indexer, keys, index_id, open_window(), 100, seed=32)
+    code, out, _ = strata(capsys, "delete", index_id, "--where", "service = 'service_05'")
+    delete_id = out.split()[2].rstrip(":")
+    code, out, _ = strata(capsys, "delete", index_id, "--cancel", delete_id)
+    assert code == 0 and f"cancelled delete {delete_id}" in out, out
+    code, out, _ = strata(capsys, "deletes", index_id, delete_id)
+    assert code == 0 and f"delete {delete_id} on {index_id}: cancelled" in out
+    code, _, err = strata(capsys, "delete", index_id, "--cancel", "01" + "Z" * 24)
+    assert code != 0 and "cancelling delete" in err and "no delete" in err, err

@@ -26,7 +26,7 @@ JOBS_MAY_IMPORT_FROM_SHARED = ("strata_shared.domain", "strata_shared.artifacts"
                                # A delete's predicate, its JSON form and its evaluation over Arrow: the rows a
                                # rewrite leaves out and a scan hides are decided by this one pure code.
                                "strata_shared.query.predicate", "strata_shared.query.predicate_json",
-                               "strata_shared.query.row_filter")
+                               "strata_shared.query.row_filter", "strata_shared.query.text_tokens")
 # Each API imports the strata_jobs entry points of the work it submits, and no other.
 JOBS_ENTRY_POINTS_OF = {
     "strata_planner": {"strata_jobs.merge", "strata_jobs.spark_merge"},

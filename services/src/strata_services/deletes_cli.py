@@ -1,6 +1,7 @@
 """`strata delete` and `strata deletes`: row-level deletes through planner-api (README "Deletes"). A delete is
 accepted at once (from then on no query returns a row it matches); `--wait` follows its rewrite with a progress
-bar and prints the receipt; `--verify` runs the condition over the data again."""
+bar and prints the receipt; `--verify` runs the condition over the data again; `--cancel` cancels one none of whose
+rewrites has published yet."""
 
 from __future__ import annotations
 
@@ -70,8 +71,13 @@ def cmd_delete(args: argparse.Namespace, settings: Settings) -> int:
         result = _get(settings, args.index, args.verify, "verify")
         _print_verification(result)
         return 0 if result["verified"] else 1
+    if args.cancel:
+        delete = call(settings, "planner-api", "POST", _path(args.index, args.cancel, "cancel"), "writer",
+                      what=f"cancelling delete {args.cancel}")
+        print(f"cancelled delete {delete['delete_id']}: the rows it matched are visible to queries again")
+        return 0
     if not args.where:
-        raise SystemExit("strata delete: --where is required (or --verify DELETE_ID)")
+        raise SystemExit("strata delete: --where is required (or --verify / --cancel DELETE_ID)")
     body = {"where": args.where, **({"partition_id": args.partition} if args.partition else {}),
             **({"reason": args.reason} if args.reason else {})}
     delete = call(settings, "planner-api", "POST", _path(args.index), "writer", what="accepting the delete",
@@ -108,6 +114,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     delete.add_argument("--wait", action="store_true", help="follow the rewrite and print the receipt")
     delete.add_argument("--verify", metavar="DELETE_ID",
                         help="run a delete's condition over the data again; non-zero exit if rows remain")
+    delete.add_argument("--cancel", metavar="DELETE_ID",
+                        help="cancel a delete none of whose rewrites has published yet (its rows come back)")
     delete.add_argument("--poll-secs", type=float, default=1.0, help="seconds between progress reads with --wait")
     delete.set_defaults(func=cmd_delete)
     deletes = sub.add_parser("deletes", help="an index's deletes, or one with its receipt")

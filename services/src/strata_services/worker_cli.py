@@ -29,6 +29,7 @@ def _runner_builder(kind: str, settings: Settings, spark, executors: list):
             return CompactionRunner(client, worker_id=worker_id, slots=slots, executor=executor,
                                     api_key=key, poll_interval_secs=settings.compaction_poll_interval_secs,
                                     merge_delay_secs=settings.fault_merge_delay_secs,
+                                    report_delay_secs=settings.fault_report_delay_secs,
                                     shutdown_timeout_secs=settings.worker_shutdown_timeout_secs)
         return compaction_runner
     from strata_indexer.indexing.runner import index_build_executor, indexing_runner

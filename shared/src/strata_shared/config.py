@@ -107,6 +107,9 @@ class Settings(BaseSettings):
     worker_shutdown_timeout_secs: float = Field(10.0, ge=0)
     # Fault injection for tests: runners hold each job this long in the "merging" stage before submitting it.
     fault_merge_delay_secs: float = 0.0
+    # Fault injection for tests: runners hold each finished job's result this long before reporting it, so a kill
+    # in between leaves its outputs written and never published (a power loss after the work, before the report).
+    fault_report_delay_secs: float = 0.0
 
     # Indexing jobs (same scheduler rules as compaction: leases, fencing tokens, failures).
     # Build slots of the runner inside indexer-api; 0 turns it off.

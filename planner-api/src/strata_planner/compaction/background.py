@@ -44,6 +44,7 @@ async def start_background(app: FastAPI) -> None:
             api_key=state.api_keys.add_internal_key(frozenset({Scope.WORKER})),
             poll_interval_secs=settings.compaction_poll_interval_secs,
             merge_delay_secs=settings.fault_merge_delay_secs,
+            report_delay_secs=settings.fault_report_delay_secs,
             shutdown_timeout_secs=settings.worker_shutdown_timeout_secs)
         background.run(runner.run)
 

@@ -65,8 +65,8 @@ class CompactionMetrics:
 
         # Row-level deletes (README "Deletes"): what is waiting and what was removed, across indexes.
         self.deletes = Gauge("strata_deletes", "Row-level deletes by status (pending: accepted, no rewrite yet; "
-                             "running: rewrites under way; failed: a rewrite job was excluded)", ["status"],
-                             registry=registry)
+                             "running: rewrites under way; failed: a rewrite job was excluded; cancelled: cancelled "
+                             "before any rewrite published)", ["status"], registry=registry)
         self.delete_rows_removed = Gauge("strata_delete_rows_removed", "Rows removed by the rewrites of every "
                                          "delete so far (a sum kept in the metastore)", registry=registry)
         self.delete_oldest_pending_age = Gauge("strata_delete_oldest_pending_age_seconds",
@@ -102,6 +102,7 @@ class CompactionMetrics:
         self.deletes.labels("pending").set(deletes.pending)
         self.deletes.labels("running").set(deletes.running)
         self.deletes.labels("failed").set(deletes.failed)
+        self.deletes.labels("cancelled").set(deletes.cancelled)
         self.delete_rows_removed.set(deletes.rows_removed)
         oldest = deletes.oldest_pending_accepted_at
         self.delete_oldest_pending_age.set(0.0 if oldest is None else max(

@@ -79,9 +79,11 @@ def compaction_queue(state: AppState) -> QueueSpec[StatusUpdate, Assignment]:
 
 
 async def plan_rewrites(session: AsyncSession, now: datetime, budget: int) -> int:
-    """Rewrite jobs for covered splits no live job holds, oldest delete first; how many were created."""
+    """Rewrite jobs for covered splits no live job holds, oldest delete first; how many were created. Excluded
+    merges holding covered splits are cancelled first, or the delete would wait on them forever."""
     repo = CompactionRepository(session)
     deletes = DeleteRepository(session)
+    await repo.supersede_excluded(now)
     await deletes.settle_gone(now)
     created = 0
     for claim in await deletes.claimable(budget):

@@ -1,4 +1,4 @@
-"""HTTP routes of row-level deletes: accept, list, status with the receipt, verify."""
+"""HTTP routes of row-level deletes: accept, list, status with the receipt, cancel, verify."""
 
 from __future__ import annotations
 
@@ -9,12 +9,14 @@ from fastapi import APIRouter, Depends, Query
 from strata_planner.deletes.schemas import DeleteOut, DeletePage, DeleteRequest, DeleteVerification
 from strata_planner.deletes.service import (
     accept_delete,
+    cancel_delete,
     describe_delete,
     get_delete,
     list_deletes,
     verify_delete,
 )
 from strata_shared.domain.wire_types import IndexId, Ulid
+from strata_shared.metastore.conflicts import retrying_conflicts
 from strata_shared.web.auth import Principal, Scope, require_any
 from strata_shared.web.deps import Session, State
 from strata_shared.web.problems import problem_responses
@@ -45,6 +47,21 @@ async def list_index_deletes(index_id: IndexId, session: Session, principal: Rea
 async def get_index_delete(index_id: IndexId, delete_id: Ulid, session: Session, principal: Reader) -> DeleteOut:
     """Status, cutoff, progress and, once it succeeded, the receipt."""
     return await describe_delete(session, await get_delete(session, index_id, delete_id, principal))
+
+
+@router.post("/v1/indexes/{index_id}/deletes/{delete_id}/cancel", response_model=DeleteOut,
+             responses=problem_responses(401, 403, 404, 409))
+async def cancel_index_delete(index_id: IndexId, delete_id: Ulid, session: Session, state: State,
+                              principal: Writer) -> DeleteOut:
+    """Cancel a delete none of whose rewrites has published yet: its rows are visible to queries again and its
+    rewrite jobs are cancelled (a late report of one is refused). Once a rewrite has published, the rows it
+    removed are gone: 409. A cancelled delete is answered as it is."""
+    async def attempt() -> DeleteOut:
+        delete = await get_delete(session, index_id, delete_id, principal)
+        return await cancel_delete(session, delete, state.clock())
+    # A rewrite job created and published between the cancel's first read of its jobs and its locks can deadlock
+    # with it; PostgreSQL aborts one of the two, and the cancel, run again, sees the publish (409) or wins.
+    return await retrying_conflicts(session, attempt)
 
 
 @router.get("/v1/indexes/{index_id}/deletes/{delete_id}/verify", response_model=DeleteVerification,

@@ -1,5 +1,5 @@
-"""The use cases of row-level deletes: accept one, read its status and receipt, list an index's, and verify one
-against the data (docs: README "Deletes", docs/architecture.md "Deletes").
+"""The use cases of row-level deletes: accept one, read its status and receipt, list an index's, cancel one and
+verify one against the data (docs: README "Deletes", docs/architecture.md "Deletes").
 
 Accepting a delete is one transaction: the delete, the splits it covers and a new plan generation of the index
 commit together, so from the 202 on no query plans without it (query-api hides the matching rows of every covered
@@ -31,7 +31,8 @@ from strata_shared.domain.fields import FieldType
 from strata_shared.domain.index_config import IndexSettings
 from strata_shared.domain.index_uid import split_index_uid
 from strata_shared.domain.split import SplitMetadata
-from strata_shared.errors import NotFound
+from strata_shared.errors import Conflict, NotFound
+from strata_shared.metastore.compaction_repository import CompactionRepository
 from strata_shared.metastore.delete_models import DeleteRow, DeleteSplitRow
 from strata_shared.metastore.delete_repository import DeleteRepository
 from strata_shared.metastore.indexing_repository import IndexingRepository
@@ -89,6 +90,32 @@ async def list_deletes(session: AsyncSession, index_id: str, principal: Principa
     index = await load_live_index(session, index_id)
     rows = await DeleteRepository(session).list_of_index(index.index_uid, principal.tenant, limit)
     return DeletePage(index_id=index_id, deletes=[await describe_delete(session, row) for row in rows])
+
+
+async def cancel_delete(session: AsyncSession, delete: DeleteRow, now: datetime) -> DeleteOut:
+    """Cancel a delete none of whose rewrites has published: its rewrite jobs are cancelled (a late report of one
+    is refused), and its rows are visible to queries again. Once a rewrite of it has published, its rows are gone
+    from that split: 409. Cancelling a cancelled delete answers it as it is."""
+    deletes, jobs = DeleteRepository(session), CompactionRepository(session)
+    # A publish locks its job, then the index's delete lock: the same order here, so the two never deadlock, and
+    # a rewrite either published before the cancel (409) or its report after it is refused.
+    for job_id in await deletes.rewrite_jobs_of(delete.delete_id):
+        await jobs.queue.get(job_id, for_update=True)
+    await deletes.lock_index(delete.index_uid, exclusive=True)
+    locked = await deletes.lock_in_progress(delete.delete_id)
+    if locked is None:  # its row was read again all the same
+        if delete.status == "cancelled":
+            return await describe_delete(session, delete)
+        raise Conflict(f"delete {delete.delete_id} has {delete.status}: there is nothing left to cancel")
+    if rewritten := await deletes.rewritten_count(delete.delete_id):
+        raise Conflict(f"delete {delete.delete_id} cannot be cancelled: the rewrites of {rewritten} of its splits "
+                       f"have published, the rows it matched there are already gone")
+    # Jobs created since the first read (the delete's row lock keeps any more from being created) are locked here.
+    for job_id in await deletes.rewrite_jobs_of(delete.delete_id):
+        await jobs.cancel(job_id, now, stage="delete_cancelled")
+    await deletes.cancel(locked, now)
+    await session.commit()
+    return await describe_delete(session, locked)
 
 
 async def describe_delete(session: AsyncSession, delete: DeleteRow) -> DeleteOut:

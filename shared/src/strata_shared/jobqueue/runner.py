@@ -88,7 +88,8 @@ class PollProtocol:
 class PollingRunner:
     def __init__(self, client: httpx.AsyncClient, protocol: PollProtocol, *, worker_id: str, slots: int,
                  executor: Executor, api_key: str, poll_interval_secs: float = 2.0,
-                 start_delay_secs: float = 0.0, shutdown_timeout_secs: float = 10.0) -> None:
+                 start_delay_secs: float = 0.0, report_delay_secs: float = 0.0,
+                 shutdown_timeout_secs: float = 10.0) -> None:
         self.client = client
         self.protocol = protocol
         self.worker_id = worker_id
@@ -98,6 +99,8 @@ class PollingRunner:
         self.poll_interval_secs = poll_interval_secs
         # Fault injection for tests: hold each job this long in its running stage before Spark starts.
         self.start_delay_secs = start_delay_secs
+        # Fault injection for tests: hold each result this long, its lease refreshed, before reporting it.
+        self.report_delay_secs = report_delay_secs
         # How long running jobs get to finish once the runner stops, before they are released.
         self.shutdown_timeout_secs = shutdown_timeout_secs
         self.stopping = False
@@ -215,7 +218,10 @@ class PollingRunner:
                          fencing_token=assignment.fencing_token):
             if self.start_delay_secs:
                 await asyncio.sleep(self.start_delay_secs)
-            return await asyncio.to_thread(self._run, job)
+            result = await asyncio.to_thread(self._run, job)
+            if self.report_delay_secs:
+                await asyncio.sleep(self.report_delay_secs)
+            return result
 
     def _run(self, job: RunningJob) -> Any:
         job.start()

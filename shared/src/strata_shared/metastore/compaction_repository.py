@@ -2,7 +2,9 @@
 (`WHERE job_id = :id AND fencing_token = :token AND status = 'in_progress'`): zero rows means a stale worker.
 
 A job's claim on its inputs (`compaction_job_inputs.live`) is held while the job is unassigned, in progress or
-excluded, and released when it succeeds or is cancelled; a partial unique index lets a split be claimed once.
+excluded, and released when it succeeds or is cancelled; a partial unique index lets a split be claimed once. An
+excluded merge holding a split a delete covers is cancelled by the rewrite planning (`supersede_excluded`): it could
+never publish, and its claims would keep the delete from ever rewriting the split.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from strata_shared.jobqueue.repository import JobFilter, LeaseQueue, PublishRefu
 from strata_shared.jobqueue.scheduler_rules import COMPACTION_ASSIGNMENT_ORDER, InProgressLimits
 from strata_shared.jobqueue.statuses import LIVE_STATUSES, JobStatus, check_transition
 from strata_shared.metastore.compaction_models import CompactionJobInputRow, CompactionJobRow
+from strata_shared.metastore.delete_models import DeleteSplitRow
 from strata_shared.metastore.delete_repository import DeleteRepository, RewriteClaim
 from strata_shared.metastore.models import SplitRow
 from strata_shared.metastore.repositories import SplitRepository
@@ -115,6 +118,9 @@ class CompactionRepository:
         """A job rewriting one covered split without the rows its oldest delete matches: a compaction job of
         kind `rewrite`, leased, fenced and published like a merge. None when a live job claimed the split first."""
         split = claim.split
+        deletes = DeleteRepository(self.session)
+        if await deletes.lock_in_progress(claim.delete_id) is None:
+            return None  # cancelled since the claim was read
         job_id = str(ULID())
         try:
             async with self.session.begin_nested():
@@ -132,7 +138,7 @@ class CompactionRepository:
                 await self.session.flush()
         except IntegrityError:
             return None
-        await DeleteRepository(self.session).mark_rewriting(claim.delete_id, split.split_id, job_id, now)
+        await deletes.mark_rewriting(claim.delete_id, split.split_id, job_id, now)
         return job_id
 
     # --- queue ----------------------------------------------------------------------------------------------
@@ -194,13 +200,13 @@ class CompactionRepository:
 
     # --- operator actions -----------------------------------------------------------------------------------
 
-    async def cancel(self, job_id: str, now: datetime) -> CompactionJobRow | None:
+    async def cancel(self, job_id: str, now: datetime, stage: str = "cancelled") -> CompactionJobRow | None:
         """Cancel a job (InvalidTransition if it already ended): its inputs are released and its window is
         looked at again by the next planner pass."""
         job = await self.queue.get(job_id, for_update=True)
         if job is None:
             return None
-        self.queue.cancel(job, now)
+        self.queue.cancel(job, now, stage)
         await self._release(job.job_id)
         await CompactionWindowRepository(self.session).mark_changed(
             {(job.index_uid, job.window_duration_secs, job.window_start)})
@@ -217,6 +223,28 @@ class CompactionRepository:
             {(job.index_uid, job.window_duration_secs, job.window_start)})
         await self.session.flush()
         return PublishedMerge(job, [], tuple(covering))
+
+    async def supersede_excluded(self, now: datetime) -> list[str]:
+        """Cancel the excluded merges that claim a split a delete covers and waits to rewrite: such a merge was
+        planned before the delete (covered splits are never planned), so its publish would be cancelled anyway
+        (DL-4), but while it is excluded its claims keep the rewrite off the split, and the delete would wait for
+        an operator forever. Cancelled as a publish would (`superseded_by_delete`), claims released, window planned
+        again; a retry of it is refused from then on. Returns their ids."""
+        m = CompactionJobRow
+        covered = select(CompactionJobInputRow.job_id).join(
+            DeleteSplitRow, DeleteSplitRow.split_id == CompactionJobInputRow.split_id).where(
+            CompactionJobInputRow.live, DeleteSplitRow.state == "pending")
+        jobs = (await self.session.execute(
+            select(m).where(m.status == JobStatus.EXCLUDED, m.kind != REWRITE_KIND, m.job_id.in_(covered))
+            .order_by(m.job_id).with_for_update(skip_locked=True))).scalars().all()
+        for job in jobs:
+            self.queue.cancel(job, now, stage="superseded_by_delete")
+            await self._release(job.job_id)
+        if jobs:
+            await CompactionWindowRepository(self.session).mark_changed(
+                {(j.index_uid, j.window_duration_secs, j.window_start) for j in jobs})
+        await self.session.flush()
+        return [job.job_id for job in jobs]
 
     async def retry(self, job_id: str, now: datetime) -> CompactionJobRow | None:
         """Retry an excluded job (InvalidTransition otherwise). Its claims were held while it was excluded, so

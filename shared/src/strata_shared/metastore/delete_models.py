@@ -43,7 +43,8 @@ class DeleteSplitRow(Base):
     """One split a delete covers. pending -> rewriting (a rewrite job claimed it) -> rewritten (the job
     published its replacement); or merged: the split left without this delete's rewrite, either replaced by the
     rewrite of an older delete (the coverage moved to its outputs: rows with `inherited_from` set) or dropped by
-    retention (no new split)."""
+    retention (no new split); or cancelled: the delete was cancelled before any of its rewrites published
+    (migration 0015)."""
 
     __tablename__ = "delete_splits"
 
@@ -60,6 +61,7 @@ class DeleteSplitRow(Base):
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
 
     __table_args__ = (
-        CheckConstraint("state IN ('pending', 'rewriting', 'rewritten', 'merged')", name="delete_split_state"),
+        CheckConstraint("state IN ('pending', 'rewriting', 'rewritten', 'merged', 'cancelled')",
+                        name="delete_split_state"),
         Index("ix_delete_splits_in_force", "split_id", postgresql_where=text("state IN ('pending', 'rewriting')")),
     )

@@ -61,6 +61,7 @@ class DeleteCounts:
     pending: int
     running: int
     failed: int
+    cancelled: int
     rows_removed: int
     oldest_pending_accepted_at: datetime | None
 
@@ -147,8 +148,14 @@ class DeleteRepository:
                                       CompactionJobInputRow.live))
         published = exists().where(and_(SplitRow.split_id == DeleteSplitRow.split_id,
                                         SplitRow.state == SplitState.PUBLISHED))
+        where = (DeleteSplitRow.state == "pending", ~published, ~claimed)
+        # Their deletes' rows first, in id order, as a cancel and a rewrite job's creation lock them: a cancel
+        # locks the delete, then its coverage, and this would otherwise lock in the other order.
+        await self.session.execute(
+            select(DeleteRow.delete_id).where(DeleteRow.delete_id.in_(select(DeleteSplitRow.delete_id).where(*where)))
+            .order_by(DeleteRow.delete_id).with_for_update())
         gone = (await self.session.execute(
-            update(DeleteSplitRow).where(DeleteSplitRow.state == "pending", ~published, ~claimed)
+            update(DeleteSplitRow).where(*where)
             .values(state="merged", finished_at=now).returning(DeleteSplitRow.delete_id))).scalars().all()
         await self._finish_if_done(gone, now)
         return len(gone)
@@ -158,6 +165,35 @@ class DeleteRepository:
         await self.session.execute(
             update(DeleteRow).where(DeleteRow.index_uid == index_uid, DeleteRow.status.in_(("pending", "running")))
             .values(status="cancelled", finished_at=now))
+
+    async def lock_in_progress(self, delete_id: str) -> DeleteRow | None:
+        """The delete, its row locked, if it is still in progress (pending or running). Whoever changes what a
+        delete covers from outside a publish (a rewrite job created, a cancel) locks its row first, so the two
+        never interleave: a rewrite job is never created for a cancelled delete."""
+        delete = await self.session.get(DeleteRow, delete_id, with_for_update=True, populate_existing=True)
+        return delete if delete is not None and delete.status in ("pending", "running") else None
+
+    async def rewrite_jobs_of(self, delete_id: str) -> list[str]:
+        """The jobs holding the delete's coverage (unassigned, running or excluded), in id order."""
+        return sorted(set((await self.session.execute(
+            select(DeleteSplitRow.job_id).where(DeleteSplitRow.delete_id == delete_id,
+                                                DeleteSplitRow.state == "rewriting"))).scalars().all()))
+
+    async def rewritten_count(self, delete_id: str) -> int:
+        return int(await self.session.scalar(select(func.count()).select_from(DeleteSplitRow).where(
+            DeleteSplitRow.delete_id == delete_id, DeleteSplitRow.state == "rewritten")) or 0)
+
+    async def cancel(self, delete: DeleteRow, now: datetime) -> None:
+        """The delete stops hiding rows: its coverage in force ends as cancelled, and the index's plan generation
+        is raised so no kept plan or cached result that hid its rows is served again. The caller has cancelled
+        its rewrite jobs and checked that none published."""
+        await self.session.execute(
+            update(DeleteSplitRow).where(DeleteSplitRow.delete_id == delete.delete_id,
+                                         DeleteSplitRow.state.in_(IN_FORCE))
+            .values(state="cancelled", job_id=None, finished_at=now))
+        await self.session.execute(_BUMP_GENERATION, {"uid": delete.index_uid})
+        delete.status, delete.finished_at = "cancelled", now
+        await self.session.flush()
 
     async def mark_rewriting(self, delete_id: str, split_id: str, job_id: str, now: datetime) -> None:
         await self.session.execute(
@@ -260,4 +296,4 @@ class DeleteRepository:
         oldest = await self.session.scalar(select(func.min(DeleteRow.accepted_at))
                                            .where(DeleteRow.status.in_(("pending", "running"))))
         return DeleteCounts(int(by_status.get("pending", 0)), int(by_status.get("running", 0)),
-                            int(failed or 0), int(removed or 0), oldest)
+                            int(failed or 0), int(by_status.get("cancelled", 0)), int(removed or 0), oldest)

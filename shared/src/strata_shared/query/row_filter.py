@@ -1,6 +1,7 @@
 """The predicate IR evaluated over an Arrow table, with the reference semantics of `predicate.evaluate_row`
 (three-valued, Spark-like: NaN equals NaN and sorts above every number, case-sensitive LIKE with backslash
-escapes, text_match on ASCII alphanumeric tokens).
+escapes, text_match on ASCII alphanumeric tokens, decided by `text_tokens.entries_holding` as the local scan's
+prefilter decides it).
 
 This is what decides, row by row, which rows a delete removes: the rewrite kernel drops exactly the rows where
 the predicate is TRUE, and the query scan hides the same rows of a split whose rewrite has not published yet.
@@ -17,7 +18,6 @@ from __future__ import annotations
 
 import functools
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -43,6 +43,7 @@ from strata_shared.query.predicate import (
     like_regex_body,
     order_key,
 )
+from strata_shared.query.text_tokens import entries_holding, offset_strings
 
 _PC_COMPARE = {"=": pc.equal, "!=": pc.not_equal, "<": pc.less, "<=": pc.less_equal, ">": pc.greater,
                ">=": pc.greater_equal}
@@ -154,9 +155,7 @@ def _on_column(pred: Predicate, column: pa.Array) -> _Truth:
             true = _bools(pc.match_substring_regex(column, _like_regex(pattern)))
             true = ~true if negated else true
         case TextMatch(_, terms):
-            true = np.ones(len(column), bool)
-            for term in terms:
-                true &= _bools(pc.match_substring_regex(column, _token_regex(term)))
+            true = entries_holding(_offset_layout(column), terms)
         case _:
             raise TypeError(f"not a predicate: {pred!r}")
     if true is None:  # compared with NULL
@@ -222,6 +221,11 @@ def _in_list(column: pa.Array, values: tuple[Value | None, ...], negated: bool, 
     return _Truth(true, nulls | undecided)
 
 
+def _offset_layout(column: pa.Array) -> pa.Array:
+    """`column` as strings `entries_holding` reads (string views and other layouts are cast once)."""
+    return column if offset_strings(column.type) else column.cast(pa.large_string())
+
+
 def _literal_array(values: list[object], arrow_type: pa.DataType | None = None) -> pa.Array:
     """An Arrow array of Python literals, built from buffers (never through pandas)."""
     first = values[0]
@@ -244,11 +248,3 @@ def _literal_array(values: list[object], arrow_type: pa.DataType | None = None) 
 def _like_regex(pattern: str) -> str:
     """A LIKE pattern as an RE2 regex over the whole value (`\\A...\\z`, `.` matching newlines too)."""
     return "(?s)\\A" + like_regex_body(pattern) + "\\z"
-
-
-@functools.lru_cache(maxsize=512)
-def _token_regex(term: str) -> str:
-    """A term as a whole token: a maximal run of ASCII letters and digits equal to it, ASCII case folded only
-    (RE2's case folding would also take e.g. the Kelvin sign for a `k`)."""
-    chars = "".join(f"[{c.lower()}{c.upper()}]" if c.isascii() and c.isalpha() else re.escape(c) for c in term)
-    return f"(?:\\A|[^A-Za-z0-9]){chars}(?:[^A-Za-z0-9]|\\z)"

@@ -14,6 +14,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from strata_shared.errors import PROBLEM_BASE, BadRequest, StrataError
+from strata_shared.metastore.conflicts import conflict_problem
 from strata_shared.metastore.engine import DatabaseUnavailable
 
 PROBLEM_MEDIA_TYPE = "application/problem+json"
@@ -79,8 +80,10 @@ def problem_response(status: int, slug: str, title: str, detail: str, instance: 
 
 
 def database_problem(exc: BaseException) -> StrataError | None:
-    """The 503 a lost PostgreSQL connection or an exhausted pool is answered with, on any door; None for any other
-    error (a defect)."""
+    """The 503 a lost PostgreSQL connection, an exhausted pool or a transaction aborted by a concurrent one is
+    answered with, on any door; None for any other error (a defect)."""
+    if (conflict := conflict_problem(exc)) is not None:
+        return conflict
     if isinstance(exc, PoolTimeout):
         return DatabaseUnavailable("no PostgreSQL connection became free in time: the API is overloaded",
                                    headers={"Retry-After": "1"})
