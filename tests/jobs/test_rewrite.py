@@ -15,7 +15,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from strata_jobs import merge
@@ -79,9 +79,76 @@ def test_dl2_partition_id_is_the_split_s_own(tmp_path):
 
 def test_dl2_an_output_that_still_holds_a_matching_row_is_refused_and_deleted(tmp_path, monkeypatch):
     # A drop that forgets to drop: the output-side check evaluates the predicate again and refuses it.
-    monkeypatch.setattr(merge.RowDrop, "apply", lambda self, columns, rows: (columns, rows))
+    monkeypatch.setattr(merge.RowDrop, "keep", lambda self, table, matched: table)
     rows = [{"s": "a", "ts": 1}, {"s": "b", "ts": 2}]
     with pytest.raises(MergeVerificationError, match="DL-2"):
+        _rewrite(tmp_path, rows, Compare("s", "=", "a"))
+    assert files_under(tmp_path / "out") == []
+
+
+FAULTS = ("lose", "duplicate", "swap", "alter")
+
+
+def _faulty_keep(fault: str, position: int):
+    """RowDrop.keep, then one fault on its kept rows: the kind of slip a filter or a slice could make."""
+    keep = merge.RowDrop.keep
+
+    def faulty(self, table: pa.Table, matched) -> pa.Table:
+        kept = keep(self, table, matched)
+        rows = kept.to_pylist()
+        at = position % len(rows)
+        if fault == "lose":
+            del rows[at]
+        elif fault == "duplicate":
+            rows.insert(at, rows[at])
+        elif fault == "swap":
+            rows[at], rows[at - 1] = rows[at - 1], rows[at]
+        else:
+            rows[at] = {**rows[at], "i": (rows[at]["i"] or 0) + 1000}
+        return pa.Table.from_pylist(rows, schema=kept.schema)
+
+    return faulty
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=st.lists(ROWS, min_size=2, max_size=30, unique_by=lambda r: (r["s"], r["ts"], r["i"])),
+       fault=st.sampled_from(FAULTS), position=st.integers(0, 1_000),
+       target_rows=st.sampled_from([3, 1_000_000]), readback=st.booleans())
+def test_dl1_dl3_a_rewrite_that_loses_duplicates_moves_or_alters_a_kept_row_is_refused(
+        tmp_path_factory, rows, fault, position, target_rows, readback):
+    """The rewrite's own checks (per-row hashes of every output against the input's kept rows, the rows
+    counted) refuse any slip of the drop that a kept row survives, and leave nothing behind."""
+    base = tmp_path_factory.mktemp("faulty")
+    predicate = Compare("s", "=", "a")  # a row or none: what is left is what the fault acts on
+    table = sorted_table(rows, SCHEMA, SortSchema.parse(SORT))
+    kept = [r for r in table.to_pylist() if not evaluate_row(predicate, r)]
+    if fault == "swap":
+        at = position % len(kept) if kept else 0
+        assume(len(kept) >= 2 and _comparable([kept[at]]) != _comparable([kept[at - 1]]))
+    assume(kept)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(merge.RowDrop, "keep", _faulty_keep(fault, position))
+        with pytest.raises(MergeVerificationError, match="DL-1|DL-3|MC-1"):
+            _rewrite(base, rows, predicate, target_split_num_rows=target_rows, verify_readback=readback)
+    assert files_under(base / "out") == []
+
+
+def test_dl2_a_removed_row_the_predicate_does_not_match_is_refused(tmp_path, monkeypatch):
+    # The first evaluation marks one row too many: the removed rows, evaluated again, betray it.
+    matching = merge.RowDrop.matching
+    calls = []
+
+    def one_too_many(self, table):
+        matched = matching(self, table)
+        calls.append(1)
+        if len(calls) == 1:
+            matched = matched.copy()
+            matched[-1] = True
+        return matched
+
+    monkeypatch.setattr(merge.RowDrop, "matching", one_too_many)
+    rows = [{"s": "a", "ts": 1}, {"s": "b", "ts": 2}]
+    with pytest.raises(MergeVerificationError, match="DL-2: a row removed"):
         _rewrite(tmp_path, rows, Compare("s", "=", "a"))
     assert files_under(tmp_path / "out") == []
 

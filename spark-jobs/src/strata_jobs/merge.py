@@ -52,6 +52,7 @@ from __future__ import annotations
 import contextvars
 import time
 import zlib
+from collections.abc import Callable
 from concurrent.futures import Executor
 
 import numpy as np
@@ -101,7 +102,7 @@ RUNS_MIN_MEAN_LENGTH = {"arrow": 64, "num": 1024}
 BUILD_THREADS = 2
 
 
-def _plan_outputs(total_rows: int, total_bytes: int, spec: MergeSpec) -> list[tuple[int, int]]:
+def plan_outputs(total_rows: int, total_bytes: int, spec: MergeSpec) -> list[tuple[int, int]]:
     """Balanced [begin, end) row ranges, each within the row and (estimated) byte targets."""
     if total_rows == 0:
         return []
@@ -154,7 +155,7 @@ def _validate(spec: MergeSpec) -> SortSchema:
     return SortSchema.parse(spec.sort_schema)
 
 
-def _check_timestamp(union: pa.Schema, spec: MergeSpec) -> pa.DataType | None:
+def check_timestamp(union: pa.Schema, spec: MergeSpec) -> pa.DataType | None:
     if spec.timestamp_field not in union.names:
         return None
     ts_type = union.field(spec.timestamp_field).type
@@ -170,26 +171,26 @@ def run_merge(spec: MergeSpec) -> MergeResult:
     started_total = time.perf_counter()
     clock = Clock()
     schema = _validate(spec)
+    drop = _row_drop(spec)
+    if drop is not None:
+        # Imported here: the rewrite reuses this module's output steps.
+        from strata_jobs.rewrite import run_rewrite
+
+        return run_rewrite(spec, schema, drop)
     stats: dict = {"job_id": spec.job_id, "fencing_token": spec.fencing_token, "fan_in": len(spec.inputs)}
 
     started = time.perf_counter()
     inputs = open_inputs(spec.inputs)
     try:
         union = union_schema([(i.spec.split_id, i.schema) for i in inputs])
-        ts_type = _check_timestamp(union, spec)
+        ts_type = check_timestamp(union, spec)
         total_rows = sum(i.rows for i in inputs)
         total_bytes = sum(i.size_bytes for i in inputs)
         clock.add("footers", time.perf_counter() - started)
         inline = total_rows <= INLINE_MAX_ROWS
-        drop = _row_drop(spec)
-        columns, input_checksum = read_all(inputs, union, clock, stats, inline=inline, drop=drop)
+        columns, input_checksum = read_all(inputs, union, clock, stats, inline=inline)
     finally:
         close_inputs(inputs)
-    rows_read = total_rows
-    if drop is not None:
-        total_rows -= stats["rows_removed"]
-        # The outputs are sized from the kept rows' share of the bytes.
-        total_bytes = int(total_bytes * total_rows / rows_read) if rows_read else 0
 
     started = time.perf_counter()
     with worker_threads(BUILD_THREADS, "merge-key", inline=inline) as pool:
@@ -219,11 +220,10 @@ def run_merge(spec: MergeSpec) -> MergeResult:
     outputs: list[SplitMetadata] = []
     uploaded: list[str] = []
     max_output_table = max_output_file = 0
-    prefix = spec.output_uri_prefix.rstrip("/")
     try:
         with worker_threads(1, "merge-write", inline=inline) as writer, \
                 worker_threads(BUILD_THREADS, "merge-build", inline=inline) as builders:
-            plan = _plan_outputs(total_rows, total_bytes, spec)
+            plan = plan_outputs(total_rows, total_bytes, spec)
             for number, (begin, end) in enumerate(plan):
                 started = time.perf_counter()
                 last = number == len(plan) - 1
@@ -235,42 +235,25 @@ def run_merge(spec: MergeSpec) -> MergeResult:
                 clock.add("build", time.perf_counter() - started)
                 started = time.perf_counter()
                 column_stats = merge_output.output_column_stats(table, sort_names, builders)
-                low, high = merge_output.time_range(column_stats, spec.timestamp_field, ts_type)
-                split_id = str(ULID())
-                metadata = SplitMetadata(
-                    split_id=split_id, index_uid=spec.index_uid, source_id=spec.source_id,
-                    partition_id=spec.partition_id, doc_mapping_uid=spec.doc_mapping_uid,
-                    sort_schema=str(schema), window_start=spec.window_start,
-                    window_duration_secs=spec.window_duration_secs, time_range_start=low, time_range_end=high,
-                    num_rows=table.num_rows, uri=f"{prefix}/{split_id}.parquet", column_stats=column_stats,
-                    num_merge_ops=spec.num_merge_ops, generation=spec.generation,
-                    root_split_ids=list(spec.root_split_ids), state=SplitState.STAGED,
-                )
+                metadata = output_metadata(spec, schema, table, column_stats, ts_type)
+                split_id = metadata.split_id
                 clock.add("column_stats", time.perf_counter() - started)
                 # Encode and upload on the writer thread (the Parquet writer releases the GIL) while this
                 # thread verifies the table it handed over.
                 # In a copy of this context: the upload's requests count into the merge's meter.
-                job = writer.submit(contextvars.copy_context().run, _encode_and_upload, table, metadata, spec,
+                job = writer.submit(contextvars.copy_context().run, encode_and_upload, table, metadata, spec,
                                     uploaded)
                 started = time.perf_counter()
                 if not spec.verify_readback:
                     verifier.check_table(table, f"output {split_id}")
-                    _check_no_kept_row_matches(drop, table, split_id)
                 clock.add("verify", time.perf_counter() - started)
                 data_size, footer, timings = job.result()
-                for stage, seconds in timings.items():
-                    clock.add(stage, seconds)
+                clock.add_all(timings)
                 started = time.perf_counter()
-                if footer.num_rows != table.num_rows:
-                    raise MergeVerificationError(f"MC-1: output {split_id} holds {footer.num_rows} rows, "
-                                                 f"{table.num_rows} were written")
-                problem = written_schema_problem(footer, union)
-                if problem:
-                    raise MergeVerificationError(f"MC-4: output {split_id}: {problem}")
+                check_footer(footer, table.num_rows, union, split_id)
                 if spec.verify_readback:
-                    read_back = _read_back(metadata.uri, union)
-                    verifier.check_table(read_back, f"output {split_id} (read back)")
-                    _check_no_kept_row_matches(drop, read_back, split_id)
+                    written = read_back(metadata.uri, union)
+                    verifier.check_table(written, f"output {split_id} (read back)")
                 clock.add("verify", time.perf_counter() - started)
                 metadata.size_bytes = data_size
                 metadata.row_groups = row_group_spans(footer)
@@ -281,9 +264,6 @@ def run_merge(spec: MergeSpec) -> MergeResult:
         written_rows = sum(o.num_rows for o in outputs)
         if written_rows != total_rows or verifier.rows != total_rows:
             raise MergeVerificationError(f"MC-1: {total_rows} input rows, {written_rows} output rows")
-        if drop is not None and written_rows + stats["rows_removed"] != rows_read:
-            raise MergeVerificationError(f"DL-1: {rows_read} rows read, {written_rows} written, "
-                                         f"{stats['rows_removed']} removed")
         if verifier.checksum != input_checksum:
             raise MergeVerificationError(f"MC-2: output row checksum {verifier.checksum:#018x} != input "
                                          f"{input_checksum:#018x}")
@@ -301,7 +281,7 @@ def run_merge(spec: MergeSpec) -> MergeResult:
     )
     clock.add("total", time.perf_counter() - started_total)
     stats["timings"] = clock.timings
-    return MergeResult(outputs, rows_read, sum(o.num_rows for o in outputs), input_checksum, stats)
+    return MergeResult(outputs, total_rows, sum(o.num_rows for o in outputs), input_checksum, stats)
 
 
 def _row_drop(spec: MergeSpec) -> RowDrop | None:
@@ -312,18 +292,46 @@ def _row_drop(spec: MergeSpec) -> RowDrop | None:
     return RowDrop(predicate_from_json(spec.delete_predicate), {"partition_id": spec.partition_id})
 
 
-def _check_no_kept_row_matches(drop: RowDrop | None, table: pa.Table, split_id: str) -> None:
+def output_metadata(spec: MergeSpec, schema: SortSchema, table: pa.Table, column_stats: dict,
+                    ts_type: pa.DataType | None) -> SplitMetadata:
+    """The staged split an output table becomes, under a new id."""
+    low, high = merge_output.time_range(column_stats, spec.timestamp_field, ts_type)
+    split_id = str(ULID())
+    return SplitMetadata(
+        split_id=split_id, index_uid=spec.index_uid, source_id=spec.source_id, partition_id=spec.partition_id,
+        doc_mapping_uid=spec.doc_mapping_uid, sort_schema=str(schema), window_start=spec.window_start,
+        window_duration_secs=spec.window_duration_secs, time_range_start=low, time_range_end=high,
+        num_rows=table.num_rows, uri=f"{spec.output_uri_prefix.rstrip('/')}/{split_id}.parquet",
+        column_stats=column_stats, num_merge_ops=spec.num_merge_ops, generation=spec.generation,
+        root_split_ids=list(spec.root_split_ids), state=SplitState.STAGED,
+    )
+
+
+def check_footer(footer: pq.FileMetaData, rows: int, union: pa.Schema, split_id: str) -> None:
+    """MC-1 and MC-4 on what was written: the footer's rows are the table's, its schema the union."""
+    if footer.num_rows != rows:
+        raise MergeVerificationError(f"MC-1: output {split_id} holds {footer.num_rows} rows, {rows} were written")
+    problem = written_schema_problem(footer, union)
+    if problem:
+        raise MergeVerificationError(f"MC-4: output {split_id}: {problem}")
+
+
+def check_no_kept_row_matches(drop: RowDrop, table: pa.Table, split_id: str) -> None:
     """DL-2, output side: the delete's predicate, evaluated again on what was written, matches no row."""
-    if drop is None:
-        return
     matched = int(drop.matching(table).sum())
     if matched:
         raise MergeVerificationError(f"DL-2: output {split_id} still holds {matched} rows the delete matches")
 
 
-def _encode_and_upload(table: pa.Table, metadata: SplitMetadata, spec: MergeSpec, uploaded: list[str]):
+def encode_and_upload(table: pa.Table, metadata: SplitMetadata, spec: MergeSpec, uploaded: list[str],
+                      complete: Callable[[SplitMetadata], None] | None = None):
+    """`complete`, when given, fills `metadata` in once the rows are encoded (its statistics computed meanwhile)."""
+    def completed() -> SplitMetadata:
+        complete(metadata)
+        return metadata
+
     started = time.perf_counter()
-    data, footer = merge_output.encode(table, metadata, spec.parquet)
+    data, footer = merge_output.encode(table, metadata if complete is None else completed, spec.parquet)
     encoded = time.perf_counter()
     uploaded.append(metadata.uri)  # before the upload: a failed upload may still have left a file to delete
     merge_output.upload(metadata.uri, data)
@@ -331,7 +339,7 @@ def _encode_and_upload(table: pa.Table, metadata: SplitMetadata, spec: MergeSpec
     return len(data), footer, {"encode": encoded - started, "upload": done - encoded}
 
 
-def _read_back(uri: str, union: pa.Schema) -> pa.Table:
+def read_back(uri: str, union: pa.Schema) -> pa.Table:
     fs, path = merge_output.filesystem_for(uri)
     strings = [f.name for f in union if is_dict_type(f.type)]
     with fs.open_input_file(path) as source:

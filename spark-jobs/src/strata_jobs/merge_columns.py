@@ -216,17 +216,6 @@ class ColumnBuilder:
         else:
             self.chunks.append(chunk)
 
-    def truncate(self) -> None:
-        """Fewer rows arrived than were allocated (a rewrite dropped the rows its delete matches): the column
-        ends where they did."""
-        self.total = self.position
-        if self.kind == "dict":
-            self.codes = self.codes[:self.position]
-        elif self.kind == "num":
-            self.values = self.values[:self.position]
-            if self.valid is not None:
-                self.valid = self.valid[:self.position]
-
     def finish(self) -> SourceColumn:
         if self.position != self.total:
             raise ValueError(f"column {self.name!r}: {self.position} rows for {self.total}")

@@ -43,6 +43,10 @@ class Clock:
     def add(self, stage: str, seconds: float) -> None:
         self.timings[stage] = round(self.timings.get(stage, 0.0) + seconds, 4)
 
+    def add_all(self, timings: dict[str, float]) -> None:
+        for stage, seconds in timings.items():
+            self.add(stage, seconds)
+
 
 def open_inputs(inputs: list[MergeInput]) -> list[InputSplit]:
     """Every input's footer (and an open file to read it from later); string columns will read as
@@ -115,7 +119,7 @@ def union_schema(inputs: list[tuple[str, pa.Schema]]) -> pa.Schema:
     return pa.schema(fields)
 
 
-def _normalize(table: pa.Table, union: pa.Schema, split_id: str) -> dict[str, pa.ChunkedArray]:
+def normalize(table: pa.Table, union: pa.Schema, split_id: str) -> dict[str, pa.ChunkedArray]:
     """The input's columns cast to the union's types (string columns stay dictionaries)."""
     out = {}
     for field in union:
@@ -137,14 +141,12 @@ def _normalize(table: pa.Table, union: pa.Schema, split_id: str) -> dict[str, pa
     return out
 
 
-def read_all(inputs: list[InputSplit], union: pa.Schema, clock: Clock, stats: dict, *, inline: bool = False,
-             drop: RowDrop | None = None) -> tuple[dict[str, SourceColumn], int]:
+def read_all(inputs: list[InputSplit], union: pa.Schema, clock: Clock, stats: dict, *, inline: bool = False
+             ) -> tuple[dict[str, SourceColumn], int]:
     """Every input into the merge's column form, and the inputs' row checksum, as a pipeline: a reader thread
     reads (and casts) input i+1 while a hasher thread hashes input i and this thread copies it; at most three
-    inputs' tables are alive at once. With `drop` (a rewrite), the rows its predicate matches are left out and
-    counted (stats["rows_removed"]); the checksum is then the kept rows'."""
+    inputs' tables are alive at once."""
     total = sum(i.rows for i in inputs)
-    removed = 0
     builders = {f.name: ColumnBuilder(f.name, f.type, total) for f in union}
     checksum = 0
     largest_tables = [0, 0, 0]
@@ -163,12 +165,6 @@ def read_all(inputs: list[InputSplit], union: pa.Schema, clock: Clock, stats: di
                 raise MergeVerificationError(f"split {item.spec.split_id}: read {rows} rows, its footer says "
                                              f"{item.rows}")
             largest_tables = sorted([*largest_tables, nbytes])[-3:]
-            if drop is not None:
-                started = time.perf_counter()
-                columns, kept = drop.apply(columns, rows)
-                removed += rows - kept
-                rows = kept
-                clock.add("delete_filter", time.perf_counter() - started)
             hashing.append(hasher.submit(_hash_input, columns, rows, union.names))
             started = time.perf_counter()
             for name, builder in builders.items():
@@ -183,10 +179,6 @@ def read_all(inputs: list[InputSplit], union: pa.Schema, clock: Clock, stats: di
             part, seconds = job.result()
             checksum = combine(checksum, part)
             clock.add("checksum_inputs", seconds)
-    if removed:
-        for builder in builders.values():
-            builder.truncate()
-    stats["rows_removed"] = removed
     started = time.perf_counter()
     with worker_threads(FINISH_THREADS, "merge-finish", inline=inline) as pool:
         built = dict(zip(builders, pool.map(ColumnBuilder.finish, builders.values()), strict=True))
@@ -206,21 +198,16 @@ class RowDrop:
     def matching(self, table: pa.Table) -> np.ndarray:
         return matching_rows(self.predicate, table, self.constants)
 
-    def apply(self, columns: dict[str, pa.ChunkedArray], rows: int) -> tuple[dict[str, pa.ChunkedArray], int]:
-        """The columns without the matching rows, and how many rows are left."""
-        table = pa.table(columns) if columns else pa.table({"_": pa.nulls(rows)})
-        matched = self.matching(table)
-        if not matched.any():
-            return columns, rows
-        keep = to_arrow(~matched)
-        return {name: column.filter(keep) for name, column in columns.items()}, rows - int(matched.sum())
+    def keep(self, table: pa.Table, matched: np.ndarray) -> pa.Table:
+        """`table` without the rows `matched` marks (their order kept)."""
+        return table.filter(to_arrow(~matched)) if matched.any() else table
 
 
 def _read_one(item: InputSplit, union: pa.Schema):
     """Read one input and cast it to the union's types."""
     started = time.perf_counter()
     table = item.parquet.read(use_threads=True)
-    columns = _normalize(table, union, item.spec.split_id)
+    columns = normalize(table, union, item.spec.split_id)
     return columns, table.num_rows, table.nbytes, time.perf_counter() - started
 
 

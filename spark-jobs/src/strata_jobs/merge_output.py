@@ -7,6 +7,7 @@ import dataclasses
 import posixpath
 import threading
 import uuid
+from collections.abc import Callable
 from concurrent.futures import Executor
 from urllib.parse import unquote, urlparse
 
@@ -101,7 +102,7 @@ def time_range(stats: dict[str, ColumnStats], timestamp_field: str, arrow_type: 
     return low, high
 
 
-def encode(table: pa.Table, metadata: SplitMetadata, settings: ParquetConfig
+def encode(table: pa.Table, metadata: SplitMetadata | Callable[[], SplitMetadata], settings: ParquetConfig
            ) -> tuple[bytes, pq.FileMetaData]:
     return encode_split(table, metadata, settings)
 

@@ -69,7 +69,7 @@ def shape_row_group(table: pa.Table, task: ScanTask, schema: pa.Schema) -> pa.Ta
     filled in, missing columns as nulls, types cast to the schema's (u64 to decimal). Both engines read through
     this, so they see the same rows."""
     if task.drop is not None:
-        matched = matching_rows(_drop_predicate(task.drop), table, task.constants)
+        matched = matching_rows(drop_predicate(task.drop), table, task.constants)
         if matched.any():
             table = table.filter(to_arrow(~matched))
     arrays = []
@@ -84,7 +84,8 @@ def shape_row_group(table: pa.Table, task: ScanTask, schema: pa.Schema) -> pa.Ta
 
 
 @functools.lru_cache(maxsize=256)
-def _drop_predicate(text: str) -> Predicate:
+def drop_predicate(text: str) -> Predicate:
+    """A task's `drop`, parsed once per process."""
     return predicate_from_json(text)
 
 

@@ -182,10 +182,6 @@ def value_hashes(chunk: pa.Array, scale: np.uint64 = _ONE, memo: dict | None = N
     return hashes
 
 
-# Rows hashed per block: the accumulators stay small (cache-resident) whatever the table size.
-BLOCK_ROWS = 1 << 18
-
-
 def _add_hashes(acc: np.ndarray, chunk: pa.Array, scale: np.uint64, memo: dict) -> None:
     """acc += scale * h(value), slot by slot, in as few passes as the type allows."""
     t = chunk.type
@@ -215,13 +211,26 @@ BLOCK_ROWS = 1 << 18
 def table_checksum(table: pa.Table, columns: list[str] | None = None) -> int:
     """Order-independent checksum of `table`'s rows over `columns` (default: its own); a listed column the
     table lacks counts as null in every row. Works through the rows in blocks of BLOCK_ROWS."""
+    total = 0
+    for hashes in _row_hash_blocks(table, columns):
+        total = (total + int(hashes.sum(dtype=U64))) % (1 << 64)
+    return total
+
+
+def row_hashes(table: pa.Table, columns: list[str] | None = None) -> np.ndarray:
+    """row_hash of every row of `table`, in its order (the terms `table_checksum` sums): comparing two tables'
+    sequences checks their rows and their order at once."""
+    blocks = list(_row_hash_blocks(table, columns))
+    return np.concatenate(blocks) if blocks else np.zeros(0, dtype=U64)
+
+
+def _row_hash_blocks(table: pa.Table, columns: list[str] | None):
     names = table.column_names if columns is None else columns
     present = [(name, column_constant(name)) for name in names if name in table.column_names]
     missing = 0
     for name in names:
         if name not in table.column_names:
             missing = (missing + int(column_constant(name)) * int(NULL_HASH)) % (1 << 64)
-    total = 0
     memo: dict = {}
     for begin in range(0, table.num_rows, BLOCK_ROWS):
         block = table.slice(begin, BLOCK_ROWS)
@@ -233,9 +242,7 @@ def table_checksum(table: pa.Table, columns: list[str] | None = None) -> int:
                 if n:
                     _add_hashes(acc[start:start + n], chunk, constant, memo)
                 start += n
-        splitmix64(acc, out=acc)
-        total = (total + int(acc.sum(dtype=U64))) % (1 << 64)
-    return total
+        yield splitmix64(acc, out=acc)
 
 
 def combine(*checksums: int) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from itertools import chain
 
 import duckdb
@@ -18,6 +19,7 @@ import pyarrow as pa
 
 from strata_jobs.pruned_scan import scan_arrow_schema, shape_row_group
 from strata_query.execution.hot_tier import HotTier
+from strata_query.execution.masked_tier import MaskedTier
 from strata_query.execution.result_stream import ResultStream
 from strata_query.execution.scan_request import ScanRequest
 from strata_query.execution.text_rows import rows_that_may_match
@@ -57,6 +59,7 @@ class LocalEngine:
 
     def __init__(self, hot: HotTier, threads: int, table_scan_max_rows: int = TABLE_SCAN_MAX_ROWS) -> None:
         self.hot = hot
+        self.masked = MaskedTier(hot)
         self.table_scan_max_rows = table_scan_max_rows
         self._db = duckdb.connect(config={"threads": threads})
         self._cursors: dict[str, tuple[duckdb.DuckDBPyConnection, threading.Event]] = {}
@@ -151,7 +154,12 @@ class LocalEngine:
             raise QueryInterrupted(f"query {request.query_id} was interrupted")
         for task in request.tasks:
             data_columns = [name for name in schema.names if name not in (task.constants or {})]
-            reading = self.hot.read_row_groups(task.uri, task.row_groups, data_columns)
+            if self.masked.serves(task, data_columns):
+                # Its pending deletes' rows come hidden already.
+                reading = self.masked.read_row_groups(task, data_columns)
+                task = replace(task, drop=None)
+            else:
+                reading = self.hot.read_row_groups(task.uri, task.row_groups, data_columns)
             while True:
                 try:
                     # DuckDB may pull this generator from its own threads: the reads count into the query's meter.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
@@ -30,8 +31,10 @@ def split_writer_options(schema: pa.Schema, settings: ParquetConfig) -> dict[str
     }
 
 
-def encode_split(table: pa.Table, metadata: SplitMetadata, settings: ParquetConfig) -> tuple[bytes, pq.FileMetaData]:
-    """Parquet bytes of `table` and their footer; `metadata.kv_metadata()` is stored in the footer.
+def encode_split(table: pa.Table, metadata: SplitMetadata | Callable[[], SplitMetadata], settings: ParquetConfig
+                 ) -> tuple[bytes, pq.FileMetaData]:
+    """Parquet bytes of `table` and their footer; `metadata.kv_metadata()` is stored in the footer. `metadata` may
+    be a function giving it, called once the rows are encoded: its statistics can be computed meanwhile.
 
     The file is built in memory so its size and row-group byte ranges are known before anything is uploaded:
     the metastore row is staged with the exact values the file will have.
@@ -40,6 +43,8 @@ def encode_split(table: pa.Table, metadata: SplitMetadata, settings: ParquetConf
     writer = pq.ParquetWriter(sink, table.schema, **split_writer_options(table.schema, settings))
     try:
         writer.write_table(table, row_group_size=settings.row_group_size)
+        if callable(metadata):
+            metadata = metadata()
         writer.add_key_value_metadata(metadata.kv_metadata())
     finally:
         writer.close()
