@@ -33,7 +33,7 @@ def _wait(settings: Settings, index: str, delete_id: str, poll_secs: float) -> d
         delete = _get(settings, index, delete_id)
         progress = delete["progress"]
         line = (f"{_bar(progress['fraction'])} {progress['splits_done']}/{progress['splits_covered']} splits "
-                f"rewritten  {delete['status']}")
+                f"done  {delete['status']}")
         print(("\r" + line.ljust(100)) if interactive else line, end="" if interactive else "\n", flush=True)
         if delete["status"] in ENDED:
             print()
@@ -49,12 +49,15 @@ def _print_delete(delete: dict[str, Any]) -> None:
         print(f"  error: {delete['error']}")
     receipt = delete.get("receipt")
     if receipt:
-        print(f"  receipt: {receipt['splits_rewritten']} splits rewritten, {receipt['rows_removed']} rows removed, "
-              f"{receipt['artifacts_rebuilt']} artifacts rebuilt, completed {receipt['completed_at']}")
+        print(f"  receipt: {receipt['splits_rewritten']} splits rewritten, {receipt['splits_unchanged']} unchanged "
+              f"(no matching row), {receipt['rows_removed']} rows removed, {receipt['artifacts_rebuilt']} artifacts "
+              f"rebuilt, completed {receipt['completed_at']}")
         for split in receipt["splits"]:
             if split["state"] == "rewritten":
                 print(f"    {split['split_id']} -> {', '.join(split['new_split_ids']) or '(no rows left)'}: "
                       f"{split['rows_removed']} of {split['rows_before']} rows removed")
+            elif split["state"] == "unchanged":
+                print(f"    {split['split_id']} unchanged: 0 of {split['rows_before']} rows matched, kept as it is")
 
 
 def _print_verification(result: dict[str, Any]) -> None:

@@ -68,6 +68,9 @@ class MergeResult:
     output_rows: int
     checksum: int  # order-independent row checksum, equal for inputs and outputs (mod 2^64)
     stats: dict[str, Any] = field(default_factory=dict)
+    # A rewrite whose predicate matched no row of its input: nothing was written (no outputs, checksum 0), and the
+    # input is to stay published as it is. Distinct from no outputs with `unchanged` false: every row removed.
+    unchanged: bool = False
 
 
 def spec_to_dict(spec: MergeSpec) -> dict[str, Any]:
@@ -104,10 +107,12 @@ def result_to_json(result: MergeResult) -> str:
         "output_rows": result.output_rows,
         "checksum": result.checksum,
         "stats": result.stats,
+        "unchanged": result.unchanged,
     }, separators=(",", ":"))
 
 
 def result_from_json(text: str) -> MergeResult:
     data = json.loads(text)
     return MergeResult([SplitMetadata.from_json(s) for s in data["outputs"]], int(data["input_rows"]),
-                       int(data["output_rows"]), int(data["checksum"]), dict(data.get("stats", {})))
+                       int(data["output_rows"]), int(data["checksum"]), dict(data.get("stats", {})),
+                       bool(data.get("unchanged", False)))

@@ -1,5 +1,7 @@
 """A delete's rewrite: one sorted split -> the same rows without those the delete's predicate matches, staged and
-verified, or nothing is left. `run_merge` hands a spec with `delete_predicate` here.
+verified, or nothing is left. `run_merge` hands a spec with `delete_predicate` here. When the predicate matches no
+row the split is left as it is: nothing is written and the result says `unchanged` (the publish then only closes
+the delete's coverage of the split).
 
 A rewrite has one input, already in order (MC-3 was checked when it was written), so dropping rows keeps the
 order: no sort key, no sort, no gather into the merge's column form. The kept rows are the input filtered, cut
@@ -69,6 +71,17 @@ def run_rewrite(spec: MergeSpec, schema: SortSchema, drop: RowDrop) -> MergeResu
         close_inputs([item])
     rows_read = table.num_rows
     inline = rows_read <= INLINE_MAX_ROWS
+    started = time.perf_counter()
+    matched = drop.matching(table)
+    clock.add("delete_filter", time.perf_counter() - started)
+    if not matched.any():
+        # Split statistics are coarse: many covered splits hold no matching row. Rewriting one would only copy
+        # it (a new file, its artifacts rebuilt, the old one collected); it stays as it is instead.
+        stats.update(rows_removed=0, input_bytes=item.size_bytes, output_bytes=0, num_outputs=0,
+                     verify_readback=spec.verify_readback, method="rewrite", unchanged=True)
+        clock.add("total", time.perf_counter() - started_total)
+        stats["timings"] = clock.timings
+        return MergeResult([], rows_read, 0, 0, stats, unchanged=True)
 
     uploaded: list[str] = []
     try:
@@ -78,10 +91,9 @@ def run_rewrite(spec: MergeSpec, schema: SortSchema, drop: RowDrop) -> MergeResu
                 worker_threads(1, "rewrite-write", inline=inline) as writer:
             hashing = helpers.submit(_timed, row_hashes, table, union.names)
             started = time.perf_counter()
-            matched = drop.matching(table)
             kept_table = drop.keep(table, matched)
             removed = int(matched.sum())
-            removed_rows = table.filter(to_arrow(matched)) if removed else None
+            removed_rows = table.filter(to_arrow(matched))
             del table
             stats["rows_removed"] = removed
             # Cut from what the drop gave, not from what it should have given: a slip there is checked, not hidden.
@@ -89,7 +101,7 @@ def run_rewrite(spec: MergeSpec, schema: SortSchema, drop: RowDrop) -> MergeResu
             total_bytes = int(item.size_bytes * total_rows / rows_read) if rows_read else 0
             clock.add("delete_filter", time.perf_counter() - started)
             started = time.perf_counter()
-            if removed_rows is not None and not bool(drop.matching(removed_rows).all()):
+            if not bool(drop.matching(removed_rows).all()):
                 raise MergeVerificationError(f"DL-2: a row removed from {item.spec.split_id} does not match the "
                                              "delete")
             del removed_rows

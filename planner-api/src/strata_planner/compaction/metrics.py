@@ -79,8 +79,8 @@ class CompactionMetrics:
         self.retention_bytes.labels(index_id).inc(outcome.bytes)
 
     def observe_success(self, published: PublishedMerge) -> None:
-        if published.superseded_by:
-            return  # cancelled: a newer delete covers an input
+        if published.superseded_by or published.unchanged:
+            return  # cancelled (a newer delete covers an input), or a rewrite that left its input as it was
         job = published.job
         index_id, _ = split_index_uid(job.index_uid)
         self.bytes_merged.inc(job.input_bytes)

@@ -23,7 +23,8 @@ def output_splits(result: MergeResult) -> list[OutputSplit]:
 COMPACTION_PROTOCOL = PollProtocol(
     poll_path="/v1/compaction/poll",
     parse_response=PollResponse.model_validate,
-    success_fields=lambda result: {"outputs": [o.model_dump(mode="json") for o in output_splits(result)]},
+    success_fields=lambda result: {"outputs": [o.model_dump(mode="json") for o in output_splits(result)],
+                                   "unchanged": result.unchanged},
     running_stage="merging",
     stage_progress={"merging": 0.1, "publishing": 0.9},
 )

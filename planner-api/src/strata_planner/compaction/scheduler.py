@@ -39,7 +39,7 @@ def compaction_queue(state: AppState) -> QueueSpec[StatusUpdate, Assignment]:
         repo = CompactionRepository(session)
         job = await repo.get(update.job_id)
         outputs = await _outputs_as_splits(session, state.storage, job, update) if job else []
-        return await repo.publish(update.job_id, update.fencing_token, outputs, now)
+        return await repo.publish(update.job_id, update.fencing_token, outputs, now, unchanged=update.unchanged)
 
     limits = InProgressLimits(per_tenant=settings.compaction_max_in_progress_per_tenant,
                               per_index=settings.compaction_max_in_progress_per_index)

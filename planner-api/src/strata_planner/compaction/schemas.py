@@ -105,6 +105,9 @@ class OutputSplit(_Strict):
 
 class StatusUpdate(JobUpdate):
     outputs: list[OutputSplit] = []
+    unchanged: bool = Field(False, description="on a rewrite's success: the delete's condition matched no row of "
+                                               "the split, nothing was written (no outputs) and the split stays "
+                                               "published as it is")
 
 
 class PollRequest(PollFields):

@@ -38,7 +38,9 @@ class DeleteProgress(BaseModel):
 
 class ReceiptSplit(BaseModel):
     split_id: str
-    state: Literal["pending", "rewriting", "rewritten", "merged"]
+    state: Literal["pending", "rewriting", "rewritten", "merged", "unchanged"] = Field(
+        description="`unchanged`: the rewrite found no row the delete matches, the split stays published as it is "
+                    "(no new split, rows_removed 0).")
     new_split_ids: list[str]
     rows_before: int
     rows_removed: int | None
@@ -48,11 +50,14 @@ class ReceiptSplit(BaseModel):
 
 
 class DeleteReceipt(BaseModel):
-    """What the delete did, once it succeeded: every split rewritten (old id, new ids, rows before, rows removed),
-    the artifacts built for the new splits so far, the total rows removed, and when it completed."""
+    """What the delete did, once it succeeded: every split rewritten (old id, new ids, rows before, rows removed)
+    or left unchanged (no row matched), the artifacts built for the new splits so far, the total rows removed,
+    and when it completed."""
 
     splits: list[ReceiptSplit]
-    splits_rewritten: int
+    splits_rewritten: int = Field(description="Splits replaced by a rewrite (their matching rows removed).")
+    splits_unchanged: int = Field(description="Covered splits holding no matching row: kept as they are, "
+                                              "nothing written.")
     rows_removed: int
     artifacts_rebuilt: int
     completed_at: datetime | None

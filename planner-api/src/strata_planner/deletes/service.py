@@ -46,7 +46,7 @@ from strata_shared.sql.index_columns import PARTITION_COLUMN
 from strata_shared.storage import ObjectStore
 from strata_shared.web.auth import Principal
 
-DONE_STATES = ("rewritten", "merged")
+DONE_STATES = ("rewritten", "merged", "unchanged")
 
 
 def _ranges_in_seconds(predicate: Predicate, settings: IndexSettings) -> TimeRanges:
@@ -150,7 +150,8 @@ async def _receipt(session: AsyncSession, splits: Sequence[DeleteSplitRow], comp
         splits=[ReceiptSplit(split_id=s.split_id, state=s.state, new_split_ids=list(s.new_split_ids),
                              rows_before=s.rows_before, rows_removed=s.rows_removed,
                              inherited_from=s.inherited_from, finished_at=s.finished_at) for s in splits],
-        splits_rewritten=len(rewritten), rows_removed=sum(s.rows_removed or 0 for s in rewritten),
+        splits_rewritten=len(rewritten), splits_unchanged=sum(1 for s in splits if s.state == "unchanged"),
+        rows_removed=sum(s.rows_removed or 0 for s in rewritten),
         artifacts_rebuilt=sum(len(found) for found in artifacts.values()), completed_at=completed_at)
 
 

@@ -56,6 +56,8 @@ class PublishedMerge:
     # The deletes accepted after this merge was planned that cover one of its inputs: the merge was cancelled
     # instead of published, so its output cannot bring their rows back (DL-4).
     superseded_by: tuple[str, ...] = ()
+    # A rewrite that left its input as it was (its delete matched no row there): nothing merged or written.
+    unchanged: bool = False
 
 
 class CompactionRepository:
@@ -154,10 +156,11 @@ class CompactionRepository:
 
     # --- a worker's success (fenced) ------------------------------------------------------------------------
 
-    async def publish(self, job_id: str, token: int, outputs: Sequence[SplitMetadata],
-                      now: datetime) -> PublishedMerge:
+    async def publish(self, job_id: str, token: int, outputs: Sequence[SplitMetadata], now: datetime, *,
+                      unchanged: bool = False) -> PublishedMerge:
         """One transaction's worth of work: outputs published, inputs marked for deletion, lineage recorded, job
-        succeeded; or nothing at all (StaleToken, PublishConflict)."""
+        succeeded; or nothing at all (StaleToken, PublishConflict). `unchanged`: a rewrite whose delete matched
+        no row of its input, which stays published as it is (`_publish_unchanged`)."""
         job = await self.queue.fenced(job_id, token)
         deletes = DeleteRepository(self.session)
         await deletes.lock_index(job.index_uid, exclusive=False)
@@ -169,6 +172,8 @@ class CompactionRepository:
         if len(inputs) != len(input_ids) or not_published:
             raise PublishConflict(f"inputs no longer published: {', '.join(not_published) or 'missing rows'}")
         rewrite = job.kind == REWRITE_KIND
+        if unchanged:
+            return await self._publish_unchanged(job, inputs, outputs, now)
         if not rewrite and (covering := await deletes.covered_among(input_ids)):
             return await self._supersede(job, covering, now)
         input_rows = sum(s.num_rows for s in inputs)
@@ -197,6 +202,22 @@ class CompactionRepository:
                                                                       job.window_start, now)
         await self.session.flush()
         return PublishedMerge(job, [s.created_at for s in inputs if s.num_merge_ops == 0])
+
+    async def _publish_unchanged(self, job: CompactionJobRow, inputs: Sequence[SplitRow],
+                                 outputs: Sequence[SplitMetadata], now: datetime) -> PublishedMerge:
+        """The rewrite's delete matched no row of the split: its coverage there is closed and the split stays
+        published as it is (nothing replaced, no artifact rebuilt, nothing for the garbage collector); deletes
+        accepted since the job was created stay in force on it. The window did not change: nothing to plan."""
+        if job.kind != REWRITE_KIND:
+            raise PublishConflict(f"job {job.job_id} is a merge: only a rewrite can leave its input unchanged")
+        if outputs:
+            raise PublishConflict(f"job {job.job_id} reported its input unchanged and {len(outputs)} outputs")
+        await DeleteRepository(self.session).publish_unchanged(job, inputs[0], now)
+        self.queue.succeed(job, now, stage="unchanged")
+        job.output_split_ids, job.output_bytes = [], 0
+        await self._release(job.job_id)
+        await self.session.flush()
+        return PublishedMerge(job, [], unchanged=True)
 
     # --- operator actions -----------------------------------------------------------------------------------
 

@@ -44,7 +44,8 @@ class DeleteSplitRow(Base):
     published its replacement); or merged: the split left without this delete's rewrite, either replaced by the
     rewrite of an older delete (the coverage moved to its outputs: rows with `inherited_from` set) or dropped by
     retention (no new split); or cancelled: the delete was cancelled before any of its rewrites published
-    (migration 0015)."""
+    (migration 0015); or unchanged: the rewrite found no row the delete matches there, and the split stays
+    published as it was (migration 0016)."""
 
     __tablename__ = "delete_splits"
 
@@ -61,7 +62,7 @@ class DeleteSplitRow(Base):
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
 
     __table_args__ = (
-        CheckConstraint("state IN ('pending', 'rewriting', 'rewritten', 'merged', 'cancelled')",
+        CheckConstraint("state IN ('pending', 'rewriting', 'rewritten', 'merged', 'cancelled', 'unchanged')",
                         name="delete_split_state"),
         Index("ix_delete_splits_in_force", "split_id", postgresql_where=text("state IN ('pending', 'rewriting')")),
     )

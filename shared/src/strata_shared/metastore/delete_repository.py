@@ -249,6 +249,18 @@ class DeleteRepository:
         await self.session.flush()
         await self._finish_if_done([*rows, *later], now)
 
+    async def publish_unchanged(self, job: CompactionJobRow, split: SplitRow, now: datetime) -> None:
+        """In the publish's transaction: the job's delete matched no row of the split, which stays published as
+        it is. The job's coverage is done (`unchanged`: nothing removed, no new split); any other delete in force
+        on the split (accepted since the job was created) stays there, pending its own rewrite."""
+        rows = (await self.session.execute(
+            update(DeleteSplitRow).where(DeleteSplitRow.job_id == job.job_id, DeleteSplitRow.state == "rewriting",
+                                         DeleteSplitRow.split_id == split.split_id)
+            .values(state="unchanged", rows_removed=0, new_split_ids=[], finished_at=now)
+            .returning(DeleteSplitRow.delete_id))).scalars().all()
+        await self.session.flush()
+        await self._finish_if_done(rows, now)
+
     async def _finish_if_done(self, delete_ids: Sequence[str], now: datetime) -> None:
         for delete_id in set(delete_ids):
             left = await self.session.scalar(select(func.count()).select_from(DeleteSplitRow).where(

@@ -18,12 +18,14 @@ T = TypeVar("T", bound="DeleteReceipt")
 
 @_attrs_define
 class DeleteReceipt:
-    """What the delete did, once it succeeded: every split rewritten (old id, new ids, rows before, rows removed),
-    the artifacts built for the new splits so far, the total rows removed, and when it completed.
+    """What the delete did, once it succeeded: every split rewritten (old id, new ids, rows before, rows removed)
+    or left unchanged (no row matched), the artifacts built for the new splits so far, the total rows removed,
+    and when it completed.
 
         Attributes:
             splits (list[ReceiptSplit]):
-            splits_rewritten (int):
+            splits_rewritten (int): Splits replaced by a rewrite (their matching rows removed).
+            splits_unchanged (int): Covered splits holding no matching row: kept as they are, nothing written.
             rows_removed (int):
             artifacts_rebuilt (int):
             completed_at (datetime.datetime | None):
@@ -31,6 +33,7 @@ class DeleteReceipt:
 
     splits: list[ReceiptSplit]
     splits_rewritten: int
+    splits_unchanged: int
     rows_removed: int
     artifacts_rebuilt: int
     completed_at: datetime.datetime | None
@@ -43,6 +46,8 @@ class DeleteReceipt:
             splits.append(splits_item)
 
         splits_rewritten = self.splits_rewritten
+
+        splits_unchanged = self.splits_unchanged
 
         rows_removed = self.rows_removed
 
@@ -60,6 +65,7 @@ class DeleteReceipt:
             {
                 "splits": splits,
                 "splits_rewritten": splits_rewritten,
+                "splits_unchanged": splits_unchanged,
                 "rows_removed": rows_removed,
                 "artifacts_rebuilt": artifacts_rebuilt,
                 "completed_at": completed_at,
@@ -81,6 +87,8 @@ class DeleteReceipt:
             splits.append(splits_item)
 
         splits_rewritten = d.pop("splits_rewritten")
+
+        splits_unchanged = d.pop("splits_unchanged")
 
         rows_removed = d.pop("rows_removed")
 
@@ -104,6 +112,7 @@ class DeleteReceipt:
         delete_receipt = cls(
             splits=splits,
             splits_rewritten=splits_rewritten,
+            splits_unchanged=splits_unchanged,
             rows_removed=rows_removed,
             artifacts_rebuilt=artifacts_rebuilt,
             completed_at=completed_at,

@@ -20,7 +20,8 @@ class ReceiptSplit:
     """
     Attributes:
         split_id (str):
-        state (ReceiptSplitState):
+        state (ReceiptSplitState): `unchanged`: the rewrite found no row the delete matches, the split stays published
+            as it is (no new split, rows_removed 0).
         new_split_ids (list[str]):
         rows_before (int):
         rows_removed (int | None):

@@ -8,6 +8,7 @@ class ReceiptSplitState(StrEnum):
     PENDING = "pending"
     REWRITING = "rewriting"
     REWRITTEN = "rewritten"
+    UNCHANGED = "unchanged"
 
     def __str__(self) -> str:
         return str(self.value)

@@ -32,6 +32,8 @@ class StatusUpdate:
         object_requests (None | ObjectRequestsBody | Unset): on a success or failure: what the job cost the object
             store, counted where it ran; the API adds it to its /metrics (`strata_object_store_requests_total`)
         outputs (list[OutputSplit] | Unset):
+        unchanged (bool | Unset): on a rewrite's success: the delete's condition matched no row of the split, nothing
+            was written (no outputs) and the split stays published as it is Default: False.
     """
 
     job_id: str
@@ -43,6 +45,7 @@ class StatusUpdate:
     error: None | str | Unset = UNSET
     object_requests: None | ObjectRequestsBody | Unset = UNSET
     outputs: list[OutputSplit] | Unset = UNSET
+    unchanged: bool | Unset = False
 
     def to_dict(self) -> dict[str, Any]:
         from ..models.object_requests_body import ObjectRequestsBody
@@ -92,6 +95,8 @@ class StatusUpdate:
                 outputs_item = outputs_item_data.to_dict()
                 outputs.append(outputs_item)
 
+        unchanged = self.unchanged
+
         field_dict: dict[str, Any] = {}
 
         field_dict.update(
@@ -113,6 +118,8 @@ class StatusUpdate:
             field_dict["object_requests"] = object_requests
         if outputs is not UNSET:
             field_dict["outputs"] = outputs
+        if unchanged is not UNSET:
+            field_dict["unchanged"] = unchanged
 
         return field_dict
 
@@ -192,6 +199,8 @@ class StatusUpdate:
 
                 outputs.append(outputs_item)
 
+        unchanged = d.pop("unchanged", UNSET)
+
         status_update = cls(
             job_id=job_id,
             fencing_token=fencing_token,
@@ -202,6 +211,7 @@ class StatusUpdate:
             error=error,
             object_requests=object_requests,
             outputs=outputs,
+            unchanged=unchanged,
         )
 
         return status_update
