@@ -54,6 +54,10 @@ def test_dl1_dl2_dl3_rewrite_removes_exactly_the_matching_rows(tmp_path_factory,
     # DL-1
     assert result.input_rows == len(before)
     assert result.stats["rows_removed"] == removed
+    if not removed:  # nothing to drop: the split is left as it is, nothing written
+        assert result.unchanged and result.outputs == [] and files_under(base / "out") == []
+        return
+    assert not result.unchanged
     assert result.output_rows == result.input_rows - removed
     tables = output_tables(result)
     kept = [row for t in tables for row in t.to_pylist()]
@@ -68,6 +72,22 @@ def test_dl1_a_split_whose_every_row_matches_leaves_no_output(tmp_path):
     rows = [{"s": "a", "ts": n} for n in range(5)]
     _, result = _rewrite(tmp_path, rows, Compare("s", "=", "a"))
     assert result.outputs == [] and result.output_rows == 0 and result.stats["rows_removed"] == 5
+
+
+def test_a_split_holding_no_matching_row_is_left_unchanged_and_nothing_is_written(tmp_path):
+    """Split statistics cover splits without a matching row: their rewrite writes no file and says `unchanged`,
+    which is not "every row removed" (no outputs either), and survives the JSON the Spark task ships."""
+    rows = [{"s": s, "ts": n} for n, s in enumerate("acegk")]
+    table, result = _rewrite(tmp_path, rows, InList("s", ("b", "d")))  # inside the split's [a, k] range
+    assert result.unchanged and result.outputs == [] and result.stats["rows_removed"] == 0
+    assert result.input_rows == 5 and result.output_rows == 0
+    assert files_under(tmp_path / "out") == []
+    assert merge.result_from_json(merge.result_to_json(result)).unchanged
+    # The same split with one matching row is rewritten as before: not unchanged, one output of the rest.
+    _, rewritten = _rewrite(tmp_path / "one", rows, InList("s", ("c", "d")))
+    assert not rewritten.unchanged and rewritten.output_rows == 4 and len(rewritten.outputs) == 1
+    assert not merge.result_from_json(merge.result_to_json(rewritten)).unchanged
+    assert len(files_under(tmp_path / "one" / "out")) == 1
 
 
 def test_dl2_partition_id_is_the_split_s_own(tmp_path):
@@ -119,7 +139,9 @@ def test_dl1_dl3_a_rewrite_that_loses_duplicates_moves_or_alters_a_kept_row_is_r
     """The rewrite's own checks (per-row hashes of every output against the input's kept rows, the rows
     counted) refuse any slip of the drop that a kept row survives, and leave nothing behind."""
     base = tmp_path_factory.mktemp("faulty")
-    predicate = Compare("s", "=", "a")  # a row or none: what is left is what the fault acts on
+    predicate = Compare("s", "=", "a")  # what is left is what the fault acts on
+    # At least one row to drop: a split without a matching row is left unchanged, never filtered.
+    rows = [*rows, {"i": 0, "f": None, "s": "a", "t": None, "ts": 0}]
     table = sorted_table(rows, SCHEMA, SortSchema.parse(SORT))
     kept = [r for r in table.to_pylist() if not evaluate_row(predicate, r)]
     if fault == "swap":
