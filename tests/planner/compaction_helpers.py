@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
 
 from strata_planner.compaction.executor import MergeExecutor
 from strata_planner.compaction.runner import CompactionRunner
 from strata_services.client import arrow_ipc
-from strata_services.sample_data import metrics_index_config, metrics_rows
+from strata_services.sample_data import SERVICES, metrics_index_config, metrics_rows
 from tests.helpers import ARROW, unique_index_id
 
 TERMINAL = {"success", "excluded", "cancelled"}
@@ -32,9 +33,9 @@ async def create_index(indexer, keys, **overrides) -> str:
 
 
 async def ingest_split(indexer, keys, index_id: str, window: int, rows: int, seed: int = 0,
-                       partition: str = "default") -> str:
-    """One split of `rows` sample rows in the window starting at `window`."""
-    table = metrics_rows(rows, start=window, span_secs=900, seed=seed)
+                       partition: str = "default", services: Sequence[str] = SERVICES) -> str:
+    """One split of `rows` sample rows in the window starting at `window` (of the given services only)."""
+    table = metrics_rows(rows, start=window, span_secs=900, seed=seed, services=services)
     response = await indexer.post(f"/v1/indexes/{index_id}/ingest", content=arrow_ipc(table),
                                   params={"partition_id": partition},
                                   headers={**keys.header(keys.writer), "Content-Type": ARROW})

@@ -209,6 +209,118 @@ async def test_dl5_a_rewrite_whose_worker_vanished_converges_under_a_new_token(
     assert await _count(query, keys, index_id, "TRUE", "local") == 250 - removed
 
 
+def _success(assignment: dict, result) -> dict:
+    from strata_planner.compaction.runner import COMPACTION_PROTOCOL
+
+    return {"job_id": assignment["job_id"], "fencing_token": assignment["fencing_token"], "status": "success",
+            **COMPACTION_PROTOCOL.success_fields(result)}
+
+
+async def _job(planner, keys, job_id: str) -> dict:
+    return (await planner.get(f"/v1/compaction/jobs/{job_id}", headers=keys.header(keys.worker))).json()
+
+
+async def test_a_covered_split_without_a_matching_row_keeps_its_file_and_is_receipted_unchanged(
+        indexer, planner, query, keys, storage, runner, planner_clock, settings, spark_factory):
+    """Split statistics cover a split whose service range spans the deleted ones but which holds none of them:
+    its rewrite writes nothing and the split stays published (same id, same file); the other covered split is
+    rewritten. The receipt tells them apart, verification passes, and a stale worker's report of the unchanged
+    result is refused (DL-5)."""
+    index_id = await create_index(indexer, keys)
+    window = open_window()
+    hit = await ingest_split(indexer, keys, index_id, window, 300, seed=41)
+    miss = await ingest_split(indexer, keys, index_id, window, 300, seed=42, services=("service_01", "service_09"))
+    removed = _matching(300, window, 41)
+    assert removed > 0
+    uris = {s["split_id"]: s["uri"] for s in await _splits(indexer, keys, index_id, "published")}
+    delete = (await _delete(planner, keys, index_id, {"where": DELETED})).json()
+    assert delete["progress"]["splits_covered"] == 2, delete
+    for engine in ENGINES:
+        assert await _count(query, keys, index_id, DELETED, engine) == 0
+
+    # A worker takes both rewrites, runs the one of the split without a matching row, and loses power.
+    lost = [a for a in (await poll(planner, keys, "lost-worker", 2))["assignments"] if a["kind"] == "rewrite"]
+    [stale_assignment] = [a for a in lost if a["inputs"][0]["split_id"] == miss]
+    stale = await asyncio.to_thread(MergeExecutor(spark_factory).run, _assignment(stale_assignment))
+    assert stale.unchanged and stale.outputs == [] and stale.stats["rows_removed"] == 0
+    assert stale.stats["num_outputs"] == 0
+    planner_clock.advance(settings.compaction_lease_secs + 1)
+
+    done = await _run_until_done(planner, keys, runner, index_id, delete["delete_id"])
+    assert done["status"] == "succeeded", done
+    receipt = done["receipt"]
+    by_split = {s["split_id"]: s for s in receipt["splits"]}
+    assert by_split[miss]["state"] == "unchanged" and by_split[miss]["new_split_ids"] == []
+    assert by_split[miss]["rows_removed"] == 0 and by_split[miss]["rows_before"] == 300
+    assert by_split[hit]["state"] == "rewritten" and by_split[hit]["rows_removed"] == removed
+    assert receipt["splits_rewritten"] == 1 and receipt["splits_unchanged"] == 1
+    assert receipt["rows_removed"] == removed
+
+    # The split without a matching row is as it was: same id, same file, still published, nothing to collect.
+    published = {s["split_id"]: s for s in await _splits(indexer, keys, index_id, "published")}
+    marked = {s["split_id"] for s in await _splits(indexer, keys, index_id, "marked_for_deletion")}
+    assert published[miss]["uri"] == uris[miss] and miss not in marked
+    assert storage.exists(uris[miss])
+    assert hit in marked and set(published) == {miss, *by_split[hit]["new_split_ids"]}
+    [unchanged_job] = [j for j in (await planner.get(
+        "/v1/compaction/jobs", params={"index_id": index_id, "limit": 100},
+        headers=keys.header(keys.worker))).json()["jobs"]
+        if j["kind"] == "rewrite" and j["status"] == "success" and j["input_split_ids"] == [miss]]
+    assert unchanged_job["stage"] == "unchanged" and unchanged_job["output_split_ids"] == []
+
+    for engine in ENGINES:
+        assert await _count(query, keys, index_id, DELETED, engine) == 0
+        assert await _count(query, keys, index_id, "TRUE", engine) == 600 - removed
+    verified = (await planner.get(f"/v1/indexes/{index_id}/deletes/{delete['delete_id']}/verify",
+                                  headers=keys.header(keys.admin))).json()
+    assert verified["verified"] is True and verified["matching_rows"] == 0, verified
+
+    # The lost worker's report under its old token is refused, and changes nothing.
+    late = await planner.post(f"/v1/compaction/jobs/{stale_assignment['job_id']}/status",
+                              headers=keys.header(keys.worker), json=_success(stale_assignment, stale))
+    assert late.status_code == 409, late.text
+    assert {s["split_id"] for s in await _splits(indexer, keys, index_id, "published")} == set(published)
+
+
+async def test_a_delete_accepted_after_an_unchanged_rewrite_was_planned_stays_in_force_on_the_split(
+        indexer, planner, query, keys, runner, spark_factory):
+    """The rewrite of a split holding no row of the first delete publishes unchanged; a second delete, accepted
+    while that rewrite ran and matching rows of the split, still hides them and then rewrites the split."""
+    index_id = await create_index(indexer, keys)
+    window = open_window()
+    split_id = await ingest_split(indexer, keys, index_id, window, 300, seed=43,
+                                  services=("service_01", "service_09"))
+    first = (await _delete(planner, keys, index_id, {"where": DELETED})).json()
+    [assignment] = [a for a in (await poll(planner, keys, "worker-a", 1))["assignments"] if a["kind"] == "rewrite"]
+    assert assignment["delete_id"] == first["delete_id"]
+    result = await asyncio.to_thread(MergeExecutor(spark_factory).run, _assignment(assignment))
+    assert result.unchanged
+
+    later_where = "service = 'service_09'"
+    later_rows = await _count(query, keys, index_id, later_where, "local")
+    assert later_rows > 0
+    second = (await _delete(planner, keys, index_id, {"where": later_where})).json()
+    await poll(planner, keys, "worker-a", 0, [_success(assignment, result)])
+    job = await _job(planner, keys, assignment["job_id"])
+    assert job["status"] == "success" and job["stage"] == "unchanged", job
+    done = await _status(planner, keys, index_id, first["delete_id"])
+    assert done["status"] == "succeeded" and done["receipt"]["splits_unchanged"] == 1, done
+    # The split is still the same one, and the second delete still hides its rows there.
+    assert [s["split_id"] for s in await _splits(indexer, keys, index_id, "published")] == [split_id]
+    pending = await _status(planner, keys, index_id, second["delete_id"])
+    assert pending["status"] in ("pending", "running") and pending["progress"]["splits_covered"] == 1
+    for engine in ENGINES:
+        assert await _count(query, keys, index_id, later_where, engine) == 0
+
+    done = await _run_until_done(planner, keys, runner, index_id, second["delete_id"])
+    assert done["status"] == "succeeded", done
+    [split] = done["receipt"]["splits"]
+    assert split["split_id"] == split_id and split["state"] == "rewritten" and split["rows_removed"] == later_rows
+    assert [s["split_id"] for s in await _splits(indexer, keys, index_id, "published")] == split["new_split_ids"]
+    for engine in ENGINES:
+        assert await _count(query, keys, index_id, "TRUE", engine) == 300 - later_rows
+
+
 def _assignment(data: dict):
     from strata_planner.compaction.schemas import Assignment
 
