@@ -23,6 +23,8 @@ async def test_delete_list_wait_and_verify_commands(served, indexer, planner, ke
     index_id = await create_index(indexer, keys)
     window = open_window()
     await ingest_split(indexer, keys, index_id, window, 200, seed=31)
+    # Covered by both deletes (its services span theirs), holding no row of either: left unchanged.
+    kept = await ingest_split(indexer, keys, index_id, window, 100, seed=33, services=("service_01", "service_09"))
     code, out, _ = strata(capsys, "delete", index_id, "--where", "service = 'service_05'", "--reason", "test")
     assert code == 0 and "accepted delete" in out
     delete_id = out.split()[2].rstrip(":")
@@ -48,7 +50,8 @@ async def test_delete_list_wait_and_verify_commands(served, indexer, planner, ke
         await runner.shutdown()
     assert await waiting == 0
     out = capsys.readouterr().out
-    assert "succeeded" in out and "receipt: 1 splits rewritten" in out
+    assert "succeeded" in out and "receipt: 1 splits rewritten, 1 unchanged (no matching row)" in out, out
+    assert f"{kept} unchanged: 0 of 100 rows matched, kept as it is" in out, out
 
     code, out, _ = strata(capsys, "delete", index_id, "--verify", delete_id)
     assert code == 0 and "verified: no matching row left" in out, out
