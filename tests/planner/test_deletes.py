@@ -2,8 +2,9 @@
 on both engines (EXPLAIN names them), rewritten by fenced compaction jobs of kind `rewrite` on Spark, receipted
 and verified; rows ingested after the delete untouched; a merge planned before the delete never publishes the
 deleted rows back (DL-4); a rewrite whose worker lost power after writing its output, before reporting, converges
-to the same result under a new token (DL-5); ingestion and compaction running during the delete; tenancy; bad
-conditions refused with their position."""
+to the same result under a new token (DL-5); a covered split holding no matching row left unchanged (same id and
+file, receipted apart, a stale report of it refused, later deletes still in force on it, merged as usual after);
+ingestion and compaction running during the delete; tenancy; bad conditions refused with their position."""
 
 from __future__ import annotations
 
@@ -319,6 +320,43 @@ async def test_a_delete_accepted_after_an_unchanged_rewrite_was_planned_stays_in
     assert [s["split_id"] for s in await _splits(indexer, keys, index_id, "published")] == split["new_split_ids"]
     for engine in ENGINES:
         assert await _count(query, keys, index_id, "TRUE", engine) == 300 - later_rows
+
+
+async def test_splits_left_unchanged_are_merged_as_usual_once_the_delete_is_done(
+        indexer, planner, query, keys, runner):
+    """While covered, the splits are kept out of merges; once the delete left two of them unchanged and rewrote
+    the third, the three merge as any splits would, and every row the delete did not match is still there."""
+    index_id = await create_index(indexer, keys)
+    window = open_window()
+    await ingest_split(indexer, keys, index_id, window, 200, seed=44)
+    misses = {await ingest_split(indexer, keys, index_id, window, 200, seed=seed, services=("service_01", "service_09"))
+              for seed in (45, 46)}
+    removed = _matching(200, window, 44)
+    delete = (await _delete(planner, keys, index_id, {"where": DELETED})).json()
+    assert delete["progress"]["splits_covered"] == 3
+    trigger = await planner.post(f"/v1/indexes/{index_id}/compaction/trigger", json={},
+                                 headers=keys.header(keys.admin))
+    assert trigger.json()["created_job_ids"] == []  # covered: kept out of merges
+
+    done = await _run_until_done(planner, keys, runner, index_id, delete["delete_id"])
+    assert done["receipt"]["splits_unchanged"] == 2 and done["receipt"]["splits_rewritten"] == 1, done
+    await planner.post(f"/v1/indexes/{index_id}/compaction/trigger", json={}, headers=keys.header(keys.admin))
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 300
+    while True:
+        jobs = (await planner.get("/v1/compaction/jobs", params={"index_id": index_id, "limit": 100},
+                                  headers=keys.header(keys.worker))).json()["jobs"]
+        merges = [j for j in jobs if j["kind"] != "rewrite" and misses <= set(j["input_split_ids"])]
+        if any(j["status"] == "success" for j in merges):
+            break
+        assert loop.time() < deadline, jobs
+        await runner.step()
+        await asyncio.sleep(0.2)
+    marked = {s["split_id"] for s in await _splits(indexer, keys, index_id, "marked_for_deletion")}
+    assert misses <= marked
+    for engine in ENGINES:
+        assert await _count(query, keys, index_id, "TRUE", engine) == 600 - removed
+        assert await _count(query, keys, index_id, DELETED, engine) == 0
 
 
 def _assignment(data: dict):
