@@ -84,9 +84,11 @@ def _served(url: str) -> float:
 
 
 def _refused(url: str) -> bool:
+    """The replica's listener is closed: the connection is refused, or, sent while the listener closes, accepted
+    into its backlog and reset with it."""
     try:
         httpx.get(url + "/healthz", timeout=5)
-    except httpx.ConnectError:
+    except (httpx.ConnectError, httpx.ReadError, httpx.RemoteProtocolError):
         return True
     return False
 
