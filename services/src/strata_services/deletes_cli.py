@@ -51,7 +51,11 @@ def _print_delete(delete: dict[str, Any]) -> None:
     if receipt:
         print(f"  receipt: {receipt['splits_rewritten']} splits rewritten, {receipt['splits_unchanged']} unchanged "
               f"(no matching row), {receipt['rows_removed']} rows removed, {receipt['artifacts_rebuilt']} artifacts "
-              f"rebuilt, completed {receipt['completed_at']}")
+              f"rebuilt so far, completed {receipt['completed_at']}")
+        if receipt["splits_rewritten"]:
+            # The indexer builds the new splits' artifacts after the publish: a receipt read at once counts few.
+            print("  (the new splits' artifacts are built by the indexer after the publish; the receipt "
+                  "(GET /v1/indexes/{index}/deletes/{id}) counts them as they land)")
         for split in receipt["splits"]:
             if split["state"] == "rewritten":
                 print(f"    {split['split_id']} -> {', '.join(split['new_split_ids']) or '(no rows left)'}: "
