@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -69,7 +70,7 @@ def shape_row_group(table: pa.Table, task: ScanTask, schema: pa.Schema) -> pa.Ta
     filled in, missing columns as nulls, types cast to the schema's (u64 to decimal). Both engines read through
     this, so they see the same rows."""
     if task.drop is not None:
-        matched = matching_rows(drop_predicate(task.drop), table, task.constants)
+        matched = hidden_rows(task, table)
         if matched.any():
             table = table.filter(to_arrow(~matched))
     arrays = []
@@ -81,6 +82,12 @@ def shape_row_group(table: pa.Table, task: ScanTask, schema: pa.Schema) -> pa.Ta
         else:
             arrays.append(pa.nulls(table.num_rows, field.type))
     return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def hidden_rows(task: ScanTask, table: pa.Table) -> np.ndarray:
+    """A boolean per row of one of the task's row groups: True where a delete in force on its file matches it
+    (the task has a `drop`). What both engines hide, and what the local engine's masked tier keeps hidden."""
+    return matching_rows(drop_predicate(task.drop), table, task.constants)
 
 
 @functools.lru_cache(maxsize=256)

@@ -19,11 +19,10 @@ from collections.abc import Iterator
 
 import pyarrow as pa
 
-from strata_jobs.pruned_scan import ScanTask, drop_predicate
+from strata_jobs.pruned_scan import ScanTask, drop_predicate, hidden_rows
 from strata_query.execution.hot_tier import HotTier
 from strata_shared.arrow_numpy import to_arrow
 from strata_shared.query.predicate import columns_of
-from strata_shared.query.row_filter import matching_rows
 
 # The cached mask of a row group that the deletes leave whole.
 _NOTHING_HIDDEN = object()
@@ -56,7 +55,7 @@ class MaskedTier:
             mask_key = ("mask", task.uri, group, task.drop)
             keep = lru.get(mask_key)
             if keep is None:
-                matched = matching_rows(drop_predicate(task.drop), table, task.constants)
+                matched = hidden_rows(task, table)
                 keep = to_arrow(~matched) if matched.any() else _NOTHING_HIDDEN
                 lru.put(mask_key, keep, max(1, getattr(keep, "nbytes", 0)))
             if keep is _NOTHING_HIDDEN:
