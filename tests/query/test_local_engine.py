@@ -1,5 +1,6 @@
-"""The in-process engine on its own, over real Parquet files: a scan handed to DuckDB as a table (small scans) and
-one streamed row group by row group (large scans) give the same answers as DuckDB over the files, and both
+"""The in-process engine on its own, over real Parquet files: a scan handed to DuckDB as a table (on one thread for
+small scans, on the thread pool for larger ones) and one streamed row group by row group (large scans) give the
+same answers as DuckDB over the files, and all
 report a file gone from storage as storage unavailable (503) and an interrupt as such."""
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ from tests.fixtures.s3 import served_requests
 
 COLUMNS = [("host", FieldType.STRING), ("value", FieldType.F64), ("ts", FieldType.I64),
            ("partition_id", FieldType.STRING)]
-# Table when the scan has at most this many rows (the default), and always streamed.
-MODES = {"table": 1_000_000, "stream": 0}
+# (table_scan_max_rows, small_scan_rows): a table on the single-threaded database, run as a statement (the
+# default for small scans); a table on the threaded one, as a relation (larger scans); always streamed.
+MODES = {"small": (1_000_000, 1_000_000), "table": (1_000_000, 0), "stream": (0, 0)}
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +53,9 @@ def files(tmp_path_factory) -> tuple[ObjectStore, list[str]]:
 
 def engine(store: ObjectStore, mode: str) -> LocalEngine:
     footers = FooterCache(store)
-    return LocalEngine(HotTier(store, footers, 64 * 1024 * 1024), threads=2, table_scan_max_rows=MODES[mode])
+    table_rows, small_rows = MODES[mode]
+    return LocalEngine(HotTier(store, footers, 64 * 1024 * 1024), threads=2, table_scan_max_rows=table_rows,
+                       small_scan_rows=small_rows)
 
 
 def request(uris: list[str], sql: str, *, rows: int = 15_000, delay: float = 0.0) -> ScanRequest:

@@ -2,14 +2,16 @@
 the kept row groups and columns (from the RAM tier where hot), the query's SQL runs over it, and the result
 streams batch by batch. Chosen over DataFusion by measurement (docs/benchmarks.md, "Query engines").
 
-One DuckDB database serves every query, each on its own cursor (DuckDB's own connection, with its own temporary
-views); the database's thread pool bounds the CPU all local queries use together.
+Two DuckDB databases, each query on its own cursor (DuckDB's own connection, with its own temporary views): scans
+of at most `SMALL_SCAN_ROWS` rows run on a single-threaded one, the rest on one whose thread pool bounds the CPU
+the larger local queries use together. A small scan runs wholly on the worker thread that opened it.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import warnings
 from collections.abc import Iterator
 from dataclasses import replace
 from itertools import chain
@@ -39,6 +41,15 @@ INLINE_ROWS = 1_000
 # (docs/benchmarks.md, "Interactive latency"). The rows are mostly the RAM tier's own arrays, so holding them at
 # once costs little beyond what the tier holds.
 TABLE_SCAN_MAX_ROWS = 4_000_000
+# A scan of at most this many rows runs on one DuckDB thread, executed as a statement rather than built as a
+# relation (which binds it twice): on such scans handing work to other threads costs more than it saves. Against
+# the pool of 2 threads (the default `query_local_threads`) and a relation, it takes 0.72-0.80x the time over
+# 16,384-150,000 rows, 0.77-0.89x over 300,000, and 0.98-1.27x over 1,000,000 (`bench.bench_small_scans`,
+# docs/benchmarks.md "Small scans on one DuckDB thread"; with a larger pool the pool wins sooner). A statement's result is
+# materialized before its first batch: here at most the scan's rows.
+SMALL_SCAN_ROWS = 300_000
+# DuckDB warns that a statement's Arrow output copies its result once: wanted, as said above.
+warnings.filterwarnings("ignore", message="Arrow output on a DB-API result", category=UserWarning)
 
 
 class QueryFailed(StrataError):
@@ -57,18 +68,22 @@ class LocalEngine:
     name = "local"
     dialect = "duckdb"
 
-    def __init__(self, hot: HotTier, threads: int, table_scan_max_rows: int = TABLE_SCAN_MAX_ROWS) -> None:
+    def __init__(self, hot: HotTier, threads: int, table_scan_max_rows: int = TABLE_SCAN_MAX_ROWS,
+                 small_scan_rows: int = SMALL_SCAN_ROWS) -> None:
         self.hot = hot
         self.masked = MaskedTier(hot)
         self.table_scan_max_rows = table_scan_max_rows
+        self.small_scan_rows = small_scan_rows
         self._db = duckdb.connect(config={"threads": threads})
+        self._small_db = duckdb.connect(config={"threads": 1})
         self._cursors: dict[str, tuple[duckdb.DuckDBPyConnection, threading.Event]] = {}
         self._lock = threading.Lock()
 
     def open(self, request: ScanRequest) -> ResultStream:
         """Blocking (call from a worker thread): starts the query and returns its stream once the first batch is
         computed, so errors are raised here, before any response is sent."""
-        cursor = self._db.cursor()
+        small = request.rows is not None and request.rows <= self.small_scan_rows
+        cursor = (self._small_db if small else self._db).cursor()
         interrupted = threading.Event()
         with self._lock:
             self._cursors[request.query_id] = (cursor, interrupted)
@@ -94,7 +109,10 @@ class LocalEngine:
             else:
                 # No filter of the planner's: the scan itself is the view (a catalog write less per query).
                 cursor.register(request.view, scan)
-            reader = cursor.sql(request.sql).to_arrow_reader(RESULT_BATCH_ROWS)
+            if small:
+                reader = cursor.execute(request.sql).to_arrow_reader(RESULT_BATCH_ROWS)
+            else:
+                reader = cursor.sql(request.sql).to_arrow_reader(RESULT_BATCH_ROWS)
             # The first batches, up to INLINE_ROWS rows: a small result (an aggregate, often in several small
             # batches) is then complete in hand, and the caller answers it at once instead of streaming it.
             batches: list[pa.RecordBatch] = []
@@ -147,6 +165,7 @@ class LocalEngine:
 
     def close(self) -> None:
         self._db.close()
+        self._small_db.close()
 
     def _scan(self, request: ScanRequest, schema: pa.Schema, interrupted: threading.Event,
               errors: list[BaseException], meter: Meter | None) -> Iterator[pa.RecordBatch]:
