@@ -143,6 +143,64 @@ async def test_a_query_that_ends_before_its_row_is_sent_leaves_no_row(settings, 
         assert left == 0
 
 
+async def _rows_of(client, query_id: str) -> int:
+    from sqlalchemy import text
+
+    async with client.app.state.strata.sessions() as session:
+        return (await session.execute(text("SELECT count(*) FROM running_queries WHERE query_id = :id"),
+                                      {"id": query_id})).scalar_one()
+
+
+async def test_a_running_query_is_shared_after_its_share_time_or_at_once_when_its_id_is_handed_out(
+        settings, monkeypatch):
+    """A query's row waits SHARE_AFTER_SECS (made long here): one that ends sooner is never sent, while
+    `until_shared`, which a streamed result's first batch awaits, sends it at once; one that runs past the share
+    time is sent without being asked."""
+    from ulid import ULID
+
+    import strata_query.shared_registry as shared
+    from strata_query.registry import RunningQuery
+
+    sent: list[set[str]] = []
+    real_write = shared.write_running
+
+    async def recording_write(reads, added, removed, owner):
+        sent.append({query_id for query_id, _ in added})
+        await real_write(reads, added, removed, owner)
+
+    monkeypatch.setattr(shared, "write_running", recording_write)
+    monkeypatch.setattr(shared, "SHARE_AFTER_SECS", 30.0)
+    async with serving(query_app(settings), "http://query-a") as a:
+        registry = a.app.state.strata.own().registry
+        engine = a.app.state.strata.own().runtime.engines.in_process
+
+        def writer_idle() -> bool:
+            return registry._writer is None or registry._writer.done()
+
+        brief = RunningQuery(str(ULID()), None, engine)
+        registry.add_running(brief)
+        await asyncio.sleep(0.2)
+        registry.forget_running(brief.query_id)
+        await _until(writer_idle, "the writer finishing")
+        assert sent == [] and await _rows_of(a, brief.query_id) == 0
+
+        streamed = RunningQuery(str(ULID()), None, engine)
+        registry.add_running(streamed)
+        await registry.until_shared(streamed.query_id, 10.0)
+        assert sent == [{streamed.query_id}] and await _rows_of(a, streamed.query_id) == 1
+        registry.forget_running(streamed.query_id)
+        await _until(writer_idle, "the row's deletion")
+        assert await _rows_of(a, streamed.query_id) == 0
+
+        monkeypatch.setattr(shared, "SHARE_AFTER_SECS", 0.1)
+        long_running = RunningQuery(str(ULID()), None, engine)
+        registry.add_running(long_running)
+        await _until(lambda: _rows_of(a, long_running.query_id), "the long query's row")
+        registry.forget_running(long_running.query_id)
+        await _until(writer_idle, "the row's deletion")
+        assert await _rows_of(a, long_running.query_id) == 0
+
+
 async def test_a_plan_whose_replica_was_killed_reads_failed_after_the_query_timeout(settings, keys, tmp_path,
                                                                                      indexer, index_id):
     timeout_secs = 2.0

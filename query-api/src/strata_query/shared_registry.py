@@ -7,8 +7,11 @@ DELETE of a plan or a cancel of a query is answered whichever replica receives i
   timeout, so a plan still submitted past it (and a grace for the last write) is a dead replica's: it reads as
   failed. Plans leave the table an hour after their last write (deleted as new ones are added).
 - **Running queries** are registered off the query's path: `add_running` only notes the query, and a writer task
-  sends the new rows and the ended ones in batches while the engine opens the scan. A query that ends before its
-  row was sent leaves nothing to write at all; one that ends while it is being sent is deleted by the next batch.
+  sends the new rows and the ended ones in batches. A query's row is sent once it has run `SHARE_AFTER_SECS`, or
+  at once when its caller is about to learn its id (a streamed result's first batch): a query that ends before
+  then leaves nothing to write at all, which is most interactive queries (a cancel needs the id, which the
+  caller of a finished result gets with the whole answer, and the garbage collector's grace, minutes, covers the
+  files it reads); one that ends while it is being sent is deleted by the next batch.
   A cancel received elsewhere sets the row's flag, which the owner polls while it has queries running. The owner
   refreshes its rows every few seconds; rows it stopped refreshing are a killed replica's, reached by no cancel
   and deleted by any replica's writer.
@@ -50,6 +53,9 @@ PLAN_RETENTION_SECS = 3600.0
 KEEP_ALIVE_SECS = 5.0
 # A batch the database refused is sent again after this long.
 RETRY_SECS = 1.0
+# A running query's row is sent once it has run this long (unless its id is handed out before): a fresh query of
+# a few milliseconds then costs the metastore no INSERT and DELETE, and its replica's event loop no round trip.
+SHARE_AFTER_SECS = 0.05
 
 
 class SharedQueryRegistry:
@@ -65,6 +71,10 @@ class SharedQueryRegistry:
         self.running_queries: dict[str, RunningQuery] = {}
         # Their rows: not sent yet, being sent, written; and the written rows of queries that ended.
         self._unsent: dict[str, RunningQuery] = {}
+        # When each unsent query was noted (monotonic); the ids whose rows are wanted at once.
+        self._noted_at: dict[str, float] = {}
+        self._urgent: set[str] = set()
+        self._wake = asyncio.Event()
         self._sending: set[str] = set()
         self._written: set[str] = set()
         self._ended: set[str] = set()
@@ -107,12 +117,17 @@ class SharedQueryRegistry:
     def add_running(self, query: RunningQuery) -> None:
         self.running_queries[query.query_id] = query
         self._unsent[query.query_id] = query
+        self._noted_at[query.query_id] = time.monotonic()
         self._write_soon()
 
     def forget_running(self, query_id: str) -> None:
         if self.running_queries.pop(query_id, None) is None:
             return
         if self._unsent.pop(query_id, None) is not None:
+            # Never sent, and now never will be; the writer looks again (it may have nothing left to do).
+            self._noted_at.pop(query_id, None)
+            self._urgent.discard(query_id)
+            self._wake.set()
             return
         self._ended.add(query_id)
         self._write_soon()
@@ -124,6 +139,9 @@ class SharedQueryRegistry:
         return bool(self.running_queries)
 
     async def until_shared(self, query_id: str, timeout_secs: float) -> None:
+        if query_id in self._unsent:
+            self._urgent.add(query_id)
+            self._wake.set()
         with suppress(TimeoutError):
             async with asyncio.timeout(timeout_secs):
                 while query_id in self._unsent or query_id in self._sending:
@@ -167,8 +185,11 @@ class SharedQueryRegistry:
     async def _write(self) -> None:
         """Sends the rows of started and ended queries, a batch at a time, until nothing is left to send."""
         while self._unsent or self._ended:
-            added, self._unsent = self._unsent, {}
+            await self._until_due()
+            added = self._due_rows()
             removed, self._ended = self._ended, set()
+            if not added and not removed:
+                continue
             self._sending = set(added)
             try:
                 await write_running(self.reads, [(query_id, query.tenant) for query_id, query in added.items()],
@@ -182,14 +203,36 @@ class SharedQueryRegistry:
                 log.warning("recording %d running and %d ended queries failed; retrying", len(added), len(removed),
                             exc_info=True)
                 # Queries that ended meanwhile are in `_ended` already (deleting a row never written is harmless).
-                self._unsent.update({query_id: query for query_id, query in added.items()
-                                     if query_id in self.running_queries})
+                again = {query_id: query for query_id, query in added.items() if query_id in self.running_queries}
+                self._unsent.update(again)
+                self._noted_at.update(dict.fromkeys(again, 0.0))
                 self._ended |= removed
                 self._batch_finished()
                 await asyncio.sleep(RETRY_SECS)
                 continue
             self._written = (self._written | added.keys()) - removed
             self._batch_finished()
+
+    async def _until_due(self) -> None:
+        """Until a row is due: an ended query's deletion, an urgent row, or the oldest row's share time."""
+        while not self._ended and not self._urgent and self._unsent:
+            wait = min(self._noted_at.values()) + SHARE_AFTER_SECS - time.monotonic()
+            if wait <= 0:
+                return
+            self._wake.clear()
+            with suppress(TimeoutError):
+                async with asyncio.timeout(wait):
+                    await self._wake.wait()
+
+    def _due_rows(self) -> dict[str, RunningQuery]:
+        shared_before = time.monotonic() - SHARE_AFTER_SECS
+        due = {query_id: query for query_id, query in self._unsent.items()
+               if query_id in self._urgent or self._noted_at[query_id] <= shared_before}
+        for query_id in due:
+            del self._unsent[query_id]
+            del self._noted_at[query_id]
+            self._urgent.discard(query_id)
+        return due
 
     def _batch_finished(self) -> None:
         self._sending = set()
