@@ -45,8 +45,8 @@ TABLE_SCAN_MAX_ROWS = 4_000_000
 # relation (which binds it twice): on such scans handing work to other threads costs more than it saves. Against
 # the pool of 2 threads (the default `query_local_threads`) and a relation, it takes 0.72-0.80x the time over
 # 16,384-150,000 rows, 0.77-0.89x over 300,000, and 0.98-1.27x over 1,000,000 (`bench.bench_small_scans`,
-# docs/benchmarks.md "Small scans on one DuckDB thread"; with a larger pool the pool wins sooner). A statement's result is
-# materialized before its first batch: here at most the scan's rows.
+# docs/benchmarks.md "Small scans on one DuckDB thread"; with a larger pool the pool wins sooner). A statement's
+# result is materialized before its first batch: here at most the scan's rows.
 SMALL_SCAN_ROWS = 300_000
 # DuckDB warns that a statement's Arrow output copies its result once: wanted, as said above.
 warnings.filterwarnings("ignore", message="Arrow output on a DB-API result", category=UserWarning)
