@@ -23,25 +23,17 @@ import pytest
 from google.protobuf import any_pb2
 
 from strata_query.flight.proto import FlightSql_pb2 as sql
-from strata_services.demo import TABLE, WINDOW, demo_batches, demo_index_config, demo_queries
+from strata_services.demo import TABLE, demo_batches, demo_index_config, demo_queries
 from tests.helpers import ARROW, arrow_stream, delete_index, unique_index_id
 
 HEADER = "adbc.flight.sql.rpc.call_header."
-
-
-def _late_in_a_window(now: int) -> int:
-    """A `now` at least half a window past its window's start. The demo's rows are spread evenly up to `now`, so
-    just after a window boundary the last window holds a few rows and none of the rare 'disk full' messages: the
-    full-text query would answer nothing, depending on the clock (CI saw it)."""
-    into = now % WINDOW
-    return now if into >= WINDOW // 2 else now - into - WINDOW // 2
 
 
 @pytest.fixture(scope="module")
 async def dataset(indexer, keys):
     """Two indexes: one holding acme's rows (the demo's data, in two windows), one holding only the default
     partition's."""
-    now = _late_in_a_window(int(time.time()))
+    now = int(time.time())
     mine, theirs = unique_index_id("flight"), unique_index_id("flight-other")
     for index_id, writer in ((mine, keys.writer_acme), (theirs, keys.writer)):
         config = {**demo_index_config(now), "index_id": index_id}
