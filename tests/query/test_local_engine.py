@@ -1,7 +1,7 @@
 """The in-process engine on its own, over real Parquet files: a scan handed to DuckDB as a table (on one thread for
 small scans, on the thread pool for larger ones) and one streamed row group by row group (large scans) give the
-same answers as DuckDB over the files, and all
-report a file gone from storage as storage unavailable (503) and an interrupt as such."""
+same answers as DuckDB over the files, and all report a file gone from storage as storage unavailable (503) and an
+interrupt as such."""
 
 from __future__ import annotations
 
