@@ -20,11 +20,21 @@ from strata_shared.object_requests import current_meter
 from strata_shared.storage import ObjectStore
 
 
+def columns_in(file_schema: pa.Schema, columns: list[str]) -> list[str]:
+    """Those of `columns` a file has, in order: a column added to the index later is absent from older files."""
+    present = set(file_schema.names)
+    return [c for c in columns if c in present]
+
+
 class HotTier:
     def __init__(self, storage: ObjectStore, footers: FooterCache, capacity_bytes: int) -> None:
         self.storage = storage
         self.footers = footers
         self.lru = ByteLru(capacity_bytes)
+
+    def cached_chunk(self, uri: str, group: int, column: str) -> pa.ChunkedArray | None:
+        """One column chunk of a row group, if it is in memory."""
+        return self.lru.get((uri, group, column))
 
     def read_row_groups(self, uri: str, groups: list[int], columns: list[str]) -> Iterator[pa.Table]:
         """Each of the file's `groups`, in order: its `columns` that the file has, strings as dictionaries (a
@@ -40,8 +50,7 @@ class HotTier:
         predicts with (`tests/query/test_local_engine.py` checks it against an S3 server's log)."""
         footer = self.footers.get(uri)
         file_schema = footer.schema.to_arrow_schema()
-        present = set(file_schema.names)
-        wanted = [c for c in columns if c in present]
+        wanted = columns_in(file_schema, columns)
         positions: dict[tuple[str, ...], list[int]] = {}
         with ExitStack() as opened:
             parquet: pq.ParquetFile | None = None
@@ -49,7 +58,7 @@ class HotTier:
                 found: dict[str, pa.ChunkedArray] = {}
                 missing = []
                 for column in wanted:
-                    chunk = self.lru.get((uri, group, column))
+                    chunk = self.cached_chunk(uri, group, column)
                     if chunk is None:
                         missing.append(column)
                     else:

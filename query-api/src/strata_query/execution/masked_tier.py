@@ -20,7 +20,7 @@ from collections.abc import Iterator
 import pyarrow as pa
 
 from strata_jobs.pruned_scan import ScanTask, drop_predicate, hidden_rows
-from strata_query.execution.hot_tier import HotTier
+from strata_query.execution.hot_tier import HotTier, columns_in
 from strata_shared.arrow_numpy import to_arrow
 from strata_shared.query.predicate import columns_of
 
@@ -75,7 +75,7 @@ class MaskedTier:
         if keep is None:
             return None
         if keep is _NOTHING_HIDDEN:
-            found = {name: lru.get((task.uri, group, name)) for name in present}
+            found = {name: self.hot.cached_chunk(task.uri, group, name) for name in present}
         else:
             found = {name: lru.get(("masked", task.uri, group, name, task.drop)) for name in present}
         if not present or any(chunk is None for chunk in found.values()):
@@ -83,6 +83,5 @@ class MaskedTier:
         return pa.table(found)
 
     def _present(self, uri: str, columns: list[str]) -> list[str]:
-        names = set(self.hot.footers.get(uri).schema.to_arrow_schema().names)
-        return [c for c in columns if c in names]
+        return columns_in(self.hot.footers.get(uri).schema.to_arrow_schema(), columns)
 
