@@ -171,3 +171,56 @@ def test_unknown_without_meaning_cannot_be_evaluated():
 def test_compare_rejects_unknown_operator():
     with pytest.raises(ValueError):
         Compare("a", "<>", 1)  # type: ignore[arg-type]
+
+
+# --- long chains: a SQL parser builds `a OR b OR c` as OR(OR(a, b), c), so a host clause over 2,000 hosts arrives
+# 2,000 levels deep, past Python's recursion limit. The IR walks a chain of one operator in a loop and deduplicates
+# by hash: the shapes below pin that (the time it takes is measured in the issue, never asserted here).
+
+def _left_deep(kind, parts):
+    node = parts[0]
+    for part in parts[1:]:
+        node = kind((node, part))
+    return node
+
+
+HOSTS = [Compare("hostname", "=", f"host_{i}") for i in range(2000)]
+
+
+def test_a_left_deep_chain_becomes_one_flat_node_in_order():
+    nnf = to_nnf(_left_deep(Or, HOSTS))
+    assert nnf == Or(tuple(HOSTS))
+
+
+def test_a_negated_chain_becomes_one_flat_node_of_negated_atoms():
+    nnf = to_nnf(Not(_left_deep(Or, HOSTS)))
+    assert nnf == And(tuple(Compare("hostname", "!=", f"host_{i}") for i in range(2000)))
+
+
+def test_nots_inside_a_chain_keep_it_one_node():
+    # NOT (NOT a AND NOT b) is a OR b: the chain continues through double negation and De Morgan.
+    a, b, c = HOSTS[:3]
+    assert to_nnf(Or((Not(And((Not(a), Not(b)))), c))) == Or((a, b, c))
+    assert to_nnf(Not(Not(Not(Not(_left_deep(And, HOSTS)))))) == And(tuple(HOSTS))
+
+
+def test_a_chain_keeps_the_first_of_repeated_terms():
+    repeated = _left_deep(Or, [*HOSTS, *reversed(HOSTS)])
+    assert to_nnf(repeated) == Or(tuple(HOSTS))
+    assert disjunction([*HOSTS, TRUE, *HOSTS]) == TRUE
+
+
+def test_alternating_chains_stay_nested_once_per_alternation():
+    ands = [_left_deep(And, [Compare("a", "=", i), Compare("b", "=", i)]) for i in range(1000)]
+    nnf = to_nnf(_left_deep(Or, ands))
+    assert isinstance(nnf, Or) and len(nnf.children) == 1000
+    assert all(child == And((Compare("a", "=", i), Compare("b", "=", i))) for i, child in enumerate(nnf.children))
+
+
+def test_every_walk_takes_a_left_deep_chain():
+    chain = _left_deep(Or, HOSTS)
+    assert is_nnf(chain)
+    assert columns_of(chain) == {"hostname"}
+    assert describe(chain) == "(" + " OR ".join(f"hostname = 'host_{i}'" for i in range(2000)) + ")"
+    assert evaluate_row(chain, {"hostname": "host_1999"})
+    assert not evaluate_row(chain, {"hostname": "host_2000"})

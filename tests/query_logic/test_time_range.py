@@ -23,7 +23,7 @@ from strata_shared.query.predicate import (
     describe,
     evaluate_row,
 )
-from strata_shared.query.time_range import Interval, TimeRanges, extract_time_range
+from strata_shared.query.time_range import Interval, TimeRanges, extract_time_range, intersect_all, union_all
 from tests.query_logic.strategies import PREDICATES, ROWS
 
 N = None
@@ -131,3 +131,30 @@ def test_every_matching_row_lies_inside_the_ranges(pred, rows):
     for row in rows:
         if evaluate_row(pred, row):
             assert ranges.contains(row["ts"]), (describe(pred), row, ranges)
+
+
+def test_a_long_chain_of_exclusions_is_every_gap():
+    # Intersected all at once (complement of the union of complements), not two at a time.
+    pred = And(tuple(ts("!=", 10 * i) for i in range(2000)))
+    expected = [Interval(None, -1), *(Interval(10 * i + 1, 10 * i + 9) for i in range(1999)), Interval(19991, None)]
+    assert extract_time_range(pred, "ts") == TimeRanges(tuple(expected), False)
+    assert extract_time_range(InList("ts", tuple(range(0, 20000, 10)), True), "ts") == TimeRanges(tuple(expected))
+    points = extract_time_range(Or(tuple(ts("=", 10 * i) for i in range(2000))), "ts")
+    assert points == TimeRanges(tuple(Interval(10 * i, 10 * i) for i in range(2000)))
+
+
+_SMALL = st.one_of(st.none(), st.integers(-6, 6))
+_RANGES = st.builds(TimeRanges.of, st.lists(st.builds(Interval, _SMALL, _SMALL), max_size=4), st.booleans())
+
+
+@settings(max_examples=300)
+@given(st.lists(_RANGES, max_size=4))
+def test_intersect_and_union_of_many_are_the_set_operations(many):
+    both = intersect_all(many)
+    either = union_all(many)
+    for value in [None, *range(-9, 10)]:
+        assert both.contains(value) == all(r.contains(value) for r in many)
+        assert either.contains(value) == any(r.contains(value) for r in many)
+    # Normalized: sorted, disjoint and not adjacent, so equal sets are equal values.
+    for ranges in (both, either):
+        assert TimeRanges.of(ranges.intervals, ranges.includes_null) == ranges

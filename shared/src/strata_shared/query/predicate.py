@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -118,34 +118,44 @@ Atom = Compare | InList | IsNull | Like | TextMatch
 Predicate = Atom | Unknown | And | Or | Not | Const
 
 
+def operands(pred: And | Or) -> Iterator[Predicate]:
+    """The operands of `pred` and of every node of the same kind directly under it, in order, found without
+    recursion: a SQL parser builds `a OR b OR c` as OR(OR(a, b), c), so a host clause of 500 terms arrives 500
+    levels deep, and every walk of the IR recurses per level of alternating AND/OR only, never per operand."""
+    kind = type(pred)
+    stack: list[Predicate] = [pred]
+    while stack:
+        node = stack.pop()
+        if type(node) is kind:
+            stack.extend(reversed(node.children))  # type: ignore[union-attr]
+        else:
+            yield node
+
+
 def conjunction(children: Iterable[Predicate]) -> Predicate:
-    """AND of the children, flattened, with constants folded (sound in three-valued logic)."""
-    flat: list[Predicate] = []
-    for child in children:
-        parts = child.children if isinstance(child, And) else (child,)
-        for part in parts:
-            if part == FALSE:
-                return FALSE
-            if part != TRUE and part not in flat:
-                flat.append(part)
-    if not flat:
-        return TRUE
-    return flat[0] if len(flat) == 1 else And(tuple(flat))
+    """AND of the children, flattened, deduplicated, with constants folded (sound in three-valued logic)."""
+    return _combine(children, And, absorbing=FALSE, neutral=TRUE)
 
 
 def disjunction(children: Iterable[Predicate]) -> Predicate:
-    """OR of the children, flattened, with constants folded (sound in three-valued logic)."""
-    flat: list[Predicate] = []
+    """OR of the children, flattened, deduplicated, with constants folded (sound in three-valued logic)."""
+    return _combine(children, Or, absorbing=TRUE, neutral=FALSE)
+
+
+def _combine(children: Iterable[Predicate], kind: type[And] | type[Or], absorbing: Const,
+             neutral: Const) -> Predicate:
+    # A dict is an ordered set: deduplicating by hash keeps a chain of n terms linear (a list was quadratic).
+    flat: dict[Predicate, None] = {}
     for child in children:
-        parts = child.children if isinstance(child, Or) else (child,)
-        for part in parts:
-            if part == TRUE:
-                return TRUE
-            if part != FALSE and part not in flat:
-                flat.append(part)
+        for part in operands(child) if isinstance(child, kind) else (child,):
+            if part == absorbing:
+                return absorbing
+            if part != neutral:
+                flat.setdefault(part, None)
     if not flat:
-        return FALSE
-    return flat[0] if len(flat) == 1 else Or(tuple(flat))
+        return neutral
+    parts = tuple(flat)
+    return parts[0] if len(parts) == 1 else kind(parts)
 
 
 def to_nnf(pred: Predicate) -> Predicate:
@@ -153,21 +163,21 @@ def to_nnf(pred: Predicate) -> Predicate:
 
     The result is TRUE on exactly the rows where the input is TRUE. Atoms that can never be TRUE (a comparison
     with NULL, NOT IN a list holding NULL) become FALSE: safe only once no NOT remains above them, which is why
-    this happens here and not while building the tree.
+    this happens here and not while building the tree. Linear in the size of the predicate; recursion goes as
+    deep as AND and OR alternate (a chain of one operator, NOTs included, is walked in a loop).
     """
     return _nnf(pred, False)
 
 
 def _nnf(pred: Predicate, negate: bool) -> Predicate:
+    while isinstance(pred, Not):
+        pred, negate = pred.child, not negate
     match pred:
-        case Not(child):
-            return _nnf(child, not negate)
-        case And(children):
-            combine = disjunction if negate else conjunction
-            return combine(_nnf(child, negate) for child in children)
-        case Or(children):
-            combine = conjunction if negate else disjunction
-            return combine(_nnf(child, negate) for child in children)
+        case And() | Or():
+            # Under NOT, AND becomes OR and OR becomes AND (De Morgan).
+            conjunctive = isinstance(pred, And) != negate
+            combine = conjunction if conjunctive else disjunction
+            return combine(_nnf(leaf, leaf_negate) for leaf, leaf_negate in _nnf_operands(pred, negate, conjunctive))
         case Const(value):
             return Const(value != negate)
         case Compare(column, op, value):
@@ -189,6 +199,20 @@ def _nnf(pred: Predicate, negate: bool) -> Predicate:
     raise TypeError(f"not a predicate: {pred!r}")
 
 
+def _nnf_operands(pred: And | Or, negate: bool, conjunctive: bool) -> Iterator[tuple[Predicate, bool]]:
+    """The operands of the chain `pred` heads once NOTs are pushed in: every node under it (through NOTs) that
+    combines with the same operator belongs to the chain; the others are its operands, with their negation."""
+    stack: list[tuple[Predicate, bool]] = [(pred, negate)]
+    while stack:
+        node, node_negate = stack.pop()
+        while isinstance(node, Not):
+            node, node_negate = node.child, not node_negate
+        if isinstance(node, And | Or) and (isinstance(node, And) != node_negate) == conjunctive:
+            stack.extend((child, node_negate) for child in reversed(node.children))
+        else:
+            yield node, node_negate
+
+
 def _normal_in_list(column: str, values: tuple[Value | None, ...], negated: bool) -> Predicate:
     present = tuple(dict.fromkeys(v for v in values if v is not None))
     if negated:
@@ -201,25 +225,34 @@ def _normal_in_list(column: str, values: tuple[Value | None, ...], negated: bool
 
 
 def is_nnf(pred: Predicate) -> bool:
-    if isinstance(pred, Not):
-        return False
-    if isinstance(pred, And | Or):
-        return all(is_nnf(child) for child in pred.children)
+    stack: list[Predicate] = [pred]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Not):
+            return False
+        if isinstance(node, And | Or):
+            stack.extend(node.children)
     return True
 
 
 def columns_of(pred: Predicate) -> frozenset[str]:
     """Every column an atom of the predicate names (Unknown atoms name none the IR knows of)."""
-    match pred:
-        case And(children) | Or(children):
-            return frozenset().union(*(columns_of(child) for child in children))
-        case Not(child):
-            return columns_of(child)
-        case Unknown(_, expr):
-            return frozenset() if expr is None else columns_of(expr)
-        case Const():
-            return frozenset()
-    return frozenset((pred.column,))
+    names: set[str] = set()
+    stack: list[Predicate] = [pred]
+    while stack:
+        match stack.pop():
+            case And(children) | Or(children):
+                stack.extend(children)
+            case Not(child):
+                stack.append(child)
+            case Unknown(_, expr):
+                if expr is not None:
+                    stack.append(expr)
+            case Const():
+                pass
+            case atom:
+                names.add(atom.column)
+    return frozenset(names)
 
 
 def describe(pred: Predicate) -> str:
@@ -237,10 +270,10 @@ def describe(pred: Predicate) -> str:
             return f"text_match({column}, {' '.join(terms)!r})"
         case Unknown(description, _):
             return f"<{description}>"
-        case And(children):
-            return "(" + " AND ".join(describe(c) for c in children) + ")"
-        case Or(children):
-            return "(" + " OR ".join(describe(c) for c in children) + ")"
+        case And():
+            return "(" + " AND ".join(describe(c) for c in operands(pred)) + ")"
+        case Or():
+            return "(" + " OR ".join(describe(c) for c in operands(pred)) + ")"
         case Not(child):
             return f"NOT {describe(child)}"
         case Const(value):
@@ -350,13 +383,13 @@ def _eval(pred: Predicate, row: Mapping[str, object]) -> bool | None:
         case Not(child):
             result = _eval(child, row)
             return None if result is None else not result
-        case And(children):
-            results = [_eval(child, row) for child in children]
+        case And():
+            results = [_eval(child, row) for child in operands(pred)]
             if False in results:
                 return False
             return None if None in results else True
-        case Or(children):
-            results = [_eval(child, row) for child in children]
+        case Or():
+            results = [_eval(child, row) for child in operands(pred)]
             if True in results:
                 return True
             return None if None in results else False

@@ -32,6 +32,7 @@ from strata_shared.query.predicate import (
     Value,
     compare_keys,
     like_shape,
+    operands,
     order_key,
 )
 
@@ -47,10 +48,10 @@ def may_match(pred: Predicate, oracle: Oracle) -> bool:
     match pred:
         case Const(value):
             return value
-        case And(children):
-            return all(may_match(child, oracle) for child in children)
-        case Or(children):
-            return any(may_match(child, oracle) for child in children)
+        case And():
+            return all(may_match(child, oracle) for child in operands(pred))
+        case Or():
+            return any(may_match(child, oracle) for child in operands(pred))
         case Unknown() | Not():
             # A NOT outside NNF is not monotone: nothing can be concluded from its child.
             return True

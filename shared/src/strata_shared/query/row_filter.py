@@ -41,6 +41,7 @@ from strata_shared.query.predicate import (
     Value,
     compare_keys,
     like_regex_body,
+    operands,
     order_key,
 )
 from strata_shared.query.text_tokens import entries_holding, offset_strings
@@ -95,13 +96,13 @@ def _eval(pred: Predicate, columns: _Columns) -> _Truth:
         case Not(child):
             inner = _eval(child, columns)
             return _Truth(inner.false, inner.null)
-        case And(children):
-            parts = [_eval(c, columns) for c in children]
+        case And():
+            parts = [_eval(c, columns) for c in operands(pred)]
             any_false = np.logical_or.reduce([p.false for p in parts])
             return _Truth(np.logical_and.reduce([p.true for p in parts]),
                           ~any_false & np.logical_or.reduce([p.null for p in parts]))
-        case Or(children):
-            parts = [_eval(c, columns) for c in children]
+        case Or():
+            parts = [_eval(c, columns) for c in operands(pred)]
             true = np.logical_or.reduce([p.true for p in parts])
             return _Truth(true, ~true & np.logical_or.reduce([p.null for p in parts]))
         case Unknown(description, expr):

@@ -92,17 +92,10 @@ class TimeRanges:
         return any(interval.overlaps(lo, hi) for interval in self.intervals)
 
     def intersect(self, other: TimeRanges) -> TimeRanges:
-        pieces: list[Interval] = []
-        for a in self.intervals:
-            for b in other.intervals:
-                lo = _max_lo(a.lo, b.lo)
-                hi = _min_hi(a.hi, b.hi)
-                if lo is None or hi is None or lo <= hi:
-                    pieces.append(Interval(lo, hi))
-        return TimeRanges.of(pieces, self.includes_null and other.includes_null)
+        return intersect_all((self, other))
 
     def union(self, other: TimeRanges) -> TimeRanges:
-        return TimeRanges.of(self.intervals + other.intervals, self.includes_null or other.includes_null)
+        return union_all((self, other))
 
     def coarsen(self, divisor: int) -> TimeRanges:
         """The ranges in a unit `divisor` times coarser (e.g. 1_000_000 turns microseconds into seconds), each
@@ -114,16 +107,40 @@ class TimeRanges:
         )
 
 
-def _max_lo(a: int | None, b: int | None) -> int | None:
-    if a is None:
-        return b
-    return a if b is None else max(a, b)
+def union_all(ranges: Iterable[TimeRanges]) -> TimeRanges:
+    """The union of any number of ranges, with one sort (folding them two at a time would sort n times)."""
+    intervals: list[Interval] = []
+    includes_null = False
+    for each in ranges:
+        intervals.extend(each.intervals)
+        includes_null = includes_null or each.includes_null
+    return TimeRanges.of(intervals, includes_null)
 
 
-def _min_hi(a: int | None, b: int | None) -> int | None:
-    if a is None:
-        return b
-    return a if b is None else min(a, b)
+def intersect_all(ranges: Iterable[TimeRanges]) -> TimeRanges:
+    """The intersection of any number of ranges, as the complement of the union of their complements: one sort
+    however many there are (intersecting two at a time made `ts != 1 AND ... AND ts != n` quadratic)."""
+    excluded: list[Interval] = []
+    includes_null = True
+    for each in ranges:
+        excluded.extend(_complement(each.intervals))
+        includes_null = includes_null and each.includes_null
+    return TimeRanges(_complement(_normalize(excluded)), includes_null)
+
+
+def _complement(intervals: tuple[Interval, ...]) -> tuple[Interval, ...]:
+    """The integers outside normalized intervals, normalized (the gaps are never empty, for the intervals are
+    neither overlapping nor adjacent)."""
+    gaps: list[Interval] = []
+    start: int | None = None  # where the next gap begins; None: unbounded below
+    for interval in intervals:
+        if interval.lo is not None:
+            gaps.append(Interval(start, interval.lo - 1))
+        if interval.hi is None:
+            return tuple(gaps)
+        start = interval.hi + 1
+    gaps.append(Interval(start, None))
+    return tuple(gaps)
 
 
 def _normalize(intervals: Iterable[Interval]) -> tuple[Interval, ...]:
@@ -153,15 +170,9 @@ def _ranges(pred: Predicate, column: str) -> TimeRanges:
         case Const(value):
             return TimeRanges.everything() if value else TimeRanges.nothing()
         case And(children):
-            result = TimeRanges.everything()
-            for child in children:
-                result = result.intersect(_ranges(child, column))
-            return result
+            return intersect_all(_ranges(child, column) for child in children)
         case Or(children):
-            result = TimeRanges.nothing()
-            for child in children:
-                result = result.union(_ranges(child, column))
-            return result
+            return union_all(_ranges(child, column) for child in children)
         case Unknown():
             return TimeRanges.everything()
     if getattr(pred, "column", None) != column:
@@ -225,11 +236,5 @@ def _in_list_ranges(values: tuple[Value | None, ...], negated: bool) -> TimeRang
     if negated:
         if any(v is None for v in values):
             return TimeRanges.nothing()
-        result = TimeRanges(_EVERYTHING, False)
-        for value in values:
-            result = result.intersect(_compare_ranges("!=", value))
-        return result
-    result = TimeRanges.nothing()
-    for value in values:
-        result = result.union(_compare_ranges("=", value))
-    return result
+        return intersect_all([TimeRanges(_EVERYTHING, False), *(_compare_ranges("!=", v) for v in values)])
+    return union_all(_compare_ranges("=", value) for value in values)
