@@ -58,8 +58,18 @@ def ranges_from_footer(metadata: pq.FileMetaData, columns: set[str]) -> list[dic
 
 
 def absent_columns(metadata: pq.FileMetaData, columns: set[str]) -> frozenset[str]:
-    """Columns the file does not have at all: they read as nulls (MC-4)."""
-    present = {metadata.schema.column(i).path for i in range(metadata.num_columns)}
+    """Columns the file does not have at all: they read as nulls (MC-4). A column is absent only when no leaf path
+    is it or lies under it: a nested column (a string list is stored as `<name>.list.element`) has no leaf of its
+    own name, and taking it for absent would prune every row group where it is not null."""
+    present: set[str] = set()
+    for i in range(metadata.num_columns):
+        path = metadata.schema.column(i).path
+        # Every dotted prefix of a leaf path names a column the file has (or a group holding one).
+        start = 0
+        while (dot := path.find(".", start)) != -1:
+            present.add(path[:dot])
+            start = dot + 1
+        present.add(path)
     return frozenset(c for c in columns if c not in present)
 
 
