@@ -30,11 +30,12 @@ from bench import (  # noqa: E402
     bench_query,
     bench_register,
     bench_soak,
+    bench_tsbs,
 )
 from bench.report import run_and_write  # noqa: E402
 
 NAMES = ("ingest", "ingest_group", "register", "metastore", "merge", "planner", "artifacts", "query", "cluster",
-         "engines", "soak")
+         "engines", "soak", "tsbs")
 
 
 def main() -> int:
@@ -97,6 +98,10 @@ def main() -> int:
                               spark_runs=1 if quick else 3, merge_rows=400_000 if quick else 4_000_000)
         ),
         "soak": lambda stack: bench_soak.render(bench_soak.run(stack, quick=quick)),
+        "tsbs": lambda stack: bench_tsbs.render(
+            bench_tsbs.run(stack, hosts=20 if quick else 100, hours=2 if quick else 12, runs=3 if quick else 20,
+                           spark_runs=1 if quick else 3)
+        ),
         "cluster": lambda stack: bench_cluster.render(
             bench_cluster.run(stack, rows=400_000 if quick else 4_000_000, runs=1 if quick else 3)
         ),

@@ -98,36 +98,40 @@ def host_tags(hosts: int, seed: int) -> dict[str, list[str]]:
     return columns
 
 
-def _walks(data: CpuData) -> np.ndarray:
-    """(steps, hosts, fields) values: TSBS's ClampedRandomWalk per host and field, truncated as TSBS writes it."""
+def _walks(data: CpuData, steps_per_chunk: int) -> Iterator[np.ndarray]:
+    """(steps, hosts, fields) values, chunk by chunk: TSBS's ClampedRandomWalk per host and field, truncated as TSBS
+    writes it. Chunked so ten times the hosts do not hold every step's noise in memory at once."""
     rng = np.random.default_rng(data.seed)
     steps = data.span_secs // INTERVAL_SECS
     state = rng.uniform(0.0, 100.0, (data.hosts, len(FIELDS)))
-    noise = rng.standard_normal((steps, data.hosts, len(FIELDS)))
-    out = np.empty((steps, data.hosts, len(FIELDS)))
-    for step in range(steps):
-        state = np.clip(state + noise[step], 0.0, 100.0)
-        out[step] = state
-    return np.trunc(out)
+    for first in range(0, steps, steps_per_chunk):
+        count = min(steps_per_chunk, steps - first)
+        noise = rng.standard_normal((count, data.hosts, len(FIELDS)))
+        out = np.empty_like(noise)
+        for step in range(count):
+            state = np.clip(state + noise[step], 0.0, 100.0)
+            out[step] = state
+        yield np.trunc(out)
 
 
 def cpu_batches(data: CpuData, hours_per_batch: int = 1) -> Iterator[pa.Table]:
     """The rows as Arrow tables of `hours_per_batch` hours each (every host's rows in each), oldest first."""
-    values = _walks(data)
     tags = host_tags(data.hosts, data.seed)
+    dictionaries = {tag: pa.array(tags[tag], pa.string()) for tag in TAGS}
     steps_per_batch = hours_per_batch * HOUR // INTERVAL_SECS
-    for first in range(0, values.shape[0], steps_per_batch):
-        chunk = values[first:first + steps_per_batch]
+    first = 0
+    for chunk in _walks(data, steps_per_batch):
         steps = chunk.shape[0]
         times = (data.start + (first + np.arange(steps)) * INTERVAL_SECS) * 1_000_000
+        host_of_row = pa.array(np.tile(np.arange(data.hosts), steps))
         columns: dict[str, pa.Array] = {
             "time": pa.array(np.repeat(times, data.hosts), pa.timestamp("us", tz="UTC"))}
         for tag in TAGS:
-            dictionary = pa.array(tags[tag], pa.string())
-            columns[tag] = dictionary.take(pa.array(np.tile(np.arange(data.hosts), steps)))
+            columns[tag] = dictionaries[tag].take(host_of_row)
         flat = chunk.reshape(steps * data.hosts, len(FIELDS))
         for position, field in enumerate(FIELDS):
             columns[field] = pa.array(flat[:, position], pa.float64())
+        first += steps
         yield pa.table(columns)
 
 
@@ -284,3 +288,21 @@ def duckdb_text(sql: str) -> str:
 def quoted(index_id: str) -> str:
     """The index as a table name: quoted unless it is a plain identifier."""
     return index_id if index_id.isidentifier() and index_id.islower() else f'"{index_id}"'
+
+
+def answer(table: pa.Table, ordered: bool) -> tuple[list[str], list[tuple]]:
+    """An answer in the form two engines' answers compare equal in: column names and rows, floats rounded (engines
+    sum in different orders), timestamps as epoch seconds, rows sorted unless the query orders them all. Strata's
+    `partition_id` is left out: a virtual column `*` reads from the metastore, not in the files DuckDB reads."""
+    if "partition_id" in table.column_names:
+        table = table.drop_columns(["partition_id"])
+
+    def cell(value: Any) -> Any:
+        if isinstance(value, float):
+            return "NaN" if value != value else round(value, 9)
+        if isinstance(value, datetime):
+            return value.timestamp()
+        return value
+
+    rows = [tuple(cell(v) for v in row.values()) for row in table.to_pylist()]
+    return table.column_names, rows if ordered else sorted(rows, key=repr)
