@@ -9,6 +9,7 @@ from strata_indexer.indexes.router import router as indexes_router
 from strata_indexer.indexing.background import start_background
 from strata_indexer.indexing.router import router as indexing_router
 from strata_indexer.ingest.router import router as ingest_router
+from strata_indexer.otlp.router import router as otlp_router
 from strata_indexer.parts import install_parts
 from strata_indexer.splits.router import router as splits_router
 from strata_shared.clock import Clock
@@ -33,6 +34,6 @@ def create_app(settings: Settings, *, background: bool = True, clock: Clock | No
         title="Strata indexer-api",
         description="Index catalog, ingestion into windowed sorted splits, registration of split files, per-file "
                     "index artifacts (zone maps, blooms, bitmaps, full-text) with all-or-nothing snapshots.",
-        routers=[indexes_router, ingest_router, splits_router, indexing_router],
+        routers=[indexes_router, ingest_router, splits_router, indexing_router, otlp_router],
         on_startup=startup,
     )

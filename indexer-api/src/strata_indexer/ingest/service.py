@@ -10,8 +10,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
+import pyarrow as pa
 from ulid import ULID
 
 from strata_indexer.ingest.decode import decode_body
@@ -69,11 +71,18 @@ class IngestScope:
 IngestCommitter = GroupCommitter[AdmittedRows, list[SplitMetadata]]
 
 
+# Turns a request into a table of exactly the index's schema, or raises a BadRequest naming what is wrong.
+Decoder = Callable[[IndexSettings], pa.Table]
+
+
 def admit_body(body: bytes, kind: str, settings: IndexSettings, now_secs: int) -> AdmittedRows:
     """A request's own work before it may join a group (CPU, run on a worker thread): a body that does not decode is
     refused here, alone, and late rows are counted as of the request's arrival."""
-    table = decode_body(body, kind, settings.field_types())
-    return admit_rows(table, settings.timestamp_field, settings.window_duration_secs,
+    return admit_decoded(lambda s: decode_body(body, kind, s.field_types()), settings, now_secs)
+
+
+def admit_decoded(decode: Decoder, settings: IndexSettings, now_secs: int) -> AdmittedRows:
+    return admit_rows(decode(settings), settings.timestamp_field, settings.window_duration_secs,
                       settings.late_data_acceptance_secs, now_secs)
 
 
@@ -126,9 +135,26 @@ async def ingest_table(
     source_id: str,
     now_secs: int | None = None,
 ) -> IngestOutcome:
+    return await ingest_decoded(state, committer, index, lambda s: decode_body(body, kind, s.field_types()),
+                                partition_id=partition_id, source_id=source_id, now_secs=now_secs)
+
+
+async def ingest_decoded(
+    state: AppState,
+    committer: IngestCommitter,
+    index: IndexRow,
+    decode: Decoder,
+    *,
+    partition_id: str,
+    source_id: str,
+    now_secs: int | None = None,
+) -> IngestOutcome:
+    """The ingest path for a request already in another wire format (OTLP): `decode` runs on the request's worker
+    thread, like the NDJSON and Arrow decoders, and everything after it (late data, group commit, publish) is the
+    same."""
     settings = IndexSettings.model_validate(index.config)
     now = int(time.time()) if now_secs is None else now_secs
-    admitted = await asyncio.to_thread(admit_body, body, kind, settings, now)
+    admitted = await asyncio.to_thread(admit_decoded, decode, settings, now)
 
     async def commit(batches: list[AdmittedRows]) -> list[SplitMetadata]:
         encoded = await asyncio.to_thread(build_splits, batches, index, settings, state.storage,
