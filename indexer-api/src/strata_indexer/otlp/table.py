@@ -13,22 +13,24 @@ from strata_shared.errors import BadRequest
 _TIMESTAMP = pa.timestamp("us", tz="UTC")
 
 
+# Columns whose value is the resource's or the scope's, the same for every row under them.
+_SHARED = (*RESOURCE_COLUMNS.values(), "resource_attributes", "scope_name", "scope_version")
+
+
 class Columns:
-    """One Python list per column, filled record by record (resource and scope values a run at a time), then
-    converted column by column: Arrow does the per-value work in C."""
+    """One Python list per record column, filled record by record, then converted column by column (Arrow does
+    the per-value work in C); the resource's and scope's columns as runs (a value and how many rows), repeated by
+    Arrow rather than copied into lists."""
 
     def __init__(self, names: list[str]) -> None:
-        self.lists: dict[str, list[object]] = {name: [] for name in names}
+        self.lists: dict[str, list[object]] = {name: [] for name in names if name not in _SHARED}
+        self.runs: list[tuple[Resource, str | None, str | None, int]] = []
         self.rows = 0
 
     def repeat(self, resource: Resource, scope_name: str, scope_version: str, count: int) -> None:
         """The resource's and the scope's values for the `count` rows under them (a promoted attribute the
         resource does not set is null)."""
-        for column in RESOURCE_COLUMNS.values():
-            self.lists[column].extend([resource.columns.get(column)] * count)
-        self.lists["resource_attributes"].extend([resource.rest] * count)
-        self.lists["scope_name"].extend([scope_name or None] * count)
-        self.lists["scope_version"].extend([scope_version or None] * count)
+        self.runs.append((resource, scope_name or None, scope_version or None, count))
         self.rows += count
 
     def table(self, fields: dict[str, FieldType], time_column: str) -> pa.Table:
@@ -39,10 +41,26 @@ class Columns:
         for field in schema:
             if field.name == "timestamp":
                 arrays.append(_timestamp(self._array(time_column, pa.int64())))
-                continue
-            values = self.lists.get(field.name)
-            arrays.append(pa.nulls(self.rows, field.type) if values is None else self._array(field.name, field.type))
+            elif field.name in _SHARED:
+                arrays.append(self._shared(field.name, field.type))
+            elif field.name in self.lists:
+                arrays.append(self._array(field.name, field.type))
+            else:
+                arrays.append(pa.nulls(self.rows, field.type))
         return pa.Table.from_arrays(arrays, schema=schema)
+
+    def _shared(self, name: str, arrow_type: pa.DataType) -> pa.Array:
+        def value(resource: Resource, scope_name: str | None, scope_version: str | None) -> str | None:
+            if name == "resource_attributes":
+                return resource.rest
+            if name == "scope_name":
+                return scope_name
+            if name == "scope_version":
+                return scope_version
+            return resource.columns.get(name)
+
+        chunks = [pa.repeat(pa.scalar(value(*run[:3]), arrow_type), run[3]) for run in self.runs]
+        return pa.concat_arrays(chunks) if chunks else pa.array([], arrow_type)
 
     def _array(self, name: str, arrow_type: pa.DataType) -> pa.Array:
         try:
