@@ -50,12 +50,34 @@ TABLE_SCAN_MAX_ROWS = 4_000_000
 SMALL_SCAN_ROWS = 300_000
 # DuckDB warns that a statement's Arrow output copies its result once: wanted, as said above.
 warnings.filterwarnings("ignore", message="Arrow output on a DB-API result", category=UserWarning)
+# What DuckDB may hold for the queries of one database at once (hash tables, sorts, materialized results; the scan's
+# Arrow data is query-api's own memory, not counted). DuckDB's default is 80% of the machine's memory per database:
+# one query joining the index with itself could take the memory the RAM tier and every other query need. 2 GiB is
+# eight times the most compressed data a local plan may read (`query_local_max_bytes`); a query that needs more is
+# answered 422 naming this limit. Nothing spills to disk (`temp_directory` empty): a query's disk use would be
+# unbounded otherwise.
+LOCAL_MEMORY_LIMIT_BYTES = 2 * 1024**3
+def _locked_config(threads: int, memory_limit_bytes: int) -> dict[str, object]:
+    """A database for users' SQL (validated, but the engine must not rely on it): it reaches nothing but the scans
+    registered on it. No files (read_parquet, COPY, ATTACH), no extension loaded or installed on demand, and the
+    configuration locked, so no statement can turn any of it back on (SET, RESET and PRAGMA fail)."""
+    # In this order: DuckDB 2.0 refuses `temp_directory` placed before `enable_external_access` in the dict.
+    return {"threads": threads, "enable_external_access": False, "autoload_known_extensions": False,
+            "autoinstall_known_extensions": False, "memory_limit": f"{memory_limit_bytes}B", "temp_directory": "",
+            "lock_configuration": True}
 
 
 class QueryFailed(StrataError):
     """The query is valid but cannot be computed over this data (an overflow, a failed cast)."""
 
     status, slug, title = 422, "query-failed", "The query failed while running"
+
+
+class QueryMemoryExceeded(StrataError):
+    """422, not 503: the query's own shape (a self-join, a sort or aggregate over many distinct values) needs more
+    than the limit, and asking again would fail again; a client told to retry would only repeat the blow-up."""
+
+    status, slug, title = 422, "query-memory-exceeded", "The query needs more memory than a query may use"
 
 
 class QueryInterrupted(Exception):
@@ -69,13 +91,14 @@ class LocalEngine:
     dialect = "duckdb"
 
     def __init__(self, hot: HotTier, threads: int, table_scan_max_rows: int = TABLE_SCAN_MAX_ROWS,
-                 small_scan_rows: int = SMALL_SCAN_ROWS) -> None:
+                 small_scan_rows: int = SMALL_SCAN_ROWS, memory_limit_bytes: int = LOCAL_MEMORY_LIMIT_BYTES) -> None:
         self.hot = hot
         self.masked = MaskedTier(hot)
         self.table_scan_max_rows = table_scan_max_rows
         self.small_scan_rows = small_scan_rows
-        self._db = duckdb.connect(config={"threads": threads})
-        self._small_db = duckdb.connect(config={"threads": 1})
+        self.memory_limit_bytes = memory_limit_bytes
+        self._db = duckdb.connect(config=_locked_config(threads, memory_limit_bytes))
+        self._small_db = duckdb.connect(config=_locked_config(1, memory_limit_bytes))
         self._cursors: dict[str, tuple[duckdb.DuckDBPyConnection, threading.Event]] = {}
         self._lock = threading.Lock()
 
@@ -135,6 +158,12 @@ class LocalEngine:
                 raise read_error[0] from exc
             if read_error:
                 raise StorageUnavailable(f"reading a split file failed: {read_error[0]}") from read_error[0]
+            if isinstance(exc, duckdb.OutOfMemoryException):
+                log.info("local query %s ran out of memory: %s", request.query_id, exc)
+                raise QueryMemoryExceeded(
+                    f"the query needs more than the {self.memory_limit_bytes / 1024**2:g} MiB of working memory "
+                    "the local engine gives the queries running on it: join, sort or aggregate fewer rows (a "
+                    "shorter time range, fewer groups)") from exc
             raise QueryFailed(str(exc).splitlines()[0]) from exc
         except BaseException:
             close()
