@@ -166,4 +166,4 @@ async def test_without_the_bundle_a_query_answers_502_naming_the_missing_module(
     query = {"sql": f'SELECT count(*) FROM "{index_id}"', "engine": "spark"}
     response = await cluster_query.post("/v1/query", json=query, headers=keys.header(keys.admin))
     problem = assert_problem(response, 502, "spark-job-failed")
-    assert problem["detail"] == f"spark job failed on {cluster.remote}: {MISSING_MODULE}"
+    assert problem["detail"] == f"spark job failed: {MISSING_MODULE}"

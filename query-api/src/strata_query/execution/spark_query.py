@@ -14,11 +14,12 @@ from pyspark.sql.connect.observation import Observation
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from strata_jobs.pruned_scan import requests_of, scan_frame
+from strata_query.execution.local_query import QueryFailed
 from strata_query.execution.result_stream import ResultStream
 from strata_query.execution.scan_request import ScanRequest
 from strata_shared.errors import StrataError
 from strata_shared.object_requests import current_meter
-from strata_shared.spark.errors import spark_problem
+from strata_shared.spark.errors import query_error_cause, spark_problem
 from strata_shared.spark.session import SparkSessionFactory
 
 log = logging.getLogger("strata.query")
@@ -40,8 +41,14 @@ class SparkEngine:
         return bool(interrupt_spark_query(self.spark, query_id))
 
     def problem(self, exc: Exception) -> StrataError | None:
-        """503 when Spark Connect is unreachable, 502 for a failed job; None for a failure not from Spark."""
-        return spark_problem(exc, self.spark.remote)
+        """422 `query-failed` when Spark refused the query's data or SQL (an overflow, a bad cast: what the local
+        engine answers the same way), 503 when Spark Connect is unreachable, 502 for any other failed job; None
+        for a failure not from Spark."""
+        cause = query_error_cause(exc)
+        if cause is not None:
+            log.info("query refused by spark: %s", exc)
+            return QueryFailed(cause)
+        return spark_problem(exc)
 
 
 def open_spark_query(spark: SparkSessionFactory, request: ScanRequest) -> ResultStream:

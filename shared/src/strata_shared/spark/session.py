@@ -27,6 +27,10 @@ log = logging.getLogger("strata.spark")
 
 _DEFAULT_PORT = 15002
 _STOP_TIMEOUT = 5.0
+# Set on every session before it is handed out (again on a session re-created after a server restart). Queries run
+# users' SQL on these sessions: with SQL on files, `SELECT * FROM parquet.`/any/path`` reads whatever the server
+# can, another tenant's splits included. Strata's own jobs read files through DataFrames, which this leaves alone.
+SESSION_CONF = {"spark.sql.runSQLOnFiles": "false"}
 
 
 def parse_remote(remote: str) -> tuple[str, int]:
@@ -82,12 +86,14 @@ class SparkSessionFactory:
                 raise RuntimeError(f"spark session factory for {self.remote} is closed")
             if self._session is None or self._session.is_stopped:
                 session = SparkSession.builder.remote(self.remote).create()
-                if self.bundle_dir is not None:
-                    try:
+                try:
+                    for key, value in SESSION_CONF.items():
+                        session.conf.set(key, value)
+                    if self.bundle_dir is not None:
                         self._ship(session)
-                    except BaseException:
-                        _stop_quietly(session, self.host, self.port)
-                        raise
+                except BaseException:
+                    _stop_quietly(session, self.host, self.port)
+                    raise
                 self._session = session
             return self._session
 

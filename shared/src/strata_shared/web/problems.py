@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -61,10 +62,29 @@ def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
     return {status: problem_response_doc(status) for status in statuses}
 
 
+# What a detail must never show a client, whatever raised it: Python reprs (`<class 'sqlglot.expressions.Glob'>`,
+# `<x.Y object at 0x7f...>`) are shown by their last name, a Spark Connect address as "spark connect", and anything
+# from a stack trace on (Python's or the JVM's) is cut.
+_CLASS_REPR = re.compile(r"<class '(?:[\w]+\.)*(\w+)'>|<(?:[\w]+\.)*(\w+) object at 0x[0-9a-fA-F]+>")
+_SPARK_ADDRESS = re.compile(r"sc://[^\s,)'\"]+?(?=:?\s|[,)'\"]|$)")
+_STACK = re.compile(r"\s*(?:Traceback \(most recent call last\)|JVM stacktrace:|\n\s+at [\w$.]+\().*", re.DOTALL)
+
+
+def public_detail(detail: str) -> str:
+    """`detail` without internals (the original is logged when anything was taken out)."""
+    shown = _STACK.sub("", detail)
+    shown = _CLASS_REPR.sub(lambda m: m.group(1) or m.group(2), shown)
+    shown = _SPARK_ADDRESS.sub("spark connect", shown)
+    if shown != detail:
+        log.warning("problem detail shown without internals; it was: %s", detail)
+    return shown
+
+
 def problem_body(status: int, slug: str, title: str, detail: str, instance: str | None,
                  errors: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    return {"type": PROBLEM_BASE + slug, "title": title, "status": status, "detail": detail,
-            "instance": instance, "errors": errors or []}
+    return {"type": PROBLEM_BASE + slug, "title": title, "status": status, "detail": public_detail(detail),
+            "instance": instance, "errors": [{**e, "message": public_detail(e["message"])}
+                                             if isinstance(e.get("message"), str) else e for e in errors or []]}
 
 
 def problem_of(exc: StrataError) -> dict[str, Any]:
