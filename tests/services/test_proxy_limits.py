@@ -19,7 +19,7 @@ from fastapi.responses import StreamingResponse
 from prometheus_client.parser import text_string_to_metric_families
 
 from strata_services.proxy.app import create_proxy_app
-from strata_services.proxy.limits import ConcurrencyCap, Decision, RejectionPacer, TokenBuckets, limit_key
+from strata_services.proxy.pacing import RejectionPacer
 from strata_shared.config import Settings
 from tests.fixtures.http_server import serve_in_thread
 from tests.helpers import assert_problem
@@ -41,91 +41,7 @@ def auth(key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"}
 
 
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-# --- the limits on their own -----------------------------------------------------------------------------------
-
-
-def test_bucket_allows_the_burst_then_refuses_with_the_exact_wait() -> None:
-    clock = FakeClock()
-    buckets = TokenBuckets(rate_per_sec=4.0, burst=2, clock=clock)
-    assert buckets.try_acquire("acme") == Decision(True, 0.0)
-    assert buckets.try_acquire("acme") == Decision(True, 0.0)
-    # Empty: one token is 1/4 s away.
-    assert buckets.try_acquire("acme") == Decision(False, 0.25)
-    clock.now += 0.125
-    assert buckets.try_acquire("acme") == Decision(False, 0.125)
-    clock.now += 0.125
-    assert buckets.try_acquire("acme").allowed
-    assert buckets.try_acquire("acme") == Decision(False, 0.25)
-
-
-def test_bucket_refills_at_the_rate_up_to_the_burst_only() -> None:
-    clock = FakeClock()
-    buckets = TokenBuckets(rate_per_sec=2.0, burst=3, clock=clock)
-    for _ in range(3):
-        assert buckets.try_acquire("acme").allowed
-    clock.now += 1.0  # two tokens back
-    assert [buckets.try_acquire("acme").allowed for _ in range(3)] == [True, True, False]
-    clock.now += 3600.0  # a long quiet spell refills to the burst, no further
-    assert [buckets.try_acquire("acme").allowed for _ in range(4)] == [True, True, True, False]
-
-
-def test_bucket_takes_an_explicit_now_and_ignores_a_clock_going_back() -> None:
-    buckets = TokenBuckets(rate_per_sec=0.5, burst=1, clock=lambda: pytest.fail("the clock is not read"))
-    assert buckets.try_acquire("acme", now=10.0).allowed
-    assert buckets.try_acquire("acme", now=10.0) == Decision(False, 2.0)
-    assert buckets.try_acquire("acme", now=5.0) == Decision(False, 2.0)
-    assert buckets.try_acquire("acme", now=12.0).allowed
-
-
-def test_buckets_of_tenants_are_independent() -> None:
-    clock = FakeClock()
-    buckets = TokenBuckets(rate_per_sec=1.0, burst=1, clock=clock)
-    assert buckets.try_acquire("acme").allowed
-    assert not buckets.try_acquire("acme").allowed
-    assert buckets.try_acquire("globex").allowed
-    assert not buckets.try_acquire("globex").allowed
-
-
-@pytest.mark.parametrize(("rate", "burst"), [(0.0, 1), (-1.0, 1), (1.0, 0)])
-def test_bucket_refuses_a_limit_that_would_admit_nothing(rate: float, burst: int) -> None:
-    with pytest.raises(ValueError):
-        TokenBuckets(rate, burst)
-
-
-def test_cap_counts_in_flight_per_tenant_and_release_is_idempotent() -> None:
-    cap = ConcurrencyCap(2)
-    first, second = cap.try_acquire("acme"), cap.try_acquire("acme")
-    assert first is not None and second is not None
-    assert cap.try_acquire("acme") is None
-    assert cap.try_acquire("globex") is not None
-    first.release()
-    first.release()  # a second release must not free a slot that another request holds
-    assert cap.in_flight("acme") == 1
-    third = cap.try_acquire("acme")
-    assert third is not None
-    assert cap.try_acquire("acme") is None
-    second.release()
-    third.release()
-    assert cap.in_flight("acme") == 0
-
-
-def test_cap_of_zero_is_refused() -> None:
-    with pytest.raises(ValueError):
-        ConcurrencyCap(0)
-
-
-def test_untenanted_keys_are_limited_by_their_own_identity() -> None:
-    assert limit_key("acme", "0123456789ab") == "acme"
-    assert limit_key(None, "0123456789ab") == "key:0123456789ab"
-    assert limit_key(None, "0123456789ab") != limit_key(None, "ba9876543210")
+# --- the pacer on its own ---------------------------------------------------------------------------------------
 
 
 def test_pacer_holds_each_refusal_up_to_its_bound_then_answers_at_once() -> None:

@@ -25,7 +25,8 @@ async def _install_service(app: FastAPI) -> None:
     registry = SharedQueryRegistry(state.sessions, SingleReads(state.settings.database_url, "strata-query-registry"),
                                    replica_id(), state.settings.query_timeout_secs)
     state.parts = QueryService(runtime, state.sessions, state.settings, registry)
-    app.state.flight = start_flight_server(state.settings, state.parts, state.api_keys, asyncio.get_running_loop())
+    app.state.flight = start_flight_server(state.settings, state.parts, state.api_keys, asyncio.get_running_loop(),
+                                           state.registry)
 
 
 async def _close_service(app: FastAPI) -> None:

@@ -163,7 +163,8 @@ class Settings(BaseSettings):
     fault_query_scan_delay_secs: float = 0.0
     # Fault injection for tests: every asynchronous plan waits this long before planning (within its timeout).
     fault_query_plan_delay_secs: float = 0.0
-    # The proxy's per-tenant limits: token bucket (rate per second, burst) and concurrent requests.
+    # The proxy's per-tenant limits: token bucket (rate per second, burst) and concurrent requests. query-api's
+    # Flight SQL door applies them too, per replica (`strata_shared.web.tenant_limits`).
     proxy_rate_per_sec: float = 50.0
     proxy_burst: int = 100
     proxy_max_concurrent_per_tenant: int = 8

@@ -15,6 +15,7 @@ from strata_query.flight.status import flight_error
 from strata_shared.errors import InvalidInput, StrataError, Unauthorized
 from strata_shared.web.auth import ApiKeyRegistry, Principal, Scope, authorize
 from strata_shared.web.problems import problem_of
+from strata_shared.web.tenant_limits import Slot
 
 QUERY_SCOPES = (Scope.QUERY, Scope.ADMIN)
 MIDDLEWARE_KEY = "strata"
@@ -30,14 +31,30 @@ class CallHeaders:
 
 
 class Authenticated(flight.ServerMiddleware):
+    """One call's caller, its headers, and the slot under the tenant's cap it holds while it runs (`limits.py`)."""
+
     def __init__(self, principal: Principal, headers: CallHeaders, token: str | None = None) -> None:
         self.principal = principal
         self.headers = headers
         self._token = token
+        self._slot: Slot | None = None
 
     def sending_headers(self) -> dict[str, str]:
         # Basic auth's answer: the bearer token the client sends from then on.
         return {"authorization": f"Bearer {self._token}"} if self._token else {}
+
+    def hold(self, slot: Slot | None) -> None:
+        self._slot = slot
+
+    def hand_over(self) -> Slot | None:
+        """The call's slot, which from now on its taker frees (a ticket outliving the call)."""
+        slot, self._slot = self._slot, None
+        return slot
+
+    def call_completed(self, exception: Exception | None) -> None:
+        # However the call ended (answered, failed, its client gone, a stream cut off), its slot is free.
+        if self._slot is not None:
+            self._slot.release()
 
 
 class HeaderHandshake(flight.ServerAuthHandler):

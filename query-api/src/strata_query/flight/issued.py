@@ -1,6 +1,8 @@
 """Results a Flight SQL GetFlightInfo has started and a DoGet streams: between the two, a run waits here under a
 random handle (its ticket). A ticket is redeemed once, by a caller of the tenant that ran it, on the replica that
-issued it; one not redeemed within the pickup time is given up, so an abandoned FlightInfo holds no engine."""
+issued it; one not redeemed within the pickup time is given up, so an abandoned FlightInfo holds no engine. A run
+waits with its slot under the tenant's cap (`limits.py`): taken by the DoGet that redeems it, freed if it is given
+up."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from dataclasses import dataclass
 
 from strata_query.query_run import QueryRun
 from strata_shared.errors import NotFound
+from strata_shared.web.tenant_limits import Slot
 
 
 @dataclass
@@ -18,6 +21,7 @@ class Issued:
     run: QueryRun
     tenant: str | None
     issued_at: float
+    slot: Slot | None = None
     taken: bool = False
 
 
@@ -28,15 +32,16 @@ class IssuedResults:
         self._lock = threading.Lock()
         self._entries: dict[bytes, Issued] = {}
 
-    def issue(self, run: QueryRun, tenant: str | None) -> bytes:
-        self._give_up_expired()
+    def issue(self, run: QueryRun, tenant: str | None, slot: Slot | None = None) -> bytes:
+        self.give_up_expired()
         handle = secrets.token_bytes(16)
         with self._lock:
-            self._entries[handle] = Issued(run, tenant, time.monotonic())
+            self._entries[handle] = Issued(run, tenant, time.monotonic(), slot)
         return handle
 
     def take(self, handle: bytes, tenant: str | None) -> Issued:
-        """The result to stream; it stays findable (to cancel it) until `finished`."""
+        """The result to stream; its slot is the taker's to free from now on (a taken result is never given up).
+        It stays findable (to cancel it) until `finished`."""
         with self._lock:
             entry = self._entries.get(handle)
             if entry is None or entry.taken or not _same_tenant(entry, tenant):
@@ -61,6 +66,8 @@ class IssuedResults:
             if entry is None or entry.taken:
                 return False
             del self._entries[handle]
+        if entry.slot is not None:
+            entry.slot.release()
         entry.run.abandon()
         return True
 
@@ -71,7 +78,9 @@ class IssuedResults:
         for handle in waiting:
             self.give_up(handle)
 
-    def _give_up_expired(self) -> None:
+    def give_up_expired(self) -> None:
+        """Tickets past their pickup time are given up: also before a caller is admitted, since an abandoned
+        ticket holds its tenant's slot."""
         deadline = time.monotonic() - self.pickup_secs
         with self._lock:
             expired = [h for h, e in self._entries.items() if not e.taken and e.issued_at < deadline]

@@ -7,6 +7,9 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from prometheus_client import CollectorRegistry
+
+from strata_query.flight.limits import FlightLimits
 from strata_query.flight.server import FlightSqlServer
 from strata_query.service import QueryService
 from strata_shared.config import Settings
@@ -16,10 +19,10 @@ log = logging.getLogger("strata.query.flight")
 
 
 def start_flight_server(settings: Settings, service: QueryService, api_keys: ApiKeyRegistry,
-                        loop: asyncio.AbstractEventLoop) -> FlightSqlServer:
+                        loop: asyncio.AbstractEventLoop, registry: CollectorRegistry) -> FlightSqlServer:
     location = f"grpc://{settings.host}:{settings.flight_port}"
     try:
-        server = FlightSqlServer(location, service, api_keys, loop)
+        server = FlightSqlServer(location, service, api_keys, loop, FlightLimits(settings, registry))
     except OSError as exc:
         raise RuntimeError(f"query-api's Flight SQL server cannot listen on {location} ({exc}): set "
                            "STRATA_FLIGHT_PORT to a free port") from exc

@@ -1,7 +1,8 @@
 """The Flight SQL server in query-api's process: translation only, between FlightSql.proto's messages and
 QueryService's calls (the HTTP router's counterpart). Statements and prepared statements run through
 `QueryService.run` (planning, admission, tenancy, engine, row cap, result cache); the catalog listings come from
-`QueryService.tables`; errors are the HTTP API's problems (`status.py`).
+`QueryService.tables`; errors are the HTTP API's problems (`status.py`). Each call is charged to the caller's
+per-tenant limits, the proxy's (`limits.py`), before it does any work.
 
 gRPC calls arrive on the server's own threads; each hands its QueryService coroutine to the app's event loop and
 waits for it, watching for the client to cancel the call (then the coroutine is cancelled, which interrupts the
@@ -26,6 +27,7 @@ from strata_query.execution.result_stream import ResultStream
 from strata_query.flight import catalog
 from strata_query.flight.auth import MIDDLEWARE_KEY, Authenticated, HeaderHandshake, KeyAuthFactory
 from strata_query.flight.issued import IssuedResults
+from strata_query.flight.limits import Charge, FlightLimits
 from strata_query.flight.proto import FlightSql_pb2 as sql
 from strata_query.flight.sql_info import SCHEMA as SQL_INFO_SCHEMA
 from strata_query.flight.sql_info import sql_info_table
@@ -90,12 +92,13 @@ class Unsupported(BadRequest):
 
 class FlightSqlServer(flight.FlightServerBase):
     def __init__(self, location: str, service: QueryService, api_keys: ApiKeyRegistry,
-                 loop: asyncio.AbstractEventLoop) -> None:
+                 loop: asyncio.AbstractEventLoop, limits: FlightLimits) -> None:
         super().__init__(location, auth_handler=HeaderHandshake(),
                          middleware={MIDDLEWARE_KEY: KeyAuthFactory(api_keys)})
         self.service: QueryService | None = service
         self.loop: asyncio.AbstractEventLoop | None = loop
         self.issued = IssuedResults(PICKUP_SECS)
+        self.limits = limits
 
     def detach(self) -> None:
         """Once shut down: lets go of the QueryService and the event loop (see `lifecycle.stop_flight_server`)."""
@@ -107,6 +110,13 @@ class FlightSqlServer(flight.FlightServerBase):
         if self.service is None:
             raise Unavailable("query-api is shutting down")
         return self.service
+
+    def _admit(self, context: flight.ServerCallContext, charge: Charge) -> Authenticated:
+        caller = _caller(context)
+        # A ticket abandoned past its pickup time still holds its tenant's slot until given up.
+        self.issued.give_up_expired()
+        self.limits.admit(caller, charge)
+        return caller
 
     # --- FlightService -----------------------------------------------------------------------------------
 
@@ -134,14 +144,20 @@ class FlightSqlServer(flight.FlightServerBase):
 
     @_flight_errors
     def do_get(self, context: flight.ServerCallContext, ticket: flight.Ticket) -> flight.FlightDataStream:
-        principal = _caller(context).principal
+        caller = _caller(context)
+        principal = caller.principal
         command = _unpack(ticket.ticket)
         if isinstance(command, sql.TicketStatementQuery):
             handle = command.statement_handle
             issued = self.issued.take(handle, principal.tenant)
+            # The query was charged when its GetFlightInfo ran it; its slot now ends with this stream.
+            caller.hold(issued.slot)
             if issued.run.result.complete:
                 return self._whole(handle, issued.run)
             return flight.GeneratorStream(issued.run.result.schema, self._stream(handle, issued.run))
+        if isinstance(command, sql.CommandGetTables):
+            # The only listing that reads anything (the metastore); the others are answered from memory.
+            self._admit(context, Charge.REQUEST)
         return flight.RecordBatchStream(self._metadata(context, principal, command))
 
     @_flight_errors
@@ -150,6 +166,7 @@ class FlightSqlServer(flight.FlightServerBase):
         body = action.body.to_pybytes() if action.body is not None else b""
         if action.type == "CreatePreparedStatement":
             request = _unpack_as(body, sql.ActionCreatePreparedStatementRequest)
+            self._admit(context, Charge.SLOT)
             # SQL that does not parse is refused here; the rest (the index, the columns) when it runs, planned
             # once: ADBC prepares every statement it executes, so a plan here would double a fresh query's.
             self._service.check(request.query)
@@ -184,10 +201,11 @@ class FlightSqlServer(flight.FlightServerBase):
 
     def _run(self, context: flight.ServerCallContext, descriptor: flight.FlightDescriptor, sql_text: str
              ) -> flight.FlightInfo:
-        """Runs the statement until its first batch (as HTTP's POST /v1/query does) and issues its ticket."""
-        caller = _caller(context)
+        """Runs the statement until its first batch (as HTTP's POST /v1/query does) and issues its ticket, which
+        holds the call's slot until its result is streamed or given up."""
+        caller = self._admit(context, Charge.REQUEST)
         run = self._await(context, self._service.run(self._call(caller, sql_text)))
-        handle = self.issued.issue(run, caller.principal.tenant)
+        handle = self.issued.issue(run, caller.principal.tenant, caller.hand_over())
         ticket = flight.Ticket(_pack(sql.TicketStatementQuery(statement_handle=handle)))
         return flight.FlightInfo(run.result.schema, descriptor, [flight.FlightEndpoint(ticket, [])], -1, -1,
                                  app_metadata=json.dumps({"query_id": run.query_id, "engine": run.engine.name,

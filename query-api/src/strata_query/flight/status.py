@@ -3,8 +3,12 @@ the problem's JSON (type, title, status, detail, errors) as the message, so a Fl
 detail as an HTTP client.
 
 pyarrow's server reaches only some gRPC codes: INVALID_ARGUMENT and NOT_FOUND through ArrowInvalid and
-ArrowKeyError, the rest through its FlightError classes. It has no way to answer RESOURCE_EXHAUSTED, so a 429
-(over the tenant's admission) is UNAVAILABLE, the code gRPC clients retry with backoff."""
+ArrowKeyError, the rest through its FlightError classes. It has no way to answer RESOURCE_EXHAUSTED (Arrow's
+transport codes have none to map to it), so a 429 (over the tenant's rate or cap, or query-api's admission) is
+UNAVAILABLE, the code gRPC clients retry with backoff. It is also the one Flight clients read as "try later":
+Arrow's C++ and Python clients turn RESOURCE_EXHAUSTED into ArrowInvalid and ADBC's Flight SQL driver into an
+internal error, while UNAVAILABLE is FlightUnavailableError and ADBC's IO status. The problem's status (429) and
+detail (the limit, when to retry) tell it apart from a replica going away."""
 
 from __future__ import annotations
 

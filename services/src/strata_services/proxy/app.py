@@ -17,7 +17,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 from starlette.types import Receive, Scope, Send
 
 from strata_services.console import install_console
-from strata_services.proxy.limits import ConcurrencyCap, RejectionPacer, Slot, TokenBuckets, limit_key
+from strata_services.proxy.pacing import RejectionPacer
 from strata_services.proxy.routes import APIS, QUERY, api_for_path
 from strata_services.proxy.upstream_http import UpstreamError, UpstreamPool, UpstreamResponse, UpstreamUnreachable
 from strata_services.proxy.upstreams import Upstreams
@@ -31,6 +31,7 @@ from strata_shared.web.health import Drain, draining_response
 from strata_shared.web.metrics import install_metrics
 from strata_shared.web.openapi import install_openapi
 from strata_shared.web.problems import PROBLEM_MEDIA_TYPE, install_problem_handlers, problem_responses
+from strata_shared.web.tenant_limits import Slot, TenantLimits
 
 # Request bodies and finished responses up to this size are read whole before forwarding (see _body, forward).
 _WHOLE_BODY_BYTES = 256 * 1024
@@ -97,8 +98,7 @@ async def _body(request: Request) -> bytes | AsyncIterator[bytes]:
 def create_proxy_app(settings: Settings) -> FastAPI:
     """The proxy in front of the replicas `settings.upstream_urls` lists for each API."""
     keys = ApiKeyRegistry.from_json(settings.api_keys)
-    buckets = TokenBuckets(settings.proxy_rate_per_sec, settings.proxy_burst)
-    cap = ConcurrencyCap(settings.proxy_max_concurrent_per_tenant)
+    limits = TenantLimits.from_settings(settings)
     pacer = RejectionPacer(settings.proxy_reject_delay_secs, settings.proxy_max_held_rejections, anyio.sleep)
 
     @asynccontextmanager
@@ -134,27 +134,14 @@ def create_proxy_app(settings: Settings) -> FastAPI:
           registry=registry).set_function(lambda: pacer.held)
 
     async def admit(principal: Principal, request_id: str) -> Slot:
-        """The caller's slot under its limits, or a 429 after the pacer's hold. A request refused by the
-        concurrency cap has still taken a token: a client retrying in a tight loop against a full cap runs into
-        the rate limit too."""
-        key = limit_key(principal.tenant, principal.key_id)
-        who = f"tenant {principal.tenant!r}" if principal.tenant is not None else f"untenanted key {principal.key_id}"
-        decision = buckets.try_acquire(key)
-        if decision.allowed:
-            slot = cap.try_acquire(key)
-            if slot is not None:
-                return slot
-            rejections.labels("concurrency", key).inc()
-            await pacer.hold()
-            # When a running request ends is unknown: a nominal second.
-            raise TooManyRequests(f"{who} already has {cap.limit} requests running, its cap on concurrent requests",
-                                  headers={"Retry-After": "1", REQUEST_ID: request_id})
-        rejections.labels("rate", key).inc()
-        wait = max(0.0, decision.retry_after_secs - await pacer.hold())
-        raise TooManyRequests(
-            f"{who} is over its rate limit of {settings.proxy_rate_per_sec:g} requests/s "
-            f"(burst {settings.proxy_burst}); retry in {wait:.3g} s",
-            headers={"Retry-After": str(math.ceil(wait)), REQUEST_ID: request_id})
+        """The caller's slot under its limits (`TenantLimits.admit`), or a 429 after the pacer's hold."""
+        admitted = limits.admit(principal)
+        if isinstance(admitted, Slot):
+            return admitted
+        rejections.labels(admitted.reason, admitted.key).inc()
+        held = await pacer.hold()
+        raise TooManyRequests(admitted.detail(held), headers={
+            "Retry-After": str(math.ceil(admitted.retry_in(held))), REQUEST_ID: request_id})
 
     @app.get("/healthz", tags=["operations"], responses=problem_responses(500))
     async def healthz() -> dict[str, str]:
