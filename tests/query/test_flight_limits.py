@@ -17,6 +17,7 @@ from contextlib import asynccontextmanager
 import adbc_driver_flightsql
 import adbc_driver_flightsql.dbapi as flight_sql
 import adbc_driver_manager
+import pyarrow as pa
 import pyarrow.flight as flight
 import pytest
 from asgi_lifespan import LifespanManager
@@ -149,6 +150,15 @@ async def test_the_cap_counts_a_query_until_its_ticket_is_streamed_or_cancelled(
         # Streamed to its end, the ticket's query frees the slot; the DoGet took no token and no second slot.
         reader = await asyncio.to_thread(client.do_get, info.endpoints[0].ticket, _options(keys.query_acme))
         assert (await asyncio.to_thread(reader.read_all)).to_pylist() == [{"n": ROWS}]
+        await until(lambda: cap.in_flight("acme") == 0)
+        assert await count(port, keys.query_acme, index) == ROWS
+
+        # A query that fails (here at its prepare, then at its GetFlightInfo) frees the slot it held.
+        with pytest.raises(adbc_driver_manager.Error, match="syntax"):
+            await count(port, keys.query_acme, f'{index}" WHERE')
+        with pytest.raises(pa.ArrowInvalid, match="there is no index 'no-such-index'"):
+            await asyncio.to_thread(client.get_flight_info, flight.FlightDescriptor.for_command(_pack(
+                sql.CommandStatementQuery(query='SELECT count(*) FROM "no-such-index"'))), _options(keys.query_acme))
         await until(lambda: cap.in_flight("acme") == 0)
         assert await count(port, keys.query_acme, index) == ROWS
 
