@@ -11,7 +11,7 @@ from opentelemetry.proto.metrics.v1.metrics_pb2 import AggregationTemporality, M
 
 from strata_indexer.otlp.schemas import METRIC_FIELDS, RESOURCE_COLUMNS
 from strata_indexer.otlp.table import Columns
-from strata_indexer.otlp.values import Resource, attributes_json, plain, to_json
+from strata_indexer.otlp.values import Resource, attributes_json, attributes_plain, to_json
 from strata_shared.domain.fields import FieldType
 
 _TEMPORALITY = {number: name.removeprefix("AGGREGATION_TEMPORALITY_").lower()
@@ -92,7 +92,7 @@ def _exemplars(point) -> str:
     return to_json([
         {"time_unix_nano": e.time_unix_nano,
          "value": e.as_int if e.WhichOneof("value") == "as_int" else e.as_double,
-         "filtered_attributes": {kv.key: plain(kv.value) for kv in e.filtered_attributes},
+         "filtered_attributes": attributes_plain(e.filtered_attributes),
          "trace_id": e.trace_id.hex(), "span_id": e.span_id.hex()}
         for e in point.exemplars
     ])

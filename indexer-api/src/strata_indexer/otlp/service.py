@@ -21,7 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from strata_indexer.indexes.service import create_index
 from strata_indexer.ingest.service import ingest_decoded
-from strata_indexer.otlp import wire
+from strata_indexer.otlp import raw, wire
 from strata_indexer.otlp.logs import logs_table
 from strata_indexer.otlp.metrics import metrics_table
 from strata_indexer.otlp.schemas import FIELDS, Signal, default_settings
@@ -39,6 +39,8 @@ SOURCE_ID = "otlp"
 @dataclass(frozen=True, slots=True)
 class SignalWire:
     request: type[Message]
+    # raw.py's copy of `request`, what the signal's table is built from.
+    raw_request: type[Message]
     response: type[Message]
     # The request's items (records, spans, data points), counted before decoding them into rows.
     count: Callable[[Message], int]
@@ -50,15 +52,16 @@ class SignalWire:
 
 SIGNALS: dict[Signal, SignalWire] = {
     Signal.LOGS: SignalWire(
-        logs_service.ExportLogsServiceRequest, logs_service.ExportLogsServiceResponse,
+        logs_service.ExportLogsServiceRequest, raw.LogsRequest, logs_service.ExportLogsServiceResponse,
         lambda r: sum(len(s.log_records) for rl in r.resource_logs for s in rl.scope_logs),
         logs_table, "rejected_log_records", "log records"),
     Signal.TRACES: SignalWire(
-        trace_service.ExportTraceServiceRequest, trace_service.ExportTraceServiceResponse,
+        trace_service.ExportTraceServiceRequest, raw.TraceRequest, trace_service.ExportTraceServiceResponse,
         lambda r: sum(len(s.spans) for rs in r.resource_spans for s in rs.scope_spans),
         spans_table, "rejected_spans", "spans"),
     Signal.METRICS: SignalWire(
-        metrics_service.ExportMetricsServiceRequest, metrics_service.ExportMetricsServiceResponse,
+        metrics_service.ExportMetricsServiceRequest, raw.MetricsRequest,
+        metrics_service.ExportMetricsServiceResponse,
         lambda r: sum(len(getattr(m, m.WhichOneof("data")).data_points) for rm in r.resource_metrics
                       for s in rm.scope_metrics for m in s.metrics if m.WhichOneof("data")),
         metrics_table, "rejected_data_points", "data points"),
@@ -126,4 +129,5 @@ def decode_request(signal: Signal, body: bytes, content_type: str | None, conten
     """The request message and its encoding (which the answer uses too)."""
     encoding = wire.encoding_of(content_type)
     data = wire.inflate(body, content_encoding, max_bytes)
-    return wire.parse(SIGNALS[signal].request, data, encoding), encoding
+    spec = SIGNALS[signal]
+    return wire.parse(spec.request, spec.raw_request, data, encoding), encoding

@@ -9,7 +9,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
 from strata_indexer.otlp.schemas import RESOURCE_COLUMNS, SPAN_FIELDS
 from strata_indexer.otlp.table import Columns
-from strata_indexer.otlp.values import Resource, attributes_json, plain, to_json
+from strata_indexer.otlp.values import Resource, attributes_json, attributes_plain, to_json
 from strata_shared.domain.fields import FieldType
 
 # SPAN_KIND_SERVER -> "server", STATUS_CODE_ERROR -> "error": what people type in a WHERE.
@@ -46,8 +46,9 @@ def spans_table(request: ExportTraceServiceRequest, fields: dict[str, FieldType]
                 flags.append(span.flags)
                 name.append(span.name)
                 kind.append(_KINDS.get(span.kind, str(span.kind)))
-                status_code.append(_STATUS_CODES.get(span.status.code, str(span.status.code)))
-                status_message.append(span.status.message or None)
+                status = span.status
+                status_code.append(_STATUS_CODES.get(status.code, str(status.code)))
+                status_message.append(status.message or None)
                 attributes.append(attributes_json(span.attributes))
                 events.append(_events(span) if span.events else None)
                 links.append(_links(span) if span.links else None)
@@ -60,7 +61,7 @@ def spans_table(request: ExportTraceServiceRequest, fields: dict[str, FieldType]
 def _events(span: Span) -> str:
     return to_json([
         {"time_unix_nano": event.time_unix_nano, "name": event.name,
-         "attributes": {kv.key: plain(kv.value) for kv in event.attributes},
+         "attributes": attributes_plain(event.attributes),
          "dropped_attributes_count": event.dropped_attributes_count}
         for event in span.events
     ])
@@ -69,7 +70,7 @@ def _events(span: Span) -> str:
 def _links(span: Span) -> str:
     return to_json([
         {"trace_id": link.trace_id.hex(), "span_id": link.span_id.hex(), "trace_state": link.trace_state,
-         "flags": link.flags, "attributes": {kv.key: plain(kv.value) for kv in link.attributes},
+         "flags": link.flags, "attributes": attributes_plain(link.attributes),
          "dropped_attributes_count": link.dropped_attributes_count}
         for link in span.links
     ])

@@ -61,10 +61,12 @@ def inflate(body: bytes | bytearray, content_encoding: str | None, max_bytes: in
     return bytes(out)
 
 
-def parse(message_type: type[M], data: bytes, encoding: str) -> M:
+def parse(message_type: type[M], raw_type: type[Message], data: bytes, encoding: str) -> Message:
+    """The request as `raw_type` (raw.py's copy of `message_type`): protobuf parsed straight into it, JSON parsed
+    into `message_type` and carried over in its binary form (the two are the same on the wire)."""
     if encoding == PROTOBUF:
         try:
-            return message_type.FromString(data)
+            return raw_type.FromString(data)
         except DecodeError as exc:
             raise BadRequest(f"malformed OTLP protobuf ({message_type.__name__}): {exc}") from exc
     try:
@@ -74,9 +76,10 @@ def parse(message_type: type[M], data: bytes, encoding: str) -> M:
     if not isinstance(document, dict):
         raise BadRequest(f"malformed OTLP JSON: expected an object, got {type(document).__name__}")
     try:
-        return json_format.ParseDict(_ids_to_base64(document, "$"), message_type(), ignore_unknown_fields=True)
+        message = json_format.ParseDict(_ids_to_base64(document, "$"), message_type(), ignore_unknown_fields=True)
     except json_format.ParseError as exc:
         raise BadRequest(f"malformed OTLP JSON ({message_type.__name__}): {exc}") from exc
+    return raw_type.FromString(message.SerializeToString())
 
 
 def _ids_to_base64(node: object, where: str) -> object:
