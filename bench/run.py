@@ -26,6 +26,7 @@ from bench import (  # noqa: E402
     bench_ingest_group,
     bench_merge,
     bench_metastore,
+    bench_otlp,
     bench_planner,
     bench_query,
     bench_register,
@@ -35,7 +36,7 @@ from bench import (  # noqa: E402
 from bench.report import run_and_write  # noqa: E402
 
 NAMES = ("ingest", "ingest_group", "register", "metastore", "merge", "planner", "artifacts", "query", "cluster",
-         "engines", "soak", "tsbs")
+         "engines", "soak", "tsbs", "otlp")
 
 
 def main() -> int:
@@ -101,6 +102,9 @@ def main() -> int:
         "tsbs": lambda stack: bench_tsbs.render(
             bench_tsbs.run(stack, hosts=20 if quick else 100, hours=2 if quick else 12, runs=3 if quick else 20,
                            spark_runs=1 if quick else 3)
+        ),
+        "otlp": lambda stack: bench_otlp.render(
+            bench_otlp.run(stack, batches=20 if quick else 100, rounds=2 if quick else 4)
         ),
         "cluster": lambda stack: bench_cluster.render(
             bench_cluster.run(stack, rows=400_000 if quick else 4_000_000, runs=1 if quick else 3)
