@@ -125,10 +125,10 @@ CASES = [
     ("SELECT count(*), count(msg) FROM {i} WHERE text_match(msg, 'ok') AND NOT text_match(msg, 'disk')",
      "SELECT count(*), count(msg) FROM {i} WHERE regexp_matches(msg, '(^|[^A-Za-z0-9])[oO][kK]([^A-Za-z0-9]|$)') "
      "AND NOT regexp_matches(msg, '(^|[^A-Za-z0-9])[dD][iI][sS][kK]([^A-Za-z0-9]|$)')", False),
-    ("SELECT k, x FROM {i} WHERE svc = 'db' ORDER BY x, k LIMIT 30",
-     "SELECT k, x FROM {i} WHERE svc = 'db' ORDER BY x NULLS FIRST, k NULLS FIRST LIMIT 30", True),
-    ("SELECT svc, k FROM {i} ORDER BY svc DESC, k DESC, ts LIMIT 40",
-     "SELECT svc, k FROM {i} ORDER BY svc DESC NULLS LAST, k DESC NULLS LAST, ts LIMIT 40", True),
+    # DuckDB's order of NULLs (last, both ways) on both engines.
+    ("SELECT k, x FROM {i} WHERE svc = 'db' ORDER BY x, k LIMIT 30", None, True),
+    ("SELECT svc, k FROM {i} ORDER BY svc DESC, k DESC, ts LIMIT 40", None, True),
+    ("SELECT k, x FROM {i} WHERE svc = 'db' ORDER BY x NULLS FIRST, k DESC NULLS FIRST LIMIT 30", None, True),
     ("SELECT k / 0 AS a, k % 0 AS b, k / 2 AS c FROM {i} WHERE k IS NOT NULL LIMIT 5",
      "SELECT NULL AS a, NULL AS b, k / 2 AS c FROM {i} WHERE k IS NOT NULL LIMIT 5", False),
     ("SELECT min(x), max(x), min(ts), max(ts) FROM {i} WHERE x IS NOT NULL", None, False),

@@ -12,11 +12,11 @@ A query without a time bound reads the default lookback, which moves with the cl
 the move cannot change the result: the plan added no lookback filter (every candidate file lay inside the
 lookback) and every kept file still starts inside it. A file leaving the lookback would need the filter back.
 
-The result cache holds the finished results run from a cached plan (per engine and row cap). Strata's SQL has no
-nondeterministic function (the allowlist in sql/validation.py), so the same statement over the same immutable
-files answers the same rows: a result holds exactly as long as its plan does, checked by the same one read, and a
-repeated dashboard query is answered without reading or computing anything. The bound is on the results' Arrow
-bytes, the results of the least recently used plans leaving first.
+The result cache holds the finished results run from a cached plan (per engine and row cap). Strata's SQL reads
+no clock but `now()` (the SQL catalog, sql/catalog.py), and a plan whose query reads it is never kept, so the same
+statement over the same immutable files answers the same rows: a result holds exactly as long as its plan does,
+checked by the same one read, and a repeated dashboard query is answered without reading or computing anything.
+The bound is on the results' Arrow bytes, the results of the least recently used plans leaving first.
 """
 
 from __future__ import annotations
@@ -70,6 +70,9 @@ async def cacheable(session: AsyncSession, plan: QueryPlan) -> CachedPlan | None
     """What to cache of a plan just built, read in the plan's own snapshot (`session` is the one that built it);
     None when the plan is not to be cached."""
     if plan.total_files > MAX_FILES_PER_PLAN:
+        return None
+    if plan.parsed.uses_now or plan.scan_filters:
+        # now() and a per-scan lookback move with every request: the plan (and its answer) with them.
         return None
     state = await index_state(session, plan.index_uid)
     if state is None:

@@ -238,7 +238,8 @@ class QueryService:
         runtime.metrics.observe_plan(plan)
         try:
             choice = choose_engine(files=plan.total_files, rows=plan.total_rows, bytes_read=plan.total_bytes,
-                                   limits=runtime.local_limits, requested=call.engine, engines=runtime.engines)
+                                   limits=runtime.local_limits, requested=call.engine, engines=runtime.engines,
+                                   local_only=plan.parsed.local_only)
         except EngineUnavailable as exc:
             choice = EngineChoice(None, str(exc))
         return PlannedQuery(plan, choice), cached
@@ -375,7 +376,8 @@ class QueryService:
             return None
         try:
             choice = choose_engine(files=plan.total_files, rows=plan.total_rows, bytes_read=plan.total_bytes,
-                                   limits=runtime.local_limits, requested=call.engine, engines=runtime.engines)
+                                   limits=runtime.local_limits, requested=call.engine, engines=runtime.engines,
+                                   local_only=plan.parsed.local_only)
         except EngineUnavailable:
             return None
         engine = choice.engine

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from strata_query.execution.engine import Engine
+from strata_shared.sql.errors import QueryValidationError
 
 # What a request naming an engine that is not configured here is told.
 _NOT_CONFIGURED = {"spark": "the query asks for Spark, but query-api has no Spark Connect server configured"}
@@ -45,10 +46,14 @@ class EngineUnavailable(Exception):
 
 
 def choose_engine(*, files: int, rows: int, bytes_read: int, limits: LocalLimits, requested: str | None,
-                  engines: Engines) -> EngineChoice:
+                  engines: Engines, local_only: str | None = None) -> EngineChoice:
     """The engine for a plan reading `files` files, `rows` rows and `bytes_read` bytes. A request may name one;
     naming one that is not configured raises EngineUnavailable, and so does a plan over the local limits where
-    there is no Spark."""
+    there is no Spark. `local_only`: why only the in-process engine can run the query (a regular expression that
+    Spark's Java engine would read otherwise); such a query never goes to Spark."""
+    if local_only is not None and requested not in (None, engines.in_process.name):
+        raise QueryValidationError(f"the query asks for {requested}, but it runs only on the local engine: "
+                                   f"{local_only}", "engine")
     if requested is not None:
         engine = engines.named(requested)
         if engine is None:
@@ -58,6 +63,11 @@ def choose_engine(*, files: int, rows: int, bytes_read: int, limits: LocalLimits
     over = [f"{name} {value:,} > {limit:,}" for name, value, limit in (
         ("bytes", bytes_read, limits.max_bytes), ("rows", rows, limits.max_rows), ("files", files, limits.max_files))
         if value > limit]
+    if local_only is not None:
+        if over:
+            raise QueryValidationError(f"the plan is over the local engine's limits ({', '.join(over)}) and the "
+                                       f"query runs only there: {local_only}; narrow the query", "sql")
+        return EngineChoice(engines.in_process, f"the query runs only on the local engine: {local_only}")
     if not over:
         return EngineChoice(engines.in_process, f"plan within local limits ({bytes_read:,} bytes, {rows:,} rows, "
                                                 f"{files:,} files)")

@@ -55,6 +55,7 @@ def scan_request(query_id: str, plan: QueryPlan, dialect: str, row_cap: int | No
              for f in plan.files]
     extra = None if plan.extra_filter is None else plan.extra_filter.sql(dialect=dialect, identify=True)
     return ScanRequest(query_id=query_id, tasks=tasks, columns=plan.scan_columns,
-                       sql_template=plan.parsed.sql_for(VIEW, dialect, engine_limit(row_cap)), extra_filter=extra,
+                       sql_template=plan.parsed.sql_for(VIEW, dialect, engine_limit(row_cap), plan.scan_filters,
+                                                         tuple(plan.columns)), extra_filter=extra,
                        row_cap=row_cap, rows=plan.total_rows, predicate=plan.parsed.predicate,
                        scan_delay_secs=scan_delay_secs)

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 import pyarrow as pa
 
 from strata_query.flight.proto import FlightSql_pb2 as sql
+from strata_shared.sql.catalog import function_names
 
 # The union's members, in FlightSql.proto's order: a member's type code is its position.
 VALUE_TYPE = pa.dense_union([
@@ -22,7 +23,10 @@ SCHEMA = pa.schema([pa.field("info_name", pa.uint32(), nullable=False),
                     pa.field("value", VALUE_TYPE, nullable=False)])
 _STRING, _BOOL, _BIGINT, _BITMASK, _STRING_LIST = range(5)
 
-# Strata's SQL reads one index as its table (DuckDB's dialect on top, the same on Spark), never writes.
+# Strata's SQL reads one index as its table (DuckDB's dialect on top, the same on Spark), never writes. Its function
+# lists come from the SQL catalog (strata_shared.sql.catalog, docs/sql.md), as the validator's allowlist does.
+_SUBQUERIES = (1 << sql.SQL_SUBQUERIES_IN_COMPARISONS) | (1 << sql.SQL_SUBQUERIES_IN_EXISTS) | (
+    1 << sql.SQL_SUBQUERIES_IN_INS)
 _INFO: dict[int, tuple[int, object]] = {
     sql.FLIGHT_SQL_SERVER_NAME: (_STRING, "Strata query-api"),
     sql.FLIGHT_SQL_SERVER_VERSION: (_STRING, "0.1.0"),
@@ -50,7 +54,14 @@ _INFO: dict[int, tuple[int, object]] = {
     sql.SQL_TRANSACTIONS_SUPPORTED: (_BOOL, False),
     sql.SQL_SELECT_FOR_UPDATE_SUPPORTED: (_BOOL, False),
     sql.SQL_STORED_PROCEDURES_SUPPORTED: (_BOOL, False),
-    sql.SQL_KEYWORDS: (_STRING_LIST, ["TEXT_MATCH"]),
+    sql.SQL_KEYWORDS: (_STRING_LIST, ["DISTINCT ON", "QUALIFY", "TEXT_MATCH"]),
+    sql.SQL_NUMERIC_FUNCTIONS: (_STRING_LIST, function_names("numeric")),
+    sql.SQL_STRING_FUNCTIONS: (_STRING_LIST, function_names("string")),
+    sql.SQL_DATETIME_FUNCTIONS: (_STRING_LIST, function_names("datetime")),
+    sql.SQL_SUPPORTED_SUBQUERIES: (_BITMASK, _SUBQUERIES),
+    sql.SQL_CORRELATED_SUBQUERIES_SUPPORTED: (_BOOL, True),
+    sql.SQL_SUPPORTED_UNIONS: (_BITMASK, (1 << sql.SQL_UNION) | (1 << sql.SQL_UNION_ALL)),
+    sql.SQL_SUPPORTS_TABLE_CORRELATION_NAMES: (_BOOL, True),
 }
 
 

@@ -61,6 +61,9 @@ class QueryPlan:
     total_rows: int
     # Deletes in force on files of the plan, by id: each file's `pending_deletes` names those the scan applies.
     pending_deletes: dict[str, Predicate] = field(default_factory=dict)
+    # The default lookback of the scans (by position in the query) that have no bound on time, when other scans
+    # of the same query do: applied to each such reference in the query's SQL rather than to the shared scan.
+    scan_filters: dict[int, exp.Expression] = field(default_factory=dict)
 
     def drop_of(self, part: FilePart) -> Predicate | None:
         """What the scan of a file hides: the rows any delete in force on it matches."""

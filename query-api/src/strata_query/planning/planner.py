@@ -27,13 +27,13 @@ from strata_shared.domain.index_config import IndexSettings
 from strata_shared.errors import InvalidInput, NotFound
 from strata_shared.metastore.delete_repository import DeleteRepository
 from strata_shared.metastore.repositories import IndexRepository
-from strata_shared.query.predicate import And, Compare, columns_of, describe, to_nnf
+from strata_shared.query.predicate import And, Compare, columns_of, describe, disjunction, to_nnf
 from strata_shared.query.time_range import TimeRanges, extract_time_range
 from strata_shared.sql import parse_query
 from strata_shared.sql.errors import QueryValidationError
 from strata_shared.sql.index_columns import PARTITION_COLUMN, with_partition_column
 from strata_shared.sql.query import parse_sql
-from strata_shared.sql.validation import statement_of
+from strata_shared.sql.validation import query_statement
 from strata_shared.sql.where import timestamp_literal
 
 tracer = trace.get_tracer("strata.query")
@@ -46,8 +46,10 @@ class PlanTooLarge(InvalidInput):
 def table_of(sql: str, statements: list[exp.Expression | None] | None = None) -> str:
     """The one table the query names (the index id); syntax errors surface with their position. `statements`:
     `parse_sql(sql)` when the caller has it (a plan parses its SQL once)."""
-    tree = statement_of(parse_sql(sql) if statements is None else statements)
-    tables = {t.name for t in tree.find_all(exp.Table)}
+    tree = query_statement(parse_sql(sql) if statements is None else statements)
+    ctes = {cte.alias.lower() for cte in tree.find_all(exp.CTE)}
+    tables = {t.name for t in tree.find_all(exp.Table)
+              if isinstance(t.this, exp.Identifier) and (t.args.get("db") or t.name.lower() not in ctes)}
     if len(tables) != 1:
         raise QueryValidationError("a query reads exactly one index, named as its table", "from")
     return tables.pop()
@@ -75,27 +77,29 @@ async def build_plan(session: AsyncSession, sql: str, *, tenant: str | None, now
         raise QueryValidationError(f"there is no index {index_id!r} to query", "from") from NotFound(index_id)
     settings = IndexSettings.model_validate(index.config)
     query_settings = with_partition_column(settings)
-    parsed = parse_query(sql, index_id=index_id, settings=query_settings, statements=statements)
+    parsed = parse_query(sql, index_id=index_id, settings=query_settings, statements=statements,
+                         now_us=int(now * 1_000_000))
     types = query_settings.field_types()
     ts = settings.timestamp_field
     is_seconds = types[ts] is not FieldType.TIMESTAMP
 
-    predicate = to_nnf(parsed.predicate)
-    ranges = extract_time_range(predicate, ts)
-    extra_filter = None
     lookback = settings.query.default_lookback_secs
-    if ranges.bounded:
-        source = "where"
-    else:
-        # No bound on time in the query: the default lookback applies, to pruning and to execution alike.
-        source = "where_unbounded"
-        lo = int(now) - lookback
-        lookback_start = lo
-        bound = lo if is_seconds else lo * 1_000_000
-        predicate = to_nnf(And((predicate, Compare(ts, ">=", bound))))
-        ranges = extract_time_range(predicate, ts)
-        extra_filter = exp.GTE(this=exp.column(ts, quoted=True),
-                               expression=exp.Literal.number(bound) if is_seconds else timestamp_literal(bound))
+    lookback_start = int(now) - lookback
+    bound = lookback_start if is_seconds else lookback_start * 1_000_000
+    lookback_filter = exp.GTE(this=exp.column(ts, quoted=True),
+                              expression=exp.Literal.number(bound) if is_seconds else timestamp_literal(bound))
+    # Each scan of the index without a bound on time reads the default lookback, for pruning and execution alike.
+    scan_predicates, unbounded = [], []
+    for scan in parsed.scans:
+        if extract_time_range(scan.predicate, ts).bounded:
+            scan_predicates.append(scan.predicate)
+        else:
+            unbounded.append(scan.position)
+            scan_predicates.append(to_nnf(And((scan.predicate, Compare(ts, ">=", bound)))))
+    predicate = to_nnf(disjunction(scan_predicates))
+    ranges = extract_time_range(predicate, ts)
+    source = "where_unbounded" if unbounded else "where"
+    every_scan = len(unbounded) == len(parsed.scans)
     seconds = _split_seconds(ranges, is_seconds)
 
     constants = {PARTITION_COLUMN: lambda s: s.partition_id}
@@ -112,18 +116,21 @@ async def build_plan(session: AsyncSession, sql: str, *, tenant: str | None, now
             f"split statistics leave more than {limit} files to examine, so the query would read "
             f"more than the limit of {max_files}; narrow its time range or add predicates", errors=[
                 {"field": "sql", "message": f"plan exceeds the file limit of {max_files}"}])
-    if extra_filter is not None and read.in_time_range.files and not read.null_time_range_starts and (
+    if unbounded and read.in_time_range.files and not read.null_time_range_starts and (
             read.min_time_range_start >= lookback_start):
         # Every candidate lies inside the lookback: the filter holds for every row, so the scan skips it (and the
         # timestamp column, unless the query names it).
-        extra_filter = None
+        unbounded = []
+    # Applied to the scan itself when every scan reads the lookback; else to each such scan in the query's SQL.
+    extra_filter = lookback_filter if unbounded and every_scan else None
+    scan_filters = {} if every_scan else {position: lookback_filter for position in unbounded}
     # Deletes in force on candidates, read in the plan's snapshot: accepted before it, so applied to its scan.
     coverage = await DeleteRepository(session).in_force([c.split.split_id for c in read.files])
     pending = {c.delete_id: c.predicate for found in coverage.values() for c in found}
     # What the scan reads: the query's columns, plus the timestamp when the default lookback filters on it, plus
     # the columns a pending delete decides on.
     needed = set(parsed.columns_needed) - {PARTITION_COLUMN}
-    if extra_filter is not None or not needed:
+    if unbounded or not needed:
         needed.add(ts)
     for predicate_of_delete in pending.values():
         needed |= (columns_of(predicate_of_delete) & frozenset(types)) - {PARTITION_COLUMN}
@@ -154,4 +161,4 @@ async def build_plan(session: AsyncSession, sql: str, *, tenant: str | None, now
         planning_ms=round((time.perf_counter() - started) * 1000, 3), parsed=parsed, settings=settings,
         scan_columns=scan_columns, extra_filter=extra_filter, total_files=len(files),
         total_row_groups=sum(len(f.row_groups) for f in files), total_bytes=sum(f.bytes for f in files),
-        total_rows=sum(f.rows for f in files), pending_deletes=pending)
+        total_rows=sum(f.rows for f in files), pending_deletes=pending, scan_filters=scan_filters)

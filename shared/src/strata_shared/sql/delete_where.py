@@ -17,6 +17,7 @@ from strata_shared.sql.errors import QuerySyntaxError, QueryValidationError
 from strata_shared.sql.index_columns import with_partition_column
 from strata_shared.sql.query import parse_query, parse_sql
 from strata_shared.sql.validation import statement_of
+from strata_shared.sql.where import ConditionTranslator
 
 
 class DeleteConditionError(QueryValidationError):
@@ -42,9 +43,13 @@ def parse_delete_where(where_sql: str, *, index_id: str, settings: IndexSettings
             or not isinstance(select.expressions[0], exp.Star):
         raise DeleteConditionError("the condition must be one boolean expression, with no other clause or "
                                    "statement after it", "where")
-    parsed = parse_query(prefix + where_sql, index_id=index_id, settings=with_partition_column(settings),
-                         statements=statements)
-    predicate = to_nnf(parsed.predicate)
+    if select.args["where"].find(exp.Select, exp.Subquery, exp.Exists, exp.Window) is not None:
+        raise DeleteConditionError("a delete condition cannot hold a subquery or a window function", "where")
+    schema = with_partition_column(settings)
+    parse_query(prefix + where_sql, index_id=index_id, settings=schema, statements=statements)
+    # The whole condition, as rewritten by the parse (its literals coerced): a delete applies all of it.
+    translator = ConditionTranslator(schema.field_types(), schema.timestamp_field)
+    predicate = to_nnf(translator.translate(select.args["where"].this))
     opaque = _opaque_part(predicate)
     if opaque is not None:
         raise DeleteConditionError(

@@ -24,7 +24,8 @@ from sqlglot import exp
 
 from strata_shared.domain.fields import FieldType
 
-Kind = TypingLiteral["null", "bool", "string", "number", "timestamp"]
+# "instant": epoch microseconds folded from a constant time expression (time_values.instant_micros).
+Kind = TypingLiteral["null", "bool", "string", "number", "timestamp", "instant"]
 
 _TIMESTAMP_TYPES = {exp.DataType.Type.TIMESTAMP, exp.DataType.Type.TIMESTAMPTZ, exp.DataType.Type.TIMESTAMPLTZ,
                     exp.DataType.Type.TIMESTAMPNTZ, exp.DataType.Type.DATETIME, exp.DataType.Type.DATE}
@@ -126,6 +127,9 @@ def _timestamp_micros(raw: RawLiteral, column: str) -> int:
 
 
 def _timestamp_seconds(raw: RawLiteral, column: str) -> int | Fraction:
+    if raw.kind == "instant":
+        seconds = Fraction(raw.value, 1_000_000)  # type: ignore[arg-type]
+        return int(seconds) if seconds.denominator == 1 else seconds
     if raw.kind == "number":
         return raw.value  # type: ignore[return-value]
     if raw.kind in ("string", "timestamp"):

@@ -1,14 +1,14 @@
-"""SQL text to a validated query: the pruning predicate, the columns to read, and the SQL each engine executes.
+"""SQL text to a validated query: the pruning predicate of each scan of the index, the columns to read, and the
+SQL each engine executes.
 
-The accepted dialect is sqlglot's default one (ANSI-like: 'strings', "identifiers"), over one index named as the
-table. Supported: SELECT of columns, `*`, expressions and aliases; WHERE with AND, OR, NOT, comparisons, BETWEEN,
-IN, IS [NOT] NULL, LIKE and `text_match(column, 'terms')`; GROUP BY with count/sum/min/max/avg; HAVING; ORDER BY;
-LIMIT. Literal rules for timestamps are in literals.py.
+The dialect is PostgreSQL-flavoured SQL as DuckDB reads it (dialect.py), over one index named as the table any
+number of times (CTEs, subqueries, set operations, self-joins), built from the constructs of the catalog
+(catalog.py, docs/sql.md). Literal rules for timestamps are in literals.py.
 
-One statement is rendered for both engines (Spark SQL and DuckDB), with the few rules where they differ fixed
-here so the answers are the same: a division, modulo or integer division by zero is NULL; LIKE escapes with a
-backslash; NULLs sort first ascending and last descending; a select expression without an alias is named by
-its SQL text (`COUNT(*)`, `MIN(value)`).
+One statement is rendered for both engines (Spark SQL and DuckDB), with the rules where they differ fixed here and
+in engine_forms.py so the answers are the same: a division, modulo or integer division by zero is NULL; LIKE
+escapes with a backslash; NULLs sort last, ascending and descending (DuckDB's order); a select expression without an
+alias is named by its SQL text (`COUNT(*)`, `MIN(value)`).
 """
 
 from __future__ import annotations
@@ -17,102 +17,148 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, SqlglotError, TokenError
+from sqlglot.tokens import TokenType
 
 from strata_shared.domain.index_config import IndexSettings
-from strata_shared.query.predicate import TRUE, Predicate, to_nnf
+from strata_shared.query.predicate import Predicate, disjunction, to_nnf
+from strata_shared.sql.dialect import READ_DIALECT
+from strata_shared.sql.engine_forms import Neutralizer, spell_markers
 from strata_shared.sql.errors import QuerySyntaxError, QueryValidationError
+from strata_shared.sql.scans import Scan, scan_predicates
+from strata_shared.sql.spark_forms import subquery_filters
 from strata_shared.sql.text_match import is_text_match, spark_expression, text_match_atom
-from strata_shared.sql.validation import AGGREGATES, clause_of, statement_of, validate
+from strata_shared.sql.validation import AGGREGATES, clause_of, query_statement, validate
 from strata_shared.sql.where import ConditionTranslator
 
 _MISSING_DELIMITER = re.compile(r"Missing .* from \d+:(\d+)")
+# Deeper nesting is refused before parsing: the parser and every walk of the tree recurse per level. Dashboards
+# nest a few levels; 64 leaves room for generated SQL.
+MAX_NESTING = 64
+SCAN_MARK = "strata_scan"
 
 
 @dataclass(frozen=True, slots=True)
 class ParsedQuery:
-    """A query Strata can plan. `predicate` is the WHERE clause in negation normal form (parts it cannot express
-    are Unknown atoms: they prune nothing but are still executed); `columns_needed` every declared column the
-    query reads anywhere (all of them for `*`); `limit` the LIMIT, if any."""
+    """A query Strata can plan. `scans`: each reference to the index with the predicate its rows must satisfy;
+    `predicate` their disjunction, in negation normal form (parts it cannot express are Unknown atoms: they prune
+    nothing but are still executed); `columns_needed` every declared column the query reads anywhere (all of them
+    for `*`); `limit` the LIMIT, if any; `uses_now` whether the query reads its instant (then `now_us`);
+    `local_only` why only the local engine can run it, if so."""
 
     index_id: str
     predicate: Predicate
+    scans: tuple[Scan, ...]
     columns_needed: frozenset[str]
     has_aggregates: bool
     limit: int | None
-    _ast: exp.Select = field(repr=False, compare=False)
-    _qualifier: str = field(repr=False, compare=False)
-    # Rendered statements by (view, dialect, max_rows): a kept plan's query is rendered once, not per run.
-    _rendered: dict[tuple[str, str, int | None], str] = field(default_factory=dict, repr=False, compare=False)
+    uses_now: bool
+    now_us: int
+    local_only: str | None
+    _ast: exp.Query = field(repr=False, compare=False)
+    # Rendered statements by (view, dialect, max_rows, filtered scans): a kept plan's query is rendered once.
+    _rendered: dict[tuple, str] = field(default_factory=dict, repr=False, compare=False)
 
-    def sql_for(self, view_name: str, dialect: Literal["spark", "duckdb"], max_rows: int | None = None) -> str:
+    def sql_for(self, view_name: str, dialect: Literal["spark", "duckdb"], max_rows: int | None = None,
+                scan_filters: dict[int, exp.Expression] | None = None,
+                view_columns: tuple[str, ...] = ()) -> str:
         """The query over `view_name` (a view of the pruned scan) instead of the index, in an engine's dialect.
-        `max_rows` lowers the LIMIT to it (a result cap)."""
-        key = (view_name, dialect, max_rows)
+        `max_rows` lowers the LIMIT to it (a result cap); `scan_filters` adds a condition to some scans (by
+        position: the default lookback of a scan without a time bound); `view_columns` the view's columns, in
+        order (Spark's rewrites list them where the query says `*`)."""
+        filters = scan_filters or {}
+        key = (view_name, dialect, max_rows, tuple(sorted((k, v.sql()) for k, v in filters.items())), view_columns)
         if (rendered := self._rendered.get(key)) is None:
-            rendered = self._rendered[key] = self._render(view_name, dialect, max_rows)
+            rendered = self._rendered[key] = self._render(view_name, dialect, max_rows, filters, view_columns)
         return rendered
 
-    def _render(self, view_name: str, dialect: Literal["spark", "duckdb"], max_rows: int | None) -> str:
+    def _render(self, view_name: str, dialect: Literal["spark", "duckdb"], max_rows: int | None,
+                filters: dict[int, exp.Expression], view_columns: tuple[str, ...]) -> str:
         statement = self._ast.copy()
-        # The view keeps the name columns are qualified with, so `logs.level` still resolves.
-        statement.args["from_"].set("this", exp.Table(
-            this=exp.to_identifier(view_name, quoted=True),
-            alias=exp.TableAlias(this=exp.to_identifier(self._qualifier, quoted=True)),
-        ))
+        for table in [t for t in statement.find_all(exp.Table) if SCAN_MARK in t.meta]:
+            qualifier = exp.TableAlias(this=exp.to_identifier(table.alias or table.name, quoted=True))
+            view = exp.Table(this=exp.to_identifier(view_name, quoted=True))
+            condition = filters.get(table.meta[SCAN_MARK])
+            if condition is None:
+                view.set("alias", qualifier)
+                table.replace(view)
+            else:
+                # The view keeps the name columns are qualified with, so `logs.level` still resolves.
+                table.replace(exp.Subquery(this=exp.select("*").from_(view).where(condition.copy()),
+                                           alias=qualifier))
         if max_rows is not None and (self.limit is None or self.limit > max_rows):
             statement.set("limit", exp.Limit(expression=exp.Literal.number(max_rows)))
+        spell_markers(statement, dialect)
         if dialect == "duckdb":
             # Spark's LIKE escapes with a backslash by default, DuckDB's has no escape unless told.
-            for like in list(statement.find_all(exp.Like)):
+            for like in list(statement.find_all(exp.Like, exp.ILike)):
                 if not isinstance(like.parent, exp.Escape):
                     like.replace(exp.Escape(this=like.copy(), expression=exp.Literal.string("\\")))
+        else:
+            statement = subquery_filters(statement, view_columns)
         return statement.sql(dialect=dialect, identify=True)
 
 
 def parse_query(sql: str, *, index_id: str, settings: IndexSettings,
-                statements: list[exp.Expression | None] | None = None) -> ParsedQuery:
-    """Parses and validates one SELECT over `index_id`. Raises QuerySyntaxError or QueryValidationError.
-    `statements`: `parse_sql(sql)` when the caller parsed it already (the tree is rewritten in place)."""
-    select = statement_of(parse_sql(sql) if statements is None else statements)
+                statements: list[exp.Expression | None] | None = None, now_us: int = 0) -> ParsedQuery:
+    """Parses and validates one query over `index_id`. Raises QuerySyntaxError or QueryValidationError.
+    `statements`: `parse_sql(sql)` when the caller parsed it already (the tree is rewritten in place); `now_us`:
+    the instant `now()` stands for."""
+    statement = query_statement(parse_sql(sql) if statements is None else statements)
     types = settings.field_types()
-    resolution = validate(select, index_id=index_id, types=types)
+    resolution = validate(statement, index_id=index_id, types=types)
+    for position, table in enumerate(resolution.tables):
+        table.meta[SCAN_MARK] = position
 
-    translator = ConditionTranslator(select, types, settings.timestamp_field)
-    where = select.args.get("where")
-    predicate = to_nnf(translator.translate(where.this)) if where is not None else TRUE
-    translator.rewrite_outside_where()
-    _name_unaliased_expressions(select)
-    _null_on_zero_divisor(select)
-    for node in list(select.find_all(exp.Anonymous)):
+    _name_unaliased_expressions(statement)
+    neutral = Neutralizer(types, now_us)
+    neutral.run(statement)
+    translator = ConditionTranslator(types, settings.timestamp_field)
+    # First on the statement itself, so an error names its clause; the scans then read the coerced literals.
+    translator.coerce_everywhere(statement)
+    scans = scan_predicates(resolution.tables, lambda node, _select: to_nnf(translator.translate(node)),
+                            set(types))
+    _null_on_zero_divisor(statement)
+    for node in list(statement.find_all(exp.Anonymous)):
         if is_text_match(node):
-            atom = text_match_atom(node, types, clause_of(node, select))
+            atom = text_match_atom(node, types, clause_of(node))
             node.replace(spark_expression(atom, node.expressions[0]))
 
     return ParsedQuery(
         index_id=index_id,
-        predicate=predicate,
+        predicate=to_nnf(disjunction(scan.predicate for scan in scans)),
+        scans=tuple(scans),
         columns_needed=resolution.columns,
-        has_aggregates=select.args.get("group") is not None or any(True for _ in select.find_all(*AGGREGATES)),
-        limit=_limit(select),
-        _ast=select,
-        _qualifier=resolution.qualifier,
+        has_aggregates=any(True for _ in statement.find_all(*AGGREGATES)) or any(
+            s.args.get("group") is not None for s in statement.find_all(exp.Select)),
+        limit=_limit(statement),
+        uses_now=neutral.uses_now,
+        now_us=now_us,
+        local_only=neutral.local_only,
+        _ast=statement,
     )
 
 
-def _name_unaliased_expressions(select: exp.Select) -> None:
+def _outermost_select(statement: exp.Query) -> exp.Select:
+    while isinstance(statement, exp.SetOperation):
+        statement = statement.this
+    return statement  # type: ignore[return-value]
+
+
+def _name_unaliased_expressions(statement: exp.Query) -> None:
     """Engines name `count(*)` differently (Spark `count(1)`, DuckDB `count_star()`): give every computed
-    column without an alias its SQL text as its name, so both engines answer with the same columns."""
+    column of the result without an alias its SQL text as its name, so both engines answer with the same
+    columns."""
+    select = _outermost_select(statement)
     for expression in list(select.expressions):
         if not isinstance(expression, exp.Alias | exp.Column | exp.Star):
-            expression.replace(exp.alias_(expression.copy(), expression.sql(), quoted=True))
+            expression.replace(exp.alias_(expression.copy(), expression.sql(dialect=READ_DIALECT), quoted=True))
 
 
-def _null_on_zero_divisor(select: exp.Select) -> None:
+def _null_on_zero_divisor(statement: exp.Query) -> None:
     """x / 0 is an error in Spark's ANSI mode and infinity in DuckDB: both engines get NULL instead."""
-    for node in list(select.find_all(exp.Div, exp.Mod, exp.IntDiv)):
+    for node in list(statement.find_all(exp.Div, exp.Mod, exp.IntDiv)):
         divisor = node.expression
         if isinstance(divisor, exp.Literal) and divisor.is_number and float(divisor.this) != 0:
             continue
@@ -126,7 +172,10 @@ def parse_sql(sql: str) -> list[exp.Expression | None]:
     if not sql.strip():
         raise QuerySyntaxError("the query is empty", 1, 1)
     try:
-        return sqlglot.parse(sql)
+        dialect = READ_DIALECT()
+        tokens = dialect.tokenize(sql)
+        _check_nesting(tokens)
+        return dialect.parser().parse(tokens, sql)
     except ParseError as error:
         first = error.errors[0] if error.errors else {}
         line, column = int(first.get("line") or 1), int(first.get("col") or 1)
@@ -143,6 +192,21 @@ def parse_sql(sql: str) -> list[exp.Expression | None]:
         raise QuerySyntaxError(_token_error_message(error), line, column) from error
     except SqlglotError as error:
         raise QuerySyntaxError(str(error), 1, 1) from error
+
+
+def _check_nesting(tokens: list) -> None:
+    """Refuses parentheses or NOTs nested deeper than MAX_NESTING, from the tokens (read without recursion)."""
+    depth = deepest = nots = 0
+    for token in tokens:
+        if token.token_type == TokenType.L_PAREN:
+            depth += 1
+            deepest = max(deepest, depth)
+        elif token.token_type == TokenType.R_PAREN:
+            depth -= 1
+        nots = nots + 1 if token.token_type == TokenType.NOT else 0
+        if deepest > MAX_NESTING or nots > MAX_NESTING:
+            what = "parentheses" if deepest > MAX_NESTING else "NOTs"
+            raise QueryValidationError(f"the query nests {what} more than {MAX_NESTING} deep; simplify it", "sql")
 
 
 def _token_error_offset(error: TokenError, size: int) -> int:
@@ -171,13 +235,18 @@ def _line_column(text: str, offset: int) -> tuple[int, int]:
     return line, offset - (before.rfind("\n") + 1) + 1
 
 
-def _limit(select: exp.Select) -> int | None:
-    limit = select.args.get("limit")
-    if limit is None:
-        return None
-    value = limit.expression
-    if limit.args.get("offset") or limit.expressions:
-        raise QueryValidationError("OFFSET is not supported", "limit")
-    if not isinstance(value, exp.Literal) or value.is_string or not value.this.isdigit():
-        raise QueryValidationError("LIMIT takes a non-negative integer", "limit")
-    return int(value.this)
+def _limit(statement: exp.Query) -> int | None:
+    for select in statement.find_all(exp.Select, exp.SetOperation):
+        offset = select.args.get("offset")
+        if offset is not None and not _whole_number(offset.expression):
+            raise QueryValidationError("OFFSET takes a non-negative integer", "limit")
+        limit = select.args.get("limit")
+        if limit is not None and (limit.args.get("offset") or limit.expressions
+                                  or not _whole_number(limit.expression)):
+            raise QueryValidationError("LIMIT takes a non-negative integer", "limit")
+    limit = statement.args.get("limit")
+    return None if limit is None else int(limit.expression.this)
+
+
+def _whole_number(value: exp.Expression | None) -> bool:
+    return isinstance(value, exp.Literal) and not value.is_string and value.this.isdigit()

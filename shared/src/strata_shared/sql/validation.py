@@ -1,7 +1,10 @@
-"""What Strata runs: one SELECT over one index, built from an allowlist of constructs, naming declared columns.
+"""What Strata runs: one query (a SELECT, or SELECTs combined by UNION/INTERSECT/EXCEPT, with CTEs and subqueries)
+whose every table is the one index (or a CTE over it), built only from the constructs of the catalog (catalog.py),
+naming declared columns.
 
-Anything outside the allowlist is refused with the clause it appears in, rather than passed to Spark: the SQL is
-user input and Spark has functions (reflect, java_method) that must never be reachable from a query.
+Anything outside the catalog is refused with the clause it appears in, rather than passed to an engine: the SQL is
+user input, and both engines have functions (DuckDB's read_parquet and COPY, Spark's reflect and java_method) and
+table references (file paths) that must never be reachable from a query.
 """
 
 from __future__ import annotations
@@ -11,26 +14,19 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from strata_shared.domain.fields import FieldType
+from strata_shared.sql.catalog import allowed_names, allowed_nodes
 from strata_shared.sql.errors import QueryValidationError
 from strata_shared.sql.text_match import is_text_match
 
-AGGREGATES: tuple[type[exp.Expression], ...] = (exp.Count, exp.Sum, exp.Min, exp.Max, exp.Avg)
-_SCALAR_FUNCTIONS: tuple[type[exp.Expression], ...] = (
-    exp.Lower, exp.Upper, exp.Length, exp.Abs, exp.Coalesce, exp.Round, exp.Floor, exp.Ceil, exp.Case, exp.If,
-    exp.Concat, exp.DPipe, exp.Substring, exp.Cast,
-)
-_ALLOWED: tuple[type[exp.Expression], ...] = (
-    exp.Select, exp.From, exp.Table, exp.TableAlias, exp.Identifier, exp.Column, exp.Star, exp.Alias, exp.Where,
-    exp.Group, exp.Having, exp.Order, exp.Ordered, exp.Limit, exp.Distinct, exp.Paren,
-    exp.Literal, exp.Boolean, exp.Null, exp.Neg, exp.DataType, exp.DataTypeParam,
-    exp.And, exp.Or, exp.Not, exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE, exp.Between, exp.In, exp.Is,
-    exp.Like, exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod, exp.IntDiv,
-) + AGGREGATES + _SCALAR_FUNCTIONS
-_SELECT_ARGS = {"expressions", "from_", "where", "group", "having", "order", "limit", "distinct"}
-_CLAUSES = {"expressions": "select", "distinct": "select", "from_": "from", "where": "where", "group": "group by",
-            "having": "having", "order": "order by", "limit": "limit"}
-# Clauses where a name may be an alias of the select list rather than a column.
-_ALIAS_CLAUSES = {"group by", "having", "order by"}
+AGGREGATES: tuple[type[exp.Expression], ...] = (exp.AggFunc,)
+_ALLOWED = allowed_nodes()
+_NAMES = allowed_names()
+_CLAUSES = {"expressions": "select", "distinct": "select", "from_": "from", "joins": "from", "where": "where",
+            "group": "group by", "having": "having", "order": "order by", "limit": "limit", "offset": "limit",
+            "qualify": "qualify", "with_": "with"}
+
+# Clauses where a name may be an alias of the same SELECT's select list rather than a column.
+_ALIAS_CLAUSES = {"group by", "having", "order by", "qualify"}
 
 # Where the indexes are listed (Flight SQL's GetCatalogs and GetDbSchemas): a query may name an index qualified so.
 INDEX_CATALOG = "strata"
@@ -39,62 +35,83 @@ INDEX_SCHEMA = "indexes"
 
 @dataclass(frozen=True, slots=True)
 class Resolution:
-    """What validation learned: the name columns are qualified with, and the schema columns the query reads."""
+    """What validation learned: the index's references in the statement (each a scan of it), and the schema
+    columns the query reads."""
 
-    qualifier: str
+    tables: tuple[exp.Table, ...]
     columns: frozenset[str]
     star: bool
 
 
-def statement_of(statements: list[exp.Expression | None]) -> exp.Select:
+def query_statement(statements: list[exp.Expression | None]) -> exp.Query:
+    """The one query of the text: a SELECT or a set operation of SELECTs."""
     present = [s for s in statements if s is not None]
     if len(present) != 1:
         raise QueryValidationError("send exactly one SELECT statement", "sql")
     statement = present[0]
-    if isinstance(statement, exp.SetOperation):
-        raise QueryValidationError("UNION, INTERSECT and EXCEPT are not supported: use one SELECT", "sql")
-    if not isinstance(statement, exp.Select):
+    if not isinstance(statement, exp.Select | exp.SetOperation):
         raise QueryValidationError(f"only SELECT queries are supported, not {statement.key.upper()}", "sql")
     return statement
 
 
-def validate(select: exp.Select, *, index_id: str, types: dict[str, FieldType]) -> Resolution:
+def statement_of(statements: list[exp.Expression | None]) -> exp.Select:
+    """The one plain SELECT of the text (a delete condition is parsed as one)."""
+    statement = query_statement(statements)
+    if not isinstance(statement, exp.Select):
+        raise QueryValidationError("send one SELECT, without UNION, INTERSECT or EXCEPT", "sql")
+    return statement
+
+
+def validate(statement: exp.Query, *, index_id: str, types: dict[str, FieldType]) -> Resolution:
     """Checks the statement and rewrites every column reference to its declared name (Spark resolves names
     case-insensitively, and so does Strata)."""
-    qualifier = _check_shape(select, index_id)
-    for node in select.walk():
-        _check_node(node, select)
-    return _resolve_columns(select, qualifier, types)
-
-
-def _check_shape(select: exp.Select, index_id: str) -> str:
-    if select.args.get("with_"):
-        raise QueryValidationError("WITH (common table expressions) is not supported: query the index directly",
-                                   "sql")
-    if select.args.get("joins"):
-        raise QueryValidationError("joins and several tables are not supported: a query reads one index", "from")
-    source = select.args.get("from_")
-    if source is None:
+    ctes = _cte_names(statement, index_id)
+    tables = []
+    for node in statement.walk():
+        if isinstance(node, exp.Table):
+            if _check_table(node, index_id, ctes):
+                tables.append(node)
+            continue
+        _check_node(node)
+    if not tables:
         raise QueryValidationError(f"the query needs FROM {index_id}", "from")
-    for key, value in select.args.items():
-        if value and key not in _SELECT_ARGS:
-            clause = "limit" if key == "offset" else "sql"
-            raise QueryValidationError(f"{key.rstrip('_').upper()} is not supported", clause)
-    table = source.this
-    if isinstance(table, exp.Subquery):
-        raise QueryValidationError("subqueries are not supported: query the index directly", "from")
-    if not isinstance(table, exp.Table) or not isinstance(table.this, exp.Identifier):
-        raise QueryValidationError(f"FROM must name the index {index_id!r}", "from")
-    if not _qualified_as_listed(table):
-        raise QueryValidationError(f"qualified table names are {INDEX_CATALOG}.{INDEX_SCHEMA}.<index> or "
-                                   f"{INDEX_SCHEMA}.<index>: use FROM {index_id}", "from")
+    return _resolve_columns(statement, tables, ctes, types)
+
+
+def _cte_names(statement: exp.Query, index_id: str) -> set[str]:
+    names = set()
+    for with_ in statement.find_all(exp.With):
+        if with_.args.get("recursive"):
+            raise QueryValidationError("recursive CTEs (WITH RECURSIVE) are not supported", "with")
+        for cte in with_.expressions:
+            name = cte.alias.lower()
+            if name == index_id.lower():
+                raise QueryValidationError(f"a CTE may not be named like the index {index_id!r}", "with")
+            if not isinstance(cte.this, exp.Query):
+                raise QueryValidationError(f"CTE {cte.alias!r} must be a SELECT", "with")
+            names.add(name)
+    return names
+
+
+def _check_table(table: exp.Table, index_id: str, ctes: set[str]) -> bool:
+    """True when the table is the index; a CTE's name is fine too; anything else is refused."""
+    clause = clause_of(table)
+    if not isinstance(table.this, exp.Identifier):
+        what = table.this.sql_name() if isinstance(table.this, exp.Func) else "this source"
+        raise QueryValidationError(f"table function {what.lower()}() is not supported: FROM names the index "
+                                   f"{index_id!r}", clause)
     for key, value in table.args.items():
         if value and key not in ("this", "alias", "db", "catalog"):
-            raise QueryValidationError(f"{key.upper()} on the table is not supported", "from")
-    if table.name.lower() != index_id.lower():
-        raise QueryValidationError(f"unknown table {table.name!r}: this query can only read index {index_id!r}",
-                                   "from")
-    return table.alias or table.name
+            raise QueryValidationError(f"{key.upper()} on the table is not supported", clause)
+    name = table.name
+    if table.args.get("db") is None and name.lower() in ctes:
+        return False
+    if not _qualified_as_listed(table):
+        raise QueryValidationError(f"qualified table names are {INDEX_CATALOG}.{INDEX_SCHEMA}.<index> or "
+                                   f"{INDEX_SCHEMA}.<index>: use FROM {index_id}", clause)
+    if name.lower() != index_id.lower():
+        raise QueryValidationError(f"unknown table {name!r}: this query can only read index {index_id!r}", clause)
+    return True
 
 
 def _qualified_as_listed(table: exp.Table) -> bool:
@@ -106,69 +123,98 @@ def _qualified_as_listed(table: exp.Table) -> bool:
     return db.name.lower() == INDEX_SCHEMA and (catalog is None or catalog.name.lower() == INDEX_CATALOG)
 
 
-def clause_of(node: exp.Expression, select: exp.Select) -> str:
-    """The clause of the statement a node sits in, to name in errors."""
-    while node.parent is not None and node.parent is not select:
+def clause_of(node: exp.Expression, select: exp.Expression | None = None) -> str:
+    """The clause of the innermost SELECT (or `select`) a node sits in, to name in errors."""
+    while node.parent is not None and node.parent is not select and not (
+            select is None and isinstance(node.parent, exp.Select)):
         node = node.parent
+    if node.parent is None:
+        return "sql"
     return _CLAUSES.get(node.arg_key, "sql")
 
 
-def _check_node(node: exp.Expression, select: exp.Select) -> None:
-    if node is select:
-        return
-    if isinstance(node, exp.Select | exp.Subquery | exp.Exists | exp.SetOperation):
-        raise QueryValidationError("subqueries are not supported", clause_of(node, select))
-    if isinstance(node, exp.Window):
-        raise QueryValidationError("window functions (OVER) are not supported", clause_of(node, select))
+def written(node: exp.Expression, limit: int = 60) -> str:
+    """The node as SQL, shortened, to quote in errors (never an internal class name)."""
+    text = node.sql(dialect="duckdb")
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _check_node(node: exp.Expression) -> None:
     if isinstance(node, exp.Placeholder | exp.Parameter):
-        raise QueryValidationError("query parameters are not supported: inline the values", clause_of(node, select))
+        raise QueryValidationError("query parameters are not supported: inline the values", clause_of(node))
     if isinstance(node, exp.Escape):
         raise QueryValidationError("LIKE ... ESCAPE is not supported: escape % and _ with a backslash",
-                                   clause_of(node, select))
+                                   clause_of(node))
     if isinstance(node, exp.Anonymous):
-        if not is_text_match(node):
-            raise QueryValidationError(f"function {node.name}() is not supported", clause_of(node, select))
+        name = node.name.lower()
+        if name not in _NAMES or (name == "text_match" and not is_text_match(node)):
+            raise QueryValidationError(f"function {node.name}() is not supported", clause_of(node))
         return
-    if isinstance(node, exp.AggFunc) and not isinstance(node, AGGREGATES):
-        raise QueryValidationError(f"aggregate {node.sql_name()} is not supported: use count, sum, min, max or avg",
-                                   clause_of(node, select))
+    if isinstance(node, exp.AggFunc) and not node.find_ancestor(exp.Window) and clause_of(node) == "where":
+        raise QueryValidationError(f"aggregate {written(node)} in WHERE: filter on aggregates with HAVING",
+                                   "where")
     if isinstance(node, exp.Between) and node.args.get("symmetric"):
-        raise QueryValidationError("BETWEEN SYMMETRIC is not supported", clause_of(node, select))
-    if isinstance(node, exp.In) and (node.args.get("query") or node.args.get("unnest") or node.args.get("field")):
-        raise QueryValidationError("IN takes a list of values", clause_of(node, select))
+        raise QueryValidationError("BETWEEN SYMMETRIC is not supported", clause_of(node))
+    if isinstance(node, exp.In) and (node.args.get("unnest") or node.args.get("field")):
+        raise QueryValidationError("IN takes a list of values or a subquery", clause_of(node))
+    if isinstance(node, exp.Join) and not isinstance(node.this, exp.Table | exp.Subquery):
+        raise QueryValidationError(f"join of {written(node.this)} is not supported: join the index or a CTE",
+                                   "from")
+    if isinstance(node, exp.Subquery) and node.args.get("pivots"):
+        raise QueryValidationError("PIVOT is not supported", clause_of(node))
+    if isinstance(node, exp.Select) and node.args.get("kind"):
+        raise QueryValidationError("SELECT INTO is not supported", "select")
+    if isinstance(node, exp.Window) and isinstance(node.this, exp.Anonymous):
+        return
     if not isinstance(node, _ALLOWED):
-        what = f"function {node.sql_name()}" if isinstance(node, exp.Func) else type(node).__name__
-        raise QueryValidationError(f"{what} is not supported", clause_of(node, select))
+        what = f"function {node.sql_name().lower()}()" if isinstance(node, exp.Func) else written(node)
+        raise QueryValidationError(f"{what} is not supported (see docs/sql.md for the SQL Strata runs)",
+                                   clause_of(node))
 
 
-def _resolve_columns(select: exp.Select, qualifier: str, types: dict[str, FieldType]) -> Resolution:
+def _resolve_columns(statement: exp.Query, tables: list[exp.Table], ctes: set[str],
+                     types: dict[str, FieldType]) -> Resolution:
     by_lower: dict[str, list[str]] = {}
     for name in types:
         by_lower.setdefault(name.lower(), []).append(name)
-    aliases = {e.alias.lower() for e in select.expressions if isinstance(e, exp.Alias)}
-    star = any(isinstance(e, exp.Star) for e in select.expressions)
+    # Names a column may take besides the index's: select-list aliases (of another SELECT, a CTE or derived
+    # table read by this one; its own in GROUP BY, HAVING, ORDER BY and QUALIFY), CTE and derived-table column
+    # lists.
+    alias_owners: dict[str, set[int]] = {}
+    for node in statement.find_all(exp.Alias):
+        owner = node.parent if isinstance(node.parent, exp.Select) else None
+        alias_owners.setdefault(node.alias.lower(), set()).add(id(owner))
+    for table_alias in statement.find_all(exp.TableAlias):
+        for c in table_alias.columns:
+            alias_owners.setdefault(c.name.lower(), set()).add(id(None))
+    # What a column may be qualified with: a scan of the index, a CTE, a derived table.
+    index_names = {(t.alias or t.name).lower() for t in tables}
+    sources = index_names | ctes | {s.alias.lower() for s in statement.find_all(exp.Subquery) if s.alias}
+    sources |= {t.alias.lower() for t in statement.find_all(exp.Table) if t.alias}
+    # `*` or `t.*` in a select list (not count(*)) reads every column.
+    star = any(isinstance(s.parent, exp.Select | exp.Column) for s in statement.find_all(exp.Star))
     needed: set[str] = set()
-    for column in list(select.find_all(exp.Column)):
-        clause = clause_of(column, select)
+    for column in list(statement.find_all(exp.Column)):
         if column.args.get("db") or column.args.get("catalog"):
-            raise QueryValidationError(f"column {column.sql()} has too many qualifiers", clause)
+            raise QueryValidationError(f"column {column.sql()} has too many qualifiers", clause_of(column))
         table = column.table
-        if table and table.lower() != qualifier.lower():
-            raise QueryValidationError(f"unknown table {table!r} in {column.sql()}: use {qualifier!r}", clause)
+        if table and table.lower() not in sources:
+            raise QueryValidationError(f"unknown table {table!r} in {column.sql()}", clause_of(column))
         if isinstance(column.this, exp.Star):
-            star = True
             continue
         name = column.name
         candidates = [name] if name in types else by_lower.get(name.lower(), [])
-        if len(candidates) == 1:
+        if len(candidates) > 1:
+            raise QueryValidationError(f"column {name!r} is ambiguous: {', '.join(candidates)}", name)
+        if candidates and (not table or table.lower() in index_names or table.lower() in ctes):
             column.this.set("this", candidates[0])
             needed.add(candidates[0])
             continue
-        if len(candidates) > 1:
-            raise QueryValidationError(f"column {name!r} is ambiguous: {', '.join(candidates)}", name)
-        if not table and clause in _ALIAS_CLAUSES and name.lower() in aliases:
+        owners = alias_owners.get(name.lower())
+        if owners and (owners - {id(column.find_ancestor(exp.Select))}
+                       or clause_of(column) in _ALIAS_CLAUSES):
             continue
         raise QueryValidationError(f"unknown column {name!r}", name)
     if star:
         needed.update(types)
-    return Resolution(qualifier, frozenset(needed), star)
+    return Resolution(tuple(tables), frozenset(needed), star)

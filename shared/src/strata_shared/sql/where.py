@@ -32,6 +32,7 @@ from strata_shared.query.predicate import (
 from strata_shared.sql.errors import QueryValidationError
 from strata_shared.sql.literals import CoercionError, RawLiteral, coerce, decimal_text, raw_literal
 from strata_shared.sql.text_match import is_text_match, text_match_atom
+from strata_shared.sql.time_values import instant_micros
 from strata_shared.sql.validation import clause_of
 
 _OPS: dict[type[exp.Expression], ComparisonOp] = {exp.EQ: "=", exp.NEQ: "!=", exp.LT: "<", exp.LTE: "<=",
@@ -43,19 +44,19 @@ CONDITION_TYPES: tuple[type[exp.Expression], ...] = (*_OPS, exp.Between, exp.In,
 class ConditionTranslator:
     """Turns conditions of one validated statement (columns already renamed to their declared names) into IR."""
 
-    select: exp.Select
     types: dict[str, FieldType]
     timestamp_field: str
 
     def translate(self, node: exp.Expression) -> Predicate:
-        """The IR of a boolean expression, NOT kept as Not nodes (the caller takes the NNF)."""
+        """The IR of a boolean expression, NOT kept as Not nodes (the caller takes the NNF). A chain of AND or OR
+        (a 500-host filter) is one node with its operands, walked without recursing per operand."""
         match node:
             case exp.Paren():
                 return self.translate(node.this)
             case exp.And():
-                return And((self.translate(node.this), self.translate(node.expression)))
+                return And(tuple(self.translate(part) for part in _operands(node, exp.And)))
             case exp.Or():
-                return Or((self.translate(node.this), self.translate(node.expression)))
+                return Or(tuple(self.translate(part) for part in _operands(node, exp.Or)))
             case exp.Not():
                 return Not(self.translate(node.this))
             case exp.Boolean():
@@ -75,16 +76,16 @@ class ConditionTranslator:
             case exp.Like():
                 return self._like(node)
             case exp.Anonymous() if is_text_match(node):
-                return text_match_atom(node, self.types, clause_of(node, self.select))
+                return text_match_atom(node, self.types, clause_of(node))
         if type(node) in _OPS:
             return self._comparison(node)
-        return Unknown(node.sql())
+        return Unknown(_described(node))
 
-    def rewrite_outside_where(self) -> None:
-        """Coerces (and so checks) the literals of conditions in the other clauses, as in WHERE."""
-        for node in list(self.select.find_all(*CONDITION_TYPES, exp.Anonymous)):
-            if clause_of(node, self.select) != "where" and (not isinstance(node, exp.Anonymous)
-                                                            or is_text_match(node)):
+    def coerce_everywhere(self, statement: exp.Expression) -> None:
+        """Coerces (and so checks) the literals of every condition of the statement, in every clause and
+        subquery, one atom at a time."""
+        for node in list(statement.find_all(*CONDITION_TYPES, exp.Anonymous)):
+            if not isinstance(node, exp.Anonymous) or is_text_match(node):
                 self.translate(node)
 
     def _column(self, node: exp.Expression) -> str | None:
@@ -100,20 +101,29 @@ class ConditionTranslator:
         if column is None:
             column, literal, op = self._column(node.expression), node.this, FLIPPED_OP[op]
         if column is None:
-            return Unknown(node.sql())
+            return Unknown(_described(node))
         return self._bound(column, op, literal)
 
     def _between(self, node: exp.Between) -> Predicate:
         column = self._column(node.this)
         if column is None:
-            return Unknown(node.sql())
+            return Unknown(_described(node))
         low, high = node.args["low"], node.args["high"]
         return And((self._bound(column, ">=", low), self._bound(column, "<=", high)))
 
-    def _bound(self, column: str, op: ComparisonOp, literal: exp.Expression) -> Predicate:
+    def _raw(self, column: str, literal: exp.Expression) -> RawLiteral | None:
+        """The literal, or the instant a constant time expression denotes against a timestamp column."""
         raw = raw_literal(literal)
+        if raw is None and (self.types[column] is FieldType.TIMESTAMP or column == self.timestamp_field):
+            instant = instant_micros(literal)
+            if instant is not None:
+                return RawLiteral("number" if self.types[column] is FieldType.TIMESTAMP else "instant", instant)
+        return raw
+
+    def _bound(self, column: str, op: ComparisonOp, literal: exp.Expression) -> Predicate:
+        raw = self._raw(column, literal)
         if raw is None:
-            return Unknown(f"{column} {op} {literal.sql()}")
+            return Unknown(f"{column} {op} {_described(literal)}")
         value = self._coerce(raw, column, literal)
         if isinstance(value, Fraction):
             return _integer_bound(column, op, value)
@@ -121,9 +131,11 @@ class ConditionTranslator:
 
     def _in(self, node: exp.In) -> Predicate:
         column = self._column(node.this)
-        raws = [raw_literal(e) for e in node.expressions]
+        if node.args.get("query") is not None:
+            return Unknown(_described(node))
+        raws = [None if column is None else self._raw(column, e) for e in node.expressions]
         if column is None or any(raw is None for raw in raws):
-            return Unknown(node.sql())
+            return Unknown(_described(node))
         values = [self._coerce(raw, column, e) for raw, e in zip(raws, node.expressions, strict=True)]  # type: ignore[arg-type]
         # A fraction never equals an integer column's value: leaving it out keeps IN's meaning.
         kept: tuple[Value | None, ...] = tuple(v for v in values if not isinstance(v, Fraction))  # type: ignore[misc]
@@ -133,7 +145,7 @@ class ConditionTranslator:
         column = self._column(node.this)
         pattern = node.expression
         if column is None or not isinstance(pattern, exp.Literal) or not pattern.is_string:
-            return Unknown(node.sql())
+            return Unknown(_described(node))
         if self.types[column] is not FieldType.STRING:
             raise QueryValidationError(f"LIKE needs a string column; {column!r} is {self.types[column]}", column)
         _check_like_escapes(pattern.this, column)
@@ -153,6 +165,25 @@ class ConditionTranslator:
         return value
 
 
+def _operands(node: exp.Expression, kind: type[exp.Expression]) -> list[exp.Expression]:
+    """The operands of a chain of one connective (sqlglot nests `a OR b OR c` to the left), iteratively."""
+    operands, stack = [], [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, kind):
+            stack.append(current.expression)
+            stack.append(current.this)
+        else:
+            operands.append(current)
+    return operands
+
+
+def _described(node: exp.Expression) -> str:
+    """An Unknown atom's description: its SQL, shortened (a long one is only ever shown in EXPLAIN)."""
+    text = node.sql()
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
 def _integer_bound(column: str, op: ComparisonOp, value: Fraction) -> Predicate:
     """`column op value` for an integer column and a fractional value, with the same truth on every row."""
     if op == "=":
@@ -168,7 +199,7 @@ def _spark_timestamp_literal(raw: RawLiteral, field_type: FieldType, value: obje
     if field_type is FieldType.TIMESTAMP:
         # Spark reads a bare integer as seconds and a string in the session time zone: neither is what we mean.
         return timestamp_literal(value)  # type: ignore[arg-type]
-    if raw.kind in ("string", "timestamp"):
+    if raw.kind in ("string", "timestamp", "instant"):
         return exp.Literal.number(decimal_text(value))  # type: ignore[arg-type]
     return None
 
