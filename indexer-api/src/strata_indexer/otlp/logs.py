@@ -14,7 +14,8 @@ from strata_shared.domain.fields import FieldType
 def logs_table(request: ExportLogsServiceRequest, fields: dict[str, FieldType]) -> pa.Table:
     """A record's time is its `time_unix_nano`, else when it was observed (the specification's rule for a record
     whose source gave no time)."""
-    columns = Columns([name for name, _ in LOG_FIELDS])
+    columns = Columns([name for name, _ in LOG_FIELDS], fields)
+    promoted = columns.promoted
     lists = columns.lists
     lists["_time"] = []
     time_, observed, effective = lists["time_unix_nano"], lists["observed_time_unix_nano"], lists["_time"]
@@ -44,4 +45,6 @@ def logs_table(request: ExportLogsServiceRequest, fields: dict[str, FieldType]) 
                 event_name.append(record.event_name or None)
                 attributes.append(attributes_json(record.attributes))
                 dropped.append(record.dropped_attributes_count)
+                if promoted:
+                    promoted.add(record.attributes)
     return columns.table(fields, "_time")

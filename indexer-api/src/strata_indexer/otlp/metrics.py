@@ -9,6 +9,7 @@ import pyarrow as pa
 from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceRequest
 from opentelemetry.proto.metrics.v1.metrics_pb2 import AggregationTemporality, Metric
 
+from strata_indexer.otlp.promoted import PromotedAttributes
 from strata_indexer.otlp.schemas import METRIC_FIELDS, RESOURCE_COLUMNS
 from strata_indexer.otlp.table import Columns
 from strata_indexer.otlp.values import Resource, attributes_json, attributes_plain, to_json
@@ -22,7 +23,7 @@ _POINT_COLUMNS = ("value", "value_int", "count", "sum", "min", "max", "bucket_co
 
 
 def metrics_table(request: ExportMetricsServiceRequest, fields: dict[str, FieldType]) -> pa.Table:
-    columns = Columns([name for name, _ in METRIC_FIELDS])
+    columns = Columns([name for name, _ in METRIC_FIELDS], fields)
     for resource_metrics in request.resource_metrics:
         resource = Resource(resource_metrics.resource.attributes, RESOURCE_COLUMNS)
         for scope_metrics in resource_metrics.scope_metrics:
@@ -35,11 +36,12 @@ def metrics_table(request: ExportMetricsServiceRequest, fields: dict[str, FieldT
                 if not points:
                     continue
                 columns.repeat(resource, scope_metrics.scope.name, scope_metrics.scope.version, len(points))
-                _add_points(columns.lists, metric, kind, data, points)
+                _add_points(columns.lists, columns.promoted, metric, kind, data, points)
     return columns.table(fields, "time_unix_nano")
 
 
-def _add_points(lists: dict[str, list[object]], metric: Metric, kind: str, data, points) -> None:
+def _add_points(lists: dict[str, list[object]], promoted: PromotedAttributes, metric: Metric, kind: str, data,
+                points) -> None:
     count = len(points)
     lists["metric_name"].extend([metric.name] * count)
     lists["metric_description"].extend([metric.description or None] * count)
@@ -54,6 +56,8 @@ def _add_points(lists: dict[str, list[object]], metric: Metric, kind: str, data,
         lists["start_time_unix_nano"].append(point.start_time_unix_nano or None)
         lists["flags"].append(point.flags)
         lists["attributes"].append(attributes_json(point.attributes))
+        if promoted:
+            promoted.add(point.attributes)
         row.clear()
         if kind in ("gauge", "sum"):
             if point.WhichOneof("value") == "as_int":

@@ -18,7 +18,8 @@ _STATUS_CODES = {number: name.removeprefix("STATUS_CODE_").lower() for name, num
 
 
 def spans_table(request: ExportTraceServiceRequest, fields: dict[str, FieldType]) -> pa.Table:
-    columns = Columns([name for name, _ in SPAN_FIELDS])
+    columns = Columns([name for name, _ in SPAN_FIELDS], fields)
+    promoted = columns.promoted
     lists = columns.lists
     start, end, duration = lists["start_time_unix_nano"], lists["end_time_unix_nano"], lists["duration_nanos"]
     trace_id, span_id, parent = lists["trace_id"], lists["span_id"], lists["parent_span_id"]
@@ -55,6 +56,8 @@ def spans_table(request: ExportTraceServiceRequest, fields: dict[str, FieldType]
                 dropped_attributes.append(span.dropped_attributes_count)
                 dropped_events.append(span.dropped_events_count)
                 dropped_links.append(span.dropped_links_count)
+                if promoted:
+                    promoted.add(span.attributes)
     return columns.table(fields, "start_time_unix_nano")
 
 

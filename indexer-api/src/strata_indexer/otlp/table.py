@@ -5,6 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from strata_indexer.otlp.promoted import PromotedAttributes
 from strata_indexer.otlp.schemas import RESOURCE_COLUMNS
 from strata_indexer.otlp.values import Resource
 from strata_shared.domain.fields import FieldType, arrow_schema
@@ -22,8 +23,10 @@ class Columns:
     the per-value work in C); the resource's and scope's columns as runs (a value and how many rows), repeated by
     Arrow rather than copied into lists."""
 
-    def __init__(self, names: list[str]) -> None:
+    def __init__(self, names: list[str], fields: dict[str, FieldType]) -> None:
         self.lists: dict[str, list[object]] = {name: [] for name in names if name not in _SHARED}
+        # Columns the index declares beyond the default schema, filled from record attributes (promoted.py).
+        self.promoted = PromotedAttributes(fields, names)
         self.runs: list[tuple[Resource, str | None, str | None, int]] = []
         self.rows = 0
 
@@ -45,6 +48,8 @@ class Columns:
                 arrays.append(self._shared(field.name, field.type))
             elif field.name in self.lists:
                 arrays.append(self._array(field.name, field.type))
+            elif field.name in self.promoted.lists:
+                arrays.append(pa.array(self.promoted.lists[field.name], type=field.type))
             else:
                 arrays.append(pa.nulls(self.rows, field.type))
         return pa.Table.from_arrays(arrays, schema=schema)
