@@ -67,3 +67,19 @@ def test_integer_literals_beyond_the_column_type_and_timestamps_in_micros():
     assert matching_rows(Compare("u", "=", 2**64 - 1), table).tolist() == [False, True, False]
     assert matching_rows(Compare("t", ">=", 2_000_000), table).tolist() == [False, True, False]
     assert matching_rows(InList("u", (0, -5)), table).tolist() == [True, False, False]
+
+
+def test_long_in_lists_agree_with_the_reference_value_by_value():
+    # Plain numbers are decided in one membership pass; NaN, booleans and integers outside the column's type one
+    # by one: every kind mixed in one long list gives the reference's answer.
+    rows = [{"i": n - 5, "f": math.nan if n == 3 else n * 0.5, "ts": 2**62 if n == 4 else n} for n in range(12)]
+    rows.append({"i": None, "f": None, "ts": None})
+    table = _table(rows)
+    lists = [tuple(range(-3, 2000)), (*range(2000), math.nan, 2**70, -(2**70), 2.5, True),
+             (*(k * 0.5 for k in range(2000)), math.nan, 2**62, None), (2**62, 2**53 + 1, *range(5, 3000))]
+    for column in ("i", "f", "ts"):
+        for values in lists:
+            for negated in (False, True):
+                predicate = InList(column, values, negated)
+                assert matching_rows(predicate, table).tolist() == [evaluate_row(predicate, r) for r in rows], (
+                    column, values[-4:], negated)
