@@ -323,6 +323,7 @@ def test_hs2_a_detail_is_shown_without_internals():
     assert public_detail("failed on sc://spark:15002/;token=abc: boom") == "failed on spark connect: boom"
     assert public_detail("failed\nJVM stacktrace:\norg.apache.X\n\tat org.apache.Y(Z.scala:1)") == "failed"
     assert public_detail("failed\nTraceback (most recent call last):\n  File 'x.py'") == "failed"
+    assert public_detail('no column "x" in "strata_scan_01jqhostile_raw"') == 'no column "x" in "the index"'
     assert public_detail("value < 3 is at least (3)") == "value < 3 is at least (3)"
 
 

@@ -63,10 +63,13 @@ def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
 
 
 # What a detail must never show a client, whatever raised it: Python reprs (`<class 'sqlglot.expressions.Glob'>`,
-# `<x.Y object at 0x7f...>`) are shown by their last name, a Spark Connect address as "spark connect", and anything
-# from a stack trace on (Python's or the JVM's) is cut.
+# `<x.Y object at 0x7f...>`) are shown by their last name, a Spark Connect address as "spark connect", a scan's
+# internal view as "the index", and anything from a stack trace on (Python's or the JVM's) is cut.
 _CLASS_REPR = re.compile(r"<class '(?:[\w]+\.)*(\w+)'>|<(?:[\w]+\.)*(\w+) object at 0x[0-9a-fA-F]+>")
 _SPARK_ADDRESS = re.compile(r"sc://[^\s,)'\"]+?(?=:?\s|[,)'\"]|$)")
+# The view a query's scan is registered as on either engine (strata_query.execution.scan_request): the user wrote
+# the index's name, and an engine's message about the view means the index.
+_SCAN_VIEW = re.compile(r"strata_scan_[0-9a-z]+(?:_raw)?")
 _STACK = re.compile(r"\s*(?:Traceback \(most recent call last\)|JVM stacktrace:|\n\s+at [\w$.]+\().*", re.DOTALL)
 
 
@@ -75,6 +78,7 @@ def public_detail(detail: str) -> str:
     shown = _STACK.sub("", detail)
     shown = _CLASS_REPR.sub(lambda m: m.group(1) or m.group(2), shown)
     shown = _SPARK_ADDRESS.sub("spark connect", shown)
+    shown = _SCAN_VIEW.sub("the index", shown)
     if shown != detail:
         log.warning("problem detail shown without internals; it was: %s", detail)
     return shown
