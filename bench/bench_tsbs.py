@@ -420,7 +420,11 @@ def render(r: dict[str, Any]) -> str:
 
 
 def main() -> None:
-    from bench.report import run_and_write
+    from datetime import UTC, datetime
+
+    from bench.common import machine_facts
+    from bench.harness import Stack
+    from bench.report import DOC_PATH, invocation, update_sections
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, printed only")
@@ -429,11 +433,19 @@ def main() -> None:
     parser.add_argument("--no-write", action="store_true", help="print the section instead of updating the doc")
     args = parser.parse_args()
     quick = args.quick
-    runs = args.runs or (3 if quick else 20)
-    run_and_write({SECTION: lambda stack: render(run(
-        stack, hosts=20 if quick else 100, hours=2 if quick else 12, runs=runs,
-        spark_scale=0 if args.no_spark else 10, spark_runs=1 if quick else 3))},
-        write=not (quick or args.no_spark or args.no_write))
+    facts = machine_facts()
+    started, load = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), os.getloadavg()[0]
+    with Stack() as stack:
+        body = render(run(stack, hosts=20 if quick else 100, hours=2 if quick else 12,
+                          runs=args.runs or (3 if quick else 20), spark_scale=0 if args.no_spark else 10,
+                          spark_runs=1 if quick else 3))
+    # Only this section: the doc's machine section belongs to `bench.run`'s full runs.
+    body += (f"\n\n_Measured {started} with `{invocation()}` on {facts['nproc']} CPUs ({facts['cpu']}, "
+             f"{facts['memory']}); 1-minute load average {load:.2f} before, {os.getloadavg()[0]:.2f} after._")
+    print(body, flush=True)
+    if not (quick or args.no_spark or args.no_write):
+        update_sections({SECTION: body})
+        print(f"[bench] wrote {SECTION} to {DOC_PATH}")
 
 
 if __name__ == "__main__":
