@@ -9,6 +9,7 @@ from strata_indexer.indexes.router import router as indexes_router
 from strata_indexer.indexing.background import start_background
 from strata_indexer.indexing.router import router as indexing_router
 from strata_indexer.ingest.router import router as ingest_router
+from strata_indexer.otlp.grpc_server import start_otlp_grpc, stop_otlp_grpc
 from strata_indexer.otlp.router import router as otlp_router
 from strata_indexer.parts import install_parts
 from strata_indexer.splits.router import router as splits_router
@@ -27,7 +28,7 @@ def create_app(settings: Settings, *, background: bool = True, clock: Clock | No
             app.state.strata.clock = clock
 
     startup = [install_clock, install_parts, install_maintenance_metrics,
-               *([start_background] if background else [])]
+               *([start_background] if background else []), start_otlp_grpc]
     return build_app(
         settings,
         service="indexer-api",
@@ -36,4 +37,5 @@ def create_app(settings: Settings, *, background: bool = True, clock: Clock | No
                     "index artifacts (zone maps, blooms, bitmaps, full-text) with all-or-nothing snapshots.",
         routers=[indexes_router, ingest_router, splits_router, indexing_router, otlp_router],
         on_startup=startup,
+        on_shutdown=[stop_otlp_grpc],
     )

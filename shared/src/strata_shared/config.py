@@ -41,6 +41,9 @@ class Settings(BaseSettings):
     # query-api's Arrow Flight SQL server (ADBC/JDBC drivers, notebooks, Grafana), in query-api's process beside its
     # HTTP port; replica i listens on this + 10 * i, as the HTTP ports do. 0 picks a free port (tests).
     flight_port: int = 8004
+    # indexer-api's OTLP/gRPC receiver (the Collector's `otlp` exporter, the SDKs' gRPC exporters; OTLP/HTTP goes
+    # through the proxy instead), off unless set: 4317 is OTLP's usual port, 0 picks a free one (tests).
+    otlp_grpc_port: int | None = None
     spark_port: int = 15002
     # The replicas of each API behind the proxy, as comma-separated base URLs (`upstream_urls`). planner-api's and
     # indexer-api's also take a single URL (`*_URL`, one replica); unset, each API's host and port.
