@@ -146,11 +146,8 @@ BLOW_UPS = [
 ATTEMPTS = [*FILES, *STATEMENTS, *FUNCTIONS, *OTHER_TABLES, *MULTIPLE, *BLOW_UPS]
 
 
-# Waiting for the SQL front of issue 32 (the catalog validator, the parse-time depth guard, a timeout answered as
-# the query's limit): today these are refused by a rule that does not name them, or answered 5xx.
-_UNNAMED = "the refusal names the rule (one index per query), not what was refused: waits for the catalog validator"
-PENDING_NAMES = {"read_parquet", "read_csv_auto", "read_text", "glob", "/etc/passwd", "duckdb_settings",
-                 "information_schema", "pg_catalog", "recursive", "range", "generate_series"}
+# Still waiting: a local query over its time limit answers 504 query-timeout (the 6-way self-join; on Spark it is
+# refused, joins running locally only).
 _TIMEOUT_IS_5XX = "a query over its time limit answers 504 query-timeout: waits for it to be a 4xx naming the limit"
 PENDING_STATUS = {"SELECT count(*) FROM {i} a, {i} b, {i} c, {i} d, {i} e, {i} f"}
 
@@ -159,10 +156,8 @@ def _attempts(pending_names: bool) -> list:
     cases = []
     for template, names in ATTEMPTS:
         marks = []
-        if template in PENDING_STATUS:
+        if template in PENDING_STATUS and not pending_names:
             marks.append(pytest.mark.xfail(reason=_TIMEOUT_IS_5XX, strict=False))
-        if pending_names and names in PENDING_NAMES:
-            marks.append(pytest.mark.xfail(reason=_UNNAMED, strict=False))
         cases.append(pytest.param(template, names, marks=marks, id=template[:60]))
     return cases
 
@@ -199,9 +194,7 @@ DEEP = [
 ]
 
 
-_NO_DEPTH_GUARD = "sqlglot's parser recurses past Python's limit: waits for the parse-time depth guard"
-DEEP_CASES = [pytest.param(condition, id=name, marks=[pytest.mark.xfail(reason=_NO_DEPTH_GUARD, strict=False)]
-                           if name in ("parens-50", "parens-1000") else [])
+DEEP_CASES = [pytest.param(condition, id=name)
               for condition, name in zip(DEEP, ["parens-50", "nots-150", "lower-300", "parens-1000", "nots-3000"],
                                          strict=True)]
 
@@ -223,11 +216,9 @@ REGEXES = [f"regexp_matches(message || '{_AS}!', '(a+)+$')",
            "message SIMILAR TO '(a+)+b'"]
 
 
-_JAVA_BACKTRACKS = ("Spark's Java regex backtracks for ever on these (504 after the time limit): waits for such "
-                    "patterns to be routed local or refused, and for the time limit to answer a 4xx")
-REGEX_CASES = [pytest.param(engine, condition, id=f"{condition[:40]}-{engine}",
-                            marks=[pytest.mark.xfail(reason=_JAVA_BACKTRACKS, strict=False)]
-                            if engine == "spark" and "SIMILAR" not in condition else [])
+# Spark's Java regex would backtrack for ever on these (and a running task cannot be stopped): such patterns run
+# on the local engine only, and asking Spark for them is refused.
+REGEX_CASES = [pytest.param(engine, condition, id=f"{condition[:40]}-{engine}")
                for condition in REGEXES for engine in ENGINES]
 
 

@@ -335,7 +335,7 @@ def test_unterminated_comment_is_a_syntax_error():
     ("SELECT * FROM db.logs", "from", "qualified table names"),
     ("SELECT * FROM other.indexes.logs", "from", "qualified table names"),
     ("SELECT * FROM logs JOIN metrics AS b ON logs.host = b.host", "from", "unknown table 'metrics'"),
-    ("SELECT * FROM logs, read_parquet('/etc/passwd') AS b", "from", "table function read_parquet()"),
+    ("SELECT * FROM logs, read_parquet('/etc/passwd') AS b", "from", "read_parquet"),
     ("SELECT * FROM (SELECT * FROM other) AS s", "from", "unknown table 'other'"),
     ("SELECT * FROM logs WHERE status IN (SELECT status FROM pg_catalog.pg_user)", "from", "qualified table"),
     ("SELECT * FROM logs WHERE EXISTS (SELECT 1 FROM 'x.parquet')", "from", "unknown table 'x.parquet'"),

@@ -33,7 +33,7 @@ from strata_shared.sql import parse_query
 from strata_shared.sql.errors import QueryValidationError
 from strata_shared.sql.index_columns import PARTITION_COLUMN, with_partition_column
 from strata_shared.sql.query import parse_sql
-from strata_shared.sql.validation import query_statement
+from strata_shared.sql.validation import query_statement, refuse_recursive, refuse_source, refuse_unlisted
 from strata_shared.sql.where import timestamp_literal
 
 tracer = trace.get_tracer("strata.query")
@@ -47,11 +47,17 @@ def table_of(sql: str, statements: list[exp.Expression | None] | None = None) ->
     """The one table the query names (the index id); syntax errors surface with their position. `statements`:
     `parse_sql(sql)` when the caller has it (a plan parses its SQL once)."""
     tree = query_statement(parse_sql(sql) if statements is None else statements)
+    refuse_recursive(tree)
     ctes = {cte.alias.lower() for cte in tree.find_all(exp.CTE)}
-    tables = {t.name for t in tree.find_all(exp.Table)
-              if isinstance(t.this, exp.Identifier) and (t.args.get("db") or t.name.lower() not in ctes)}
+    tables = set()
+    for table in tree.find_all(exp.Table):
+        refuse_source(table, "FROM names an index")
+        if table.args.get("db") or table.name.lower() not in ctes:
+            refuse_unlisted(table)
+            tables.add(table.name)
     if len(tables) != 1:
-        raise QueryValidationError("a query reads exactly one index, named as its table", "from")
+        named = f": this one names {', '.join(repr(t) for t in sorted(tables))}" if tables else ""
+        raise QueryValidationError(f"a query reads exactly one index, named as its table{named}", "from")
     return tables.pop()
 
 
@@ -145,7 +151,9 @@ async def build_plan(session: AsyncSession, sql: str, *, tenant: str | None, now
                            "narrow its time range or add predicates", errors=[
                                {"field": "sql", "message": f"plan exceeds the file limit of {max_files}"}])
 
-    scan_columns = [(name, types[name]) for name in sorted(needed | (set(parsed.columns_needed) & {PARTITION_COLUMN}))]
+    # In the index's declared order (partition_id last), so `SELECT *` answers the columns as the index lists them.
+    read = needed | (set(parsed.columns_needed) & {PARTITION_COLUMN})
+    scan_columns = [(name, field_type) for name, field_type in types.items() if name in read]
     time_range = PlannedTimeRange(
         column=ts, unit="seconds" if is_seconds else "microseconds",
         intervals=tuple((i.lo, i.hi) for i in ranges.intervals), includes_null_timestamps=ranges.includes_null,

@@ -77,7 +77,9 @@ ENTRIES: tuple[Entry, ...] = (
           "qualified by each side's alias.",
           "SELECT a.host, count(*) AS n FROM {t} a JOIN {t} b ON a.host = b.host AND a.ts = b.ts "
           "GROUP BY a.host ORDER BY a.host",
-          nodes=(exp.Join,)),
+          nodes=(exp.Join,), engines="the local engine only: a join can multiply rows without bound, and Spark "
+          "cannot stop a task inside a join's loop after the query's time limit, where DuckDB stops it; a plan "
+          "over the local limits is refused"),
     Entry("CASE, CAST, ::, COALESCE, NULLIF, IS [NOT] DISTINCT FROM", "Statements",
           "Conditional and conversion expressions.",
           "SELECT CASE WHEN value > 50 THEN 'high' ELSE 'low' END AS level, CAST(code AS VARCHAR) AS c, "

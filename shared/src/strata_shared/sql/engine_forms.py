@@ -30,7 +30,7 @@ from strata_shared.sql.time_values import VariableInterval, instant_micros, inte
 from strata_shared.sql.validation import clause_of, written
 
 # Markers: neutral calls each engine spells its own way.
-EPOCH_US, FROM_US = "__strata_epoch_us", "__strata_from_us"
+EPOCH_US, FROM_US, EPOCH_SECONDS = "__strata_epoch_us", "__strata_from_us", "__strata_epoch_seconds"
 PERCENTILE, APPROX_PERCENTILE = "__strata_percentile", "__strata_approx_percentile"
 DOW, ISODOW = "__strata_dow", "__strata_isodow"
 # arg_max/arg_min skip rows whose value is NULL (DuckDB's meaning); first/last by an order keep them.
@@ -72,6 +72,12 @@ class Neutralizer:
     local_only: str | None = None
 
     def run(self, statement: exp.Expression) -> None:
+        if any(True for _ in statement.find_all(exp.Join)):
+            # A join can multiply rows without bound, and Spark cannot stop a task inside a join's loop (it checks
+            # for a kill only between input rows): such a query would hold an executor slot after its time limit,
+            # where DuckDB stops it. IN and EXISTS subqueries stay on Spark: their semi-joins emit at most their
+            # input rows.
+            self.local_only = "a join runs on the local engine, where a query past its time limit is stopped"
         # Deepest first (reversed breadth-first order): an argument is neutral before its call is rewritten.
         for node in reversed(list(statement.walk(bfs=True))):
             replacement = self._rewrite(node)
@@ -158,6 +164,8 @@ class Neutralizer:
             if field in (FieldType.I64, FieldType.U64, FieldType.F64):
                 return "number"
             return "other"
+        if isinstance(node, exp.Anonymous) and node.name == EPOCH_SECONDS:
+            return "number"
         if isinstance(node, exp.Anonymous) and node.name == FROM_US or isinstance(
                 node, exp.UnixToTime | exp.TimestampTrunc | exp.DateTrunc):
             return "timestamp"
@@ -183,8 +191,7 @@ class Neutralizer:
         self._require_instant(instant, node, f"extract({field} ...)'s argument")
         arg = instant.copy()
         if field == "epoch":
-            return exp.Div(this=exp.Cast(this=epoch_us(arg), to=exp.DataType.build("DOUBLE")),
-                           expression=_number("1000000.0"))
+            return _call(EPOCH_SECONDS, arg)
         if field in ("year", "quarter", "month", "day", "hour", "minute"):
             return exp.Extract(this=exp.var(field.upper()), expression=arg)
         simple = {"second": "second", "week": "weekofyear", "doy": "dayofyear", "dayofyear": "dayofyear",
@@ -224,7 +231,11 @@ class Neutralizer:
                                     to=exp.DataType.build("BIGINT")))
         scale = 1000 if name == "epoch_ms" else 1
         if kind == "timestamp":
-            return exp.IntDiv(this=epoch_us(arg), expression=_number(scale)) if scale != 1 else epoch_us(arg)
+            if scale == 1:
+                return epoch_us(arg)
+            # DuckDB rounds to the nearest millisecond, half away from zero (Spark's unix_millis truncates).
+            return exp.Cast(this=exp.Round(this=exp.Div(this=epoch_us(arg), expression=_number("1000.0"))),
+                            to=exp.DataType.build("BIGINT"))
         if kind == "number" and name == "epoch_ms":
             return from_us(exp.Mul(this=arg, expression=_number(1000)))
         raise QueryValidationError(f"{name}() takes a timestamp{' or a number of milliseconds' if scale > 1 else ''}"
@@ -279,7 +290,8 @@ class Neutralizer:
             self.local_only = self.local_only or f"{written(node)} has a pattern that is not a literal"
         elif not java_compatible(pattern.this):
             self.local_only = self.local_only or (
-                f"regular expression {pattern.this!r} may mean something else in Spark's Java regular expressions")
+                f"regular expression {pattern.this!r} may mean something else, or backtrack, in Spark's Java "
+                "regular expressions")
         if isinstance(node, exp.RegexpLike) and node.args.get("flag"):
             raise QueryValidationError("regexp_matches' options are not supported: use (?i) in the pattern",
                                        clause_of(node))
@@ -313,8 +325,16 @@ _NAMED: dict[str, Callable[[Neutralizer, exp.Anonymous], exp.Expression | None]]
 _JAVA_SAFE_ESCAPES = set("dDwWsSbB.\\^$|?*+()[]{}-/ntrf") | {"'"}
 
 
+# A quantified group holding a quantifier ((a+)+, (a|aa)*): RE2 runs it in linear time, Java's backtracking
+# engine in exponential time on a near miss, so it runs where RE2 does.
+_NESTED_QUANTIFIER = re.compile(r"\((?:[^()\\]|\\.)*[+*}?](?:[^()\\]|\\.)*\)[+*{]|\((?:[^()]*\|[^()]*)\)[+*{]")
+
+
 def java_compatible(pattern: str) -> bool:
-    """Whether the RE2 `pattern` means the same to Java's regex engine."""
+    """Whether the RE2 `pattern` means the same to Java's regex engine, and runs there without backtracking
+    blow-ups."""
+    if _NESTED_QUANTIFIER.search(pattern):
+        return False
     index, in_class = 0, False
     while index < len(pattern):
         char = pattern[index]
@@ -359,6 +379,7 @@ _DUCKDB: dict[str, Callable[[list[exp.Expression]], exp.Expression]] = {
     VALUE_AT_MAX: lambda a: _call("arg_max_null", *a),
     VALUE_AT_MIN: lambda a: _call("arg_min_null", *a),
     EPOCH_US: lambda a: _call("epoch_us", *a),
+    EPOCH_SECONDS: lambda a: _call("epoch", *a),
     FROM_US: _duckdb_from_us,
     PERCENTILE: lambda a: _call("quantile_cont", *a),
     APPROX_PERCENTILE: lambda a: _call("approx_quantile", *a),
@@ -371,6 +392,10 @@ _SPARK: dict[str, Callable[[list[exp.Expression]], exp.Expression]] = {
     VALUE_AT_MAX: lambda a: _call("max_by", *a),
     VALUE_AT_MIN: lambda a: _call("min_by", *a),
     EPOCH_US: lambda a: _call("unix_micros", *a),
+    # Within the last bit of DuckDB's epoch(), which computes it its own way.
+    EPOCH_SECONDS: lambda a: exp.Div(this=exp.Cast(this=_call("unix_micros", *a),
+                                                   to=exp.DataType.build("DOUBLE")),
+                                     expression=_number("1000000.0")),
     FROM_US: lambda a: _call("timestamp_micros", *a),
     PERCENTILE: lambda a: _call("percentile", *a),
     APPROX_PERCENTILE: lambda a: _call("percentile_approx", *a, _number(SPARK_APPROX_ACCURACY)),
@@ -387,6 +412,10 @@ def spell_markers(statement: exp.Expression, dialect: str) -> None:
         if build is not None:
             node.replace(build([a.copy() for a in node.expressions]))
     if dialect == "spark":
+        # DuckDB rounds a number cast to an integer type, Spark truncates it.
+        for node in list(statement.find_all(exp.Cast)):
+            if node.to.is_type(*exp.DataType.INTEGER_TYPES) and not isinstance(node.this, exp.Round):
+                node.set("this", exp.Round(this=node.this.copy()))
         for node in list(statement.find_all(exp.RegexpReplace)):
             replacement = node.args.get("replacement")
             if isinstance(replacement, exp.Literal) and replacement.is_string:

@@ -34,8 +34,9 @@ from strata_shared.sql.where import ConditionTranslator
 
 _MISSING_DELIMITER = re.compile(r"Missing .* from \d+:(\d+)")
 # Deeper nesting is refused before parsing: the parser and every walk of the tree recurse per level. Dashboards
-# nest a few levels; 64 leaves room for generated SQL.
-MAX_NESTING = 64
+# nest a few levels; 32 leaves room for generated SQL, and for sqlglot's parser, which recurses some 20 frames
+# per level.
+MAX_NESTING = 32
 SCAN_MARK = "strata_scan"
 
 
@@ -147,13 +148,15 @@ def _outermost_select(statement: exp.Query) -> exp.Select:
 
 
 def _name_unaliased_expressions(statement: exp.Query) -> None:
-    """Engines name `count(*)` differently (Spark `count(1)`, DuckDB `count_star()`): give every computed
-    column of the result without an alias its SQL text as its name, so both engines answer with the same
-    columns."""
+    """Engines name computed columns differently (Spark `count(1)`, DuckDB `count_star()`): give every computed
+    column of the result without an alias the name DuckDB gives it (its SQL text, functions in lower case,
+    `count_star()` for `count(*)`), so both engines answer with DuckDB's columns."""
     select = _outermost_select(statement)
     for expression in list(select.expressions):
         if not isinstance(expression, exp.Alias | exp.Column | exp.Star):
-            expression.replace(exp.alias_(expression.copy(), expression.sql(dialect=READ_DIALECT), quoted=True))
+            name = "count_star()" if isinstance(expression, exp.Count) and isinstance(expression.this, exp.Star) \
+                else expression.sql(dialect=READ_DIALECT, normalize_functions="lower")
+            expression.replace(exp.alias_(expression.copy(), name, quoted=True))
 
 
 def _null_on_zero_divisor(statement: exp.Query) -> None:

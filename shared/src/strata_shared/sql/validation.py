@@ -16,6 +16,7 @@ from sqlglot import exp
 from strata_shared.domain.fields import FieldType
 from strata_shared.sql.catalog import allowed_names, allowed_nodes
 from strata_shared.sql.errors import QueryValidationError
+from strata_shared.sql.index_columns import PARTITION_COLUMN
 from strata_shared.sql.text_match import is_text_match
 
 AGGREGATES: tuple[type[exp.Expression], ...] = (exp.AggFunc,)
@@ -78,11 +79,16 @@ def validate(statement: exp.Query, *, index_id: str, types: dict[str, FieldType]
     return _resolve_columns(statement, tables, ctes, types)
 
 
-def _cte_names(statement: exp.Query, index_id: str) -> set[str]:
-    names = set()
+def refuse_recursive(statement: exp.Query) -> None:
     for with_ in statement.find_all(exp.With):
         if with_.args.get("recursive"):
             raise QueryValidationError("recursive CTEs (WITH RECURSIVE) are not supported", "with")
+
+
+def _cte_names(statement: exp.Query, index_id: str) -> set[str]:
+    names = set()
+    refuse_recursive(statement)
+    for with_ in statement.find_all(exp.With):
         for cte in with_.expressions:
             name = cte.alias.lower()
             if name == index_id.lower():
@@ -96,22 +102,36 @@ def _cte_names(statement: exp.Query, index_id: str) -> set[str]:
 def _check_table(table: exp.Table, index_id: str, ctes: set[str]) -> bool:
     """True when the table is the index; a CTE's name is fine too; anything else is refused."""
     clause = clause_of(table)
-    if not isinstance(table.this, exp.Identifier):
-        what = table.this.sql_name() if isinstance(table.this, exp.Func) else "this source"
-        raise QueryValidationError(f"table function {what.lower()}() is not supported: FROM names the index "
-                                   f"{index_id!r}", clause)
+    refuse_source(table, f"FROM names the index {index_id!r}", clause)
     for key, value in table.args.items():
         if value and key not in ("this", "alias", "db", "catalog"):
             raise QueryValidationError(f"{key.upper()} on the table is not supported", clause)
     name = table.name
     if table.args.get("db") is None and name.lower() in ctes:
         return False
-    if not _qualified_as_listed(table):
-        raise QueryValidationError(f"qualified table names are {INDEX_CATALOG}.{INDEX_SCHEMA}.<index> or "
-                                   f"{INDEX_SCHEMA}.<index>: use FROM {index_id}", clause)
+    refuse_unlisted(table, clause)
     if name.lower() != index_id.lower():
         raise QueryValidationError(f"unknown table {name!r}: this query can only read index {index_id!r}", clause)
     return True
+
+
+def refuse_source(table: exp.Table, hint: str, clause: str = "from") -> None:
+    """Refuses a table that is not a name (a table function, a file read), naming it as written."""
+    if isinstance(table.this, exp.Identifier):
+        return
+    source = table.this
+    if isinstance(source, exp.Anonymous):
+        what = f"table function {source.name.lower()}()"
+    else:
+        what = f"table function {written(source)}" if isinstance(source, exp.Func) else written(source)
+    raise QueryValidationError(f"{what} is not supported: {hint}", clause)
+
+
+def refuse_unlisted(table: exp.Table, clause: str = "from") -> None:
+    """Refuses a qualified name that is not how the catalog lists an index."""
+    if not _qualified_as_listed(table):
+        raise QueryValidationError(f"unknown table {table.sql(dialect='duckdb')}: qualified table names are "
+                                   f"{INDEX_CATALOG}.{INDEX_SCHEMA}.<index> or {INDEX_SCHEMA}.<index>", clause)
 
 
 def _qualified_as_listed(table: exp.Table) -> bool:
@@ -135,7 +155,7 @@ def clause_of(node: exp.Expression, select: exp.Expression | None = None) -> str
 
 def written(node: exp.Expression, limit: int = 60) -> str:
     """The node as SQL, shortened, to quote in errors (never an internal class name)."""
-    text = node.sql(dialect="duckdb")
+    text = node.sql(dialect="duckdb", normalize_functions="lower")
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -206,7 +226,8 @@ def _resolve_columns(statement: exp.Query, tables: list[exp.Table], ctes: set[st
         candidates = [name] if name in types else by_lower.get(name.lower(), [])
         if len(candidates) > 1:
             raise QueryValidationError(f"column {name!r} is ambiguous: {', '.join(candidates)}", name)
-        if candidates and (not table or table.lower() in index_names or table.lower() in ctes):
+        # A column of the index, or of a CTE or derived table passing it on under its own name.
+        if candidates and (not table or table.lower() in sources):
             column.this.set("this", candidates[0])
             needed.add(candidates[0])
             continue
@@ -216,5 +237,6 @@ def _resolve_columns(statement: exp.Query, tables: list[exp.Table], ctes: set[st
             continue
         raise QueryValidationError(f"unknown column {name!r}", name)
     if star:
-        needed.update(types)
+        # `*` is the index's declared columns, as its files hold them; partition_id is read when named.
+        needed.update(name for name in types if name != PARTITION_COLUMN)
     return Resolution(tuple(tables), frozenset(needed), star)
