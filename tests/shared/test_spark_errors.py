@@ -115,7 +115,7 @@ def test_a_job_failure_is_not_the_querys():
 @pytest.mark.spark
 def test_a_query_session_refuses_sql_on_files(spark_factory: SparkSessionFactory, tmp_path):
     (tmp_path / "x").mkdir()
-    session = spark_factory.session()
+    session = spark_factory.query_session()
     session.range(3).write.mode("overwrite").parquet(str(tmp_path / "x"))
     assert session.read.parquet(str(tmp_path / "x")).count() == 3  # DataFrame reads, which jobs use, still work
     with pytest.raises(AnalysisException) as refused:

@@ -60,14 +60,14 @@ def open_spark_query(spark: SparkSessionFactory, request: ScanRequest) -> Result
     A query only reads, so starting it twice is safe.
     """
     spark.require_reachable()
-    session = spark.session()
+    session = spark.query_session()
     try:
         return _open_on(session, request)
     except Exception:
         if not session.is_stopped:
             raise
         log.info("spark session of query %s was closed by the server; retrying on a new session", request.query_id)
-    return _open_on(spark.session(), request)
+    return _open_on(spark.query_session(), request)
 
 
 def _open_on(session, request: ScanRequest) -> ResultStream:

@@ -70,6 +70,8 @@ class SparkSessionFactory:
         self._probe_lock = threading.Lock()
         self._session: SparkSession | None = None
         self._closed = False
+        # The session SESSION_CONF was last applied to (query_session).
+        self._configured: SparkSession | None = None
         self._probe: concurrent.futures.Future[str] | None = None
 
     @classmethod
@@ -86,16 +88,25 @@ class SparkSessionFactory:
                 raise RuntimeError(f"spark session factory for {self.remote} is closed")
             if self._session is None or self._session.is_stopped:
                 session = SparkSession.builder.remote(self.remote).create()
-                try:
-                    for key, value in SESSION_CONF.items():
-                        session.conf.set(key, value)
-                    if self.bundle_dir is not None:
+                if self.bundle_dir is not None:
+                    try:
                         self._ship(session)
-                except BaseException:
-                    _stop_quietly(session, self.host, self.port)
-                    raise
+                    except BaseException:
+                        _stop_quietly(session, self.host, self.port)
+                        raise
                 self._session = session
             return self._session
+
+    def query_session(self) -> SparkSession:
+        """The session with SESSION_CONF applied, once per session: what users' SQL runs on. Applied here, not
+        when the session is created: creating one makes no call to the server (readiness probes and tests rely
+        on that), while a query is about to call it anyway."""
+        session = self.session()
+        if self._configured is not session:
+            for key, value in SESSION_CONF.items():
+                session.conf.set(key, value)
+            self._configured = session
+        return session
 
     def require_reachable(self, timeout: float = 2.0) -> None:
         """Raise ConnectionError at once when nothing accepts connections at the remote: the client would
