@@ -118,3 +118,15 @@ def test_deep_nesting_is_refused_before_parsing(sql):
 def test_long_flat_conditions_plan():
     parsed = parse("SELECT * FROM t WHERE " + " OR ".join(f"host = 'h{i}'" for i in range(500)))
     assert len(parsed.scans[0].predicate.children) == 500
+
+
+def test_integer_casts_round_on_spark_as_duckdb_rounds_them():
+    # DuckDB's rule, which the Spark spelling copies: a double's ties go to even, a decimal's away from zero.
+    assert duckdb.sql("SELECT CAST(2.5::DOUBLE AS BIGINT), CAST(-2.5::DOUBLE AS BIGINT), CAST(2.5 AS BIGINT), "
+                      "CAST(-2.5 AS BIGINT)").fetchall() == [(2, -2, 3, -3)]
+    sql = parse("SELECT CAST(value AS BIGINT) AS v, value::INTEGER AS i, CAST(2.5 AS BIGINT) AS d, "
+                "CAST(round(value) AS INT) AS r FROM t").sql_for("v", "spark")
+    assert "CAST(BROUND(`value`) AS BIGINT) AS `v`" in sql
+    assert "CAST(BROUND(`value`) AS INT) AS `i`" in sql
+    assert "CAST(ROUND(2.5) AS BIGINT) AS `d`" in sql
+    assert "CAST(ROUND(`value`) AS INT) AS `r`" in sql

@@ -412,15 +412,30 @@ def spell_markers(statement: exp.Expression, dialect: str) -> None:
         if build is not None:
             node.replace(build([a.copy() for a in node.expressions]))
     if dialect == "spark":
-        # DuckDB rounds a number cast to an integer type, Spark truncates it.
+        # DuckDB rounds a number cast to an integer type, Spark truncates it. DuckDB rounds a double's
+        # ties to even (bround) and a decimal's away from zero (round); a decimal is a literal or a cast.
         for node in list(statement.find_all(exp.Cast)):
-            if node.to.is_type(*exp.DataType.INTEGER_TYPES) and not isinstance(node.this, exp.Round):
-                node.set("this", exp.Round(this=node.this.copy()))
+            if node.to.is_type(*exp.DataType.INTEGER_TYPES) and not _rounded(node.this):
+                operand = node.this.copy()
+                node.set("this", exp.Round(this=operand) if _is_decimal(operand)
+                         else exp.Anonymous(this="BROUND", expressions=[operand]))
         for node in list(statement.find_all(exp.RegexpReplace)):
             replacement = node.args.get("replacement")
             if isinstance(replacement, exp.Literal) and replacement.is_string:
                 node.set("replacement", exp.Literal.string(_java_replacement(replacement.this)))
             node.set("modifiers", None)
+
+
+def _rounded(node: exp.Expression) -> bool:
+    return isinstance(node, exp.Round) or (isinstance(node, exp.Anonymous) and node.name.upper() == "BROUND")
+
+
+def _is_decimal(node: exp.Expression) -> bool:
+    while isinstance(node, exp.Paren | exp.Neg):
+        node = node.this
+    if isinstance(node, exp.Literal):
+        return not node.is_string
+    return isinstance(node, exp.Cast) and node.to.is_type(exp.DataType.Type.DECIMAL)
 
 
 def _java_replacement(text: str) -> str:
