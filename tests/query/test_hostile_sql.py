@@ -146,20 +146,7 @@ BLOW_UPS = [
 ATTEMPTS = [*FILES, *STATEMENTS, *FUNCTIONS, *OTHER_TABLES, *MULTIPLE, *BLOW_UPS]
 
 
-# Still waiting: a local query over its time limit answers 504 query-timeout (the 6-way self-join; on Spark it is
-# refused, joins running locally only).
-_TIMEOUT_IS_5XX = "a query over its time limit answers 504 query-timeout: waits for it to be a 4xx naming the limit"
-PENDING_STATUS = {"SELECT count(*) FROM {i} a, {i} b, {i} c, {i} d, {i} e, {i} f"}
-
-
-def _attempts(pending_names: bool) -> list:
-    cases = []
-    for template, names in ATTEMPTS:
-        marks = []
-        if template in PENDING_STATUS and not pending_names:
-            marks.append(pytest.mark.xfail(reason=_TIMEOUT_IS_5XX, strict=False))
-        cases.append(pytest.param(template, names, marks=marks, id=template[:60]))
-    return cases
+ATTEMPT_CASES = [pytest.param(template, names, id=template[:60]) for template, names in ATTEMPTS]
 
 
 async def _attempt(query, keys, hostile, engine: str, template: str):
@@ -171,13 +158,13 @@ async def _attempt(query, keys, hostile, engine: str, template: str):
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-@pytest.mark.parametrize(("template", "names"), _attempts(pending_names=False))
+@pytest.mark.parametrize(("template", "names"), ATTEMPT_CASES)
 async def test_hs1_a_hostile_attempt_is_refused_without_internals(query, keys, hostile, engine, template, names):
     sql, response = await _attempt(query, keys, hostile, engine, template)
     assert_refused(response, sql)
 
 
-@pytest.mark.parametrize(("template", "names"), [c for c in _attempts(pending_names=True) if c.values[1]])
+@pytest.mark.parametrize(("template", "names"), [c for c in ATTEMPT_CASES if c.values[1]])
 async def test_hs1_a_refusal_names_what_it_refused(query, keys, hostile, template, names):
     sql, response = await _attempt(query, keys, hostile, "local", template)
     problem = assert_refused(response, sql)

@@ -170,7 +170,10 @@ async def test_no_key_is_401_and_a_timeout_interrupts_the_query(query, keys, dat
     assert (await query.post("/v1/query", json={"sql": "SELECT 1"})).status_code == 401
     response = await _query(query, keys, f"SELECT host, count(*) FROM {dataset.table} GROUP BY host",
                             timeout_secs=0.001)
-    assert response.status_code == 504 and "interrupted" in response.json()["detail"]
+    assert response.status_code == 422, response.text
+    problem = response.json()
+    assert problem["type"].endswith("/query-timeout")
+    assert "interrupted" in problem["detail"] and "time limit of 0.001 s" in problem["detail"]
     assert query.app.state.strata.own().registry.running_queries == {}
 
 

@@ -68,6 +68,13 @@ def test_a_flight_error_carries_the_problem_json():
     assert carried == {key: value for key, value in problem.items() if key != "instance"}
 
 
+def test_a_query_over_its_time_limit_is_deadline_exceeded_though_a_422_on_http():
+    problem = {"type": "https://strata.dev/problems/query-timeout", "title": "Query over its time limit",
+               "status": 422, "detail": "query q did not finish within its time limit of 5 s and was interrupted"}
+    assert isinstance(flight_error(problem), flight.FlightTimedOutError)
+    assert isinstance(flight_error({**problem, "type": "https://strata.dev/problems/invalid-sql"}), pa.ArrowInvalid)
+
+
 def test_keys_are_read_as_on_http():
     assert presented_key("Bearer abc", None) == ("abc", None)
     assert presented_key(None, "from-x-api-key") == ("from-x-api-key", None)

@@ -76,13 +76,14 @@ async def cancel_query_plan(plan_id: Ulid, service: Service, principal: Caller) 
                          "the cap says so at its end: `summary.truncated` in JSON, a last line "
                          "`{\"strata_truncated\": true, ...}` in NDJSON, an empty last batch with metadata "
                          "`strata.truncated: true` in Arrow."},
-    **problem_responses(406, 409, 429, 502, 504)})
+    **problem_responses(406, 409, 429, 502)})
 async def run_sql_query(request: QueryRequest, http: Request, service: Service, principal: Caller) -> Response:
     """Plan, then run the shaped scan (only the kept row groups and columns) with the query's SQL on top: in
     query-api's process (DuckDB) when the plan is within the local limits, on Spark otherwise, or on the engine
     the request names. The result streams as the engine produces it. A repeated query whose published files have
     not changed is answered from its kept result unless the request says `Cache-Control: no-cache` (run it, keep
-    the new result) or `no-store` (run it, keep nothing)."""
+    the new result) or `no-store` (run it, keep nothing). A query that runs past its time limit (`timeout_secs`, at
+    most the server's) is interrupted and answered 422 `query-timeout`, naming the limit."""
     media = negotiate(http.headers.get("accept"))
     cache = ResultCacheDirectives.from_cache_control(http.headers.get("cache-control"))
     run = await service.run(_call(request, principal, cache))

@@ -51,7 +51,9 @@ SHARE_WAIT_SECS = 1.0
 
 
 class QueryTimeout(StrataError):
-    status, slug, title = 504, "query-timeout", "Query timed out"
+    """The query's own limit, not a gateway's: a 4xx (retrying the same query meets the same limit), named in the
+    detail; Flight SQL answers it as DEADLINE_EXCEEDED."""
+    status, slug, title = 422, "query-timeout", "Query over its time limit"
 
 
 class QueryCancelled(StrataError):
@@ -203,7 +205,7 @@ class QueryService:
             entry.status, entry.plan = "completed", plan_out(planned.plan, planned.engine).model_dump(mode="json")
         except TimeoutError:
             entry.status, entry.problem = "failed", problem_of(
-                QueryTimeout(f"plan {entry.plan_id} did not finish within {timeout:g} s"))
+                QueryTimeout(f"plan {entry.plan_id} did not finish within its time limit of {timeout:g} s"))
         except StrataError as exc:
             entry.status, entry.problem = "failed", problem_of(exc)
         except Exception as exc:  # noqa: BLE001 - recorded on the plan for its reader
@@ -447,8 +449,9 @@ class QueryService:
         except TimeoutError:
             self.registry.forget_running(query_id)
             metrics.outcomes.labels("timeout").inc()
-            raise QueryTimeout(f"query {query_id} did not finish within {limit_secs:g} s and was interrupted"
-                               ) from None
+            raise QueryTimeout(f"query {query_id} did not finish within its time limit of {limit_secs:g} s and "
+                               "was interrupted: narrow its time range or filters, or raise timeout_secs up to the "
+                               f"server's limit ({self.settings.query_timeout_secs:g} s)") from None
         except BaseException as exc:
             self.registry.forget_running(query_id)
             if running.cancelled:

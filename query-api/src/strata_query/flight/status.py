@@ -34,6 +34,9 @@ _BY_STATUS: dict[int, type[Exception]] = {
     503: flight.FlightUnavailableError,
     504: flight.FlightTimedOutError,  # DEADLINE_EXCEEDED
 }
+# A query over its time limit is a 422 on HTTP (its own limit, not a retryable failure) and DEADLINE_EXCEEDED here,
+# the code gRPC clients know for it.
+_BY_SLUG: dict[str, type[Exception]] = {"query-timeout": flight.FlightTimedOutError}
 
 
 def error_class(status: int) -> type[Exception]:
@@ -47,4 +50,5 @@ def error_class(status: int) -> type[Exception]:
 def flight_error(problem: dict[str, Any]) -> Exception:
     """The exception to raise from a Flight handler for `problem` (a `problem_of` body)."""
     body = {key: value for key, value in problem.items() if key != "instance" and value not in (None, [])}
-    return error_class(int(problem["status"]))(json.dumps(body, separators=(",", ":"), ensure_ascii=False))
+    by_slug = _BY_SLUG.get(str(problem.get("type", "")).rsplit("/", 1)[-1])
+    return (by_slug or error_class(int(problem["status"])))(json.dumps(body, separators=(",", ":"), ensure_ascii=False))

@@ -85,11 +85,6 @@ def _parse_response(
 
         return response_503
 
-    if response.status_code == 504:
-        response_504 = Problem.from_dict(response.json())
-
-        return response_504
-
     if client.raise_on_unexpected_status:
         raise errors.UnexpectedStatus(response.status_code, response.content)
     else:
@@ -122,7 +117,9 @@ def sync_detailed(
     files have
     not changed is answered from its kept result unless the request says `Cache-Control: no-cache` (run
     it, keep
-    the new result) or `no-store` (run it, keep nothing).
+    the new result) or `no-store` (run it, keep nothing). A query that runs past its time limit
+    (`timeout_secs`, at
+    most the server's) is interrupted and answered 422 `query-timeout`, naming the limit.
 
     **Authorization**: an API key with the `query` or `admin` scope.
 
@@ -163,7 +160,9 @@ def sync(
     files have
     not changed is answered from its kept result unless the request says `Cache-Control: no-cache` (run
     it, keep
-    the new result) or `no-store` (run it, keep nothing).
+    the new result) or `no-store` (run it, keep nothing). A query that runs past its time limit
+    (`timeout_secs`, at
+    most the server's) is interrupted and answered 422 `query-timeout`, naming the limit.
 
     **Authorization**: an API key with the `query` or `admin` scope.
 
@@ -199,7 +198,9 @@ async def asyncio_detailed(
     files have
     not changed is answered from its kept result unless the request says `Cache-Control: no-cache` (run
     it, keep
-    the new result) or `no-store` (run it, keep nothing).
+    the new result) or `no-store` (run it, keep nothing). A query that runs past its time limit
+    (`timeout_secs`, at
+    most the server's) is interrupted and answered 422 `query-timeout`, naming the limit.
 
     **Authorization**: an API key with the `query` or `admin` scope.
 
@@ -238,7 +239,9 @@ async def asyncio(
     files have
     not changed is answered from its kept result unless the request says `Cache-Control: no-cache` (run
     it, keep
-    the new result) or `no-store` (run it, keep nothing).
+    the new result) or `no-store` (run it, keep nothing). A query that runs past its time limit
+    (`timeout_secs`, at
+    most the server's) is interrupted and answered 422 `query-timeout`, naming the limit.
 
     **Authorization**: an API key with the `query` or `admin` scope.
 
