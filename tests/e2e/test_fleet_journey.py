@@ -57,7 +57,7 @@ BATCH_ROWS = 1_500
 BATCHES_AFTER = 3
 HEALTH_INTERVAL_SECS = 0.25
 # What a query may take: Spark scans took over 300 s (the default) with the machine's load at 27 in one run; the
-# journey is about restarts, not latency, so a slow query is not a failure, a 504 or a 5xx would be.
+# journey is about restarts, not latency, so a slow query is not a failure; a query-timeout (422) or a 5xx would be.
 QUERY_TIMEOUT_SECS = 900
 # What a stopped replica gives the queries and plans in flight on it to finish: over the longest (Spark queries
 # take minutes on a busy machine), so the rolling restart cuts none short.
