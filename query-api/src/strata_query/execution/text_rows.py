@@ -19,10 +19,12 @@ over Arrow (the deletes' row filter uses it too).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 import pyarrow as pa
 
-from strata_shared.query.predicate import And, Const, Or, Predicate, TextMatch
+from strata_shared.query.predicate import Atom, Predicate, PredicateVisitor, TextMatch, Unknown, visit
 from strata_shared.query.text_tokens import entries_holding, offset_strings
 
 # A chunk whose dictionary is not much smaller than its rows (Parquet fell back to plain encoding) gains little
@@ -33,18 +35,34 @@ _MIN_ROWS_PER_ENTRY = 2
 def rows_that_may_match(predicate: Predicate, table: pa.Table) -> np.ndarray | None:
     """A boolean per row of `table`, False only where the row cannot satisfy `predicate` (in negation normal
     form); None when nothing is known to drop (no text_match decided on these columns)."""
-    match predicate:
-        case Const(value):
-            return None if value else np.zeros(table.num_rows, dtype=bool)
-        case And(children):
-            masks = [m for child in children if (m := rows_that_may_match(child, table)) is not None]
-            return np.logical_and.reduce(masks) if masks else None
-        case Or(children):
-            masks = [rows_that_may_match(child, table) for child in children]
-            return None if any(m is None for m in masks) else np.logical_or.reduce(masks)
-        case TextMatch(column, terms) if column in table.column_names:
-            return _rows_holding(table.column(column), terms)
-    return None
+    return visit(predicate, _TextRows(table))
+
+
+class _TextRows(PredicateVisitor[np.ndarray | None]):
+    def __init__(self, table: pa.Table) -> None:
+        self.table = table
+
+    def visit_const(self, value: bool) -> np.ndarray | None:
+        return None if value else np.zeros(self.table.num_rows, dtype=bool)
+
+    def visit_and(self, results: Iterator[np.ndarray | None]) -> np.ndarray | None:
+        masks = [mask for mask in results if mask is not None]
+        return np.logical_and.reduce(masks) if masks else None
+
+    def visit_or(self, results: Iterator[np.ndarray | None]) -> np.ndarray | None:
+        masks = list(results)
+        return None if any(mask is None for mask in masks) else np.logical_or.reduce(masks)
+
+    def visit_not(self, result: np.ndarray | None) -> np.ndarray | None:
+        return None
+
+    def visit_unknown(self, pred: Unknown) -> np.ndarray | None:
+        return None
+
+    def visit_atom(self, atom: Atom) -> np.ndarray | None:
+        if isinstance(atom, TextMatch) and atom.column in self.table.column_names:
+            return _rows_holding(self.table.column(atom.column), atom.terms)
+        return None
 
 
 def _rows_holding(column: pa.ChunkedArray, terms: tuple[str, ...]) -> np.ndarray | None:

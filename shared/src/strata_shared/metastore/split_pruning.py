@@ -23,25 +23,24 @@ value is a parameter; only fixed names (aliases, columns, value kinds) are writt
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
 from strata_shared.query.predicate import (
-    And,
+    Atom,
     Compare,
-    Const,
     InList,
     IsNull,
     Like,
-    Not,
-    Or,
     Predicate,
+    PredicateVisitor,
     TextMatch,
     Unknown,
     Value,
     like_shape,
+    visit,
 )
 
 KINDS = ("string", "i64", "u64", "f64")
@@ -95,23 +94,37 @@ def constant_source(value: str, num_rows: str) -> ColumnSource:
 
 def may_match_sql(pred: Predicate, columns: Mapping[str, ColumnSource], params: Params) -> str:
     """FALSE only where `may_match(pred, RangeOracle(split statistics))` is False; never NULL. `pred` in NNF."""
-    match pred:
-        case Const(value):
-            return "TRUE" if value else "FALSE"
-        case And(children):
-            return "(" + " AND ".join(may_match_sql(child, columns, params) for child in children) + ")"
-        case Or(children):
-            return "(" + " OR ".join(may_match_sql(child, columns, params) for child in children) + ")"
-        case Unknown() | Not():
-            return "TRUE"
-        case Compare(_, _, None):
-            return "FALSE"
-    source = columns.get(pred.column)
-    if source is None:
+    return visit(pred, _MayMatchSql(columns, params))
+
+
+class _MayMatchSql(PredicateVisitor[str]):
+    def __init__(self, columns: Mapping[str, ColumnSource], params: Params) -> None:
+        self.columns, self.params = columns, params
+
+    def visit_const(self, value: bool) -> str:
+        return "TRUE" if value else "FALSE"
+
+    def visit_and(self, results: Iterator[str]) -> str:
+        return "(" + " AND ".join(results) + ")"
+
+    def visit_or(self, results: Iterator[str]) -> str:
+        return "(" + " OR ".join(results) + ")"
+
+    def visit_not(self, result: str) -> str:
         return "TRUE"
-    rule = _rules_out(pred, source, params)
-    # coalesce: a NULL anywhere in the rule (no statistics row, no bound) must keep the split.
-    return f"(NOT ({source.present}) OR NOT coalesce({rule}, FALSE))"
+
+    def visit_unknown(self, pred: Unknown) -> str:
+        return "TRUE"
+
+    def visit_atom(self, atom: Atom) -> str:
+        if isinstance(atom, Compare) and atom.value is None:
+            return "FALSE"
+        source = self.columns.get(atom.column)
+        if source is None:
+            return "TRUE"
+        rule = _rules_out(atom, source, self.params)
+        # coalesce: a NULL anywhere in the rule (no statistics row, no bound) must keep the split.
+        return f"(NOT ({source.present}) OR NOT coalesce({rule}, FALSE))"
 
 
 def _rules_out(atom: Predicate, source: ColumnSource, params: Params) -> str:

@@ -1,4 +1,5 @@
-"""The predicate IR of a WHERE clause, its negation normal form, and its reference semantics.
+"""The predicate IR of a WHERE clause, the one fold over it (`PredicateVisitor`), its negation normal form, and its
+reference semantics.
 
 Values are Python values already coerced to the column's type: str, int, float, bool (timestamp columns as int
 microseconds, i64 epoch-seconds timestamp columns as int seconds). None as a value is SQL NULL.
@@ -20,9 +21,9 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Generic, Literal, TypeVar
 
 Value = str | int | float | bool
 ComparisonOp = Literal["=", "!=", "<", "<=", ">", ">="]
@@ -158,59 +159,128 @@ def _combine(children: Iterable[Predicate], kind: type[And] | type[Or], absorbin
     return parts[0] if len(parts) == 1 else kind(parts)
 
 
+# --- the fold ----------------------------------------------------------------------------------------------
+
+T = TypeVar("T")
+
+
+class PredicateVisitor(Generic[T]):
+    """One fold over the IR, which every evaluator of it subclasses (pruning, split pruning in SQL, the row filter,
+    the reference evaluation, time ranges, negation normal form, JSON, descriptions, delete coverage, text rows):
+    the walk is written once (`visit`), and an evaluator says only what each kind of node means to it.
+
+    The fold is bottom-up. AND and OR get their operands' results as a lazy iterator, so `all`/`any` stop at the
+    first result that decides; NOT gets its operand's result. Unknown and the atoms come as nodes (an Unknown may
+    keep its meaning in `expr`, for the evaluator to visit if it wants)."""
+
+    # Whether an AND directly under an AND (an OR under an OR) is folded into one chain; an evaluator that must give
+    # the tree back as it was built (the JSON form) says no.
+    flattens: bool = True
+
+    def visit_const(self, value: bool) -> T:
+        raise NotImplementedError
+
+    def visit_and(self, results: Iterator[T]) -> T:
+        raise NotImplementedError
+
+    def visit_or(self, results: Iterator[T]) -> T:
+        raise NotImplementedError
+
+    def visit_not(self, result: T) -> T:
+        raise TypeError(f"{type(self).__name__} reads predicates in negation normal form, where no NOT is left")
+
+    def visit_unknown(self, pred: Unknown) -> T:
+        raise NotImplementedError
+
+    def visit_atom(self, atom: Atom) -> T:
+        raise NotImplementedError
+
+
+def visit(pred: Predicate, visitor: PredicateVisitor[T]) -> T:
+    """`visitor`'s result for `pred`. Recursion goes as deep as AND and OR alternate: a chain of one operator (a
+    SQL parser nests `a OR b OR c ...` one level per term) is one level when the visitor flattens, and a chain of
+    NOTs is a loop."""
+    negations = 0
+    while type(pred) is Not:
+        pred, negations = pred.child, negations + 1  # type: ignore[union-attr]
+    kind = type(pred)
+    if kind is And or kind is Or:
+        children = operands(pred) if visitor.flattens else iter(pred.children)  # type: ignore[arg-type,union-attr]
+        results = (visit(child, visitor) for child in children)
+        result = visitor.visit_and(results) if kind is And else visitor.visit_or(results)
+    elif kind is Const:
+        result = visitor.visit_const(pred.value)  # type: ignore[union-attr]
+    elif kind is Unknown:
+        result = visitor.visit_unknown(pred)  # type: ignore[arg-type]
+    else:
+        result = visitor.visit_atom(pred)  # type: ignore[arg-type]
+    for _ in range(negations):
+        result = visitor.visit_not(result)
+    return result
+
+
 def to_nnf(pred: Predicate) -> Predicate:
     """The same predicate with NOT pushed down to the atoms (and absorbed by them), flattened and folded.
 
     The result is TRUE on exactly the rows where the input is TRUE. Atoms that can never be TRUE (a comparison
     with NULL, NOT IN a list holding NULL) become FALSE: safe only once no NOT remains above them, which is why
-    this happens here and not while building the tree. Linear in the size of the predicate; recursion goes as
-    deep as AND and OR alternate (a chain of one operator, NOTs included, is walked in a loop).
+    this happens here and not while building the tree. Linear in the size of the predicate.
     """
-    return _nnf(pred, False)
+    return visit(pred, _NegationNormalForm()).form
 
 
-def _nnf(pred: Predicate, negate: bool) -> Predicate:
-    while isinstance(pred, Not):
-        pred, negate = pred.child, not negate
-    match pred:
-        case And() | Or():
-            # Under NOT, AND becomes OR and OR becomes AND (De Morgan).
-            conjunctive = isinstance(pred, And) != negate
-            combine = conjunction if conjunctive else disjunction
-            return combine(_nnf(leaf, leaf_negate) for leaf, leaf_negate in _nnf_operands(pred, negate, conjunctive))
-        case Const(value):
-            return Const(value != negate)
-        case Compare(column, op, value):
-            if value is None:
-                return FALSE
-            return Compare(column, NEGATED_OP[op] if negate else op, value)
-        case InList(column, values, negated):
-            return _normal_in_list(column, values, negated != negate)
-        case IsNull(column, negated):
-            return IsNull(column, negated != negate)
-        case Like(column, pattern, negated):
-            return Like(column, pattern, negated != negate)
-        case TextMatch():
-            return Unknown(f"NOT {describe(pred)}", Not(pred)) if negate else pred
-        case Unknown(description, expr):
-            if not negate:
-                return pred
-            return Unknown(f"NOT ({description})", None if expr is None else Not(expr))
-    raise TypeError(f"not a predicate: {pred!r}")
+class _Forms:
+    """A node's normal form, and its negation's, built only if a NOT above asks for it."""
+
+    __slots__ = ("_negate", "_negated", "form")
+
+    def __init__(self, form: Predicate, negate: Callable[[], Predicate]) -> None:
+        self.form, self._negate, self._negated = form, negate, None
+
+    @property
+    def negated(self) -> Predicate:
+        if self._negated is None:
+            self._negated = self._negate()
+        return self._negated
 
 
-def _nnf_operands(pred: And | Or, negate: bool, conjunctive: bool) -> Iterator[tuple[Predicate, bool]]:
-    """The operands of the chain `pred` heads once NOTs are pushed in: every node under it (through NOTs) that
-    combines with the same operator belongs to the chain; the others are its operands, with their negation."""
-    stack: list[tuple[Predicate, bool]] = [(pred, negate)]
-    while stack:
-        node, node_negate = stack.pop()
-        while isinstance(node, Not):
-            node, node_negate = node.child, not node_negate
-        if isinstance(node, And | Or) and (isinstance(node, And) != node_negate) == conjunctive:
-            stack.extend((child, node_negate) for child in reversed(node.children))
-        else:
-            yield node, node_negate
+class _NegationNormalForm(PredicateVisitor[_Forms]):
+    """Bottom-up, so a NOT only swaps a node's two forms (De Morgan: the negation of an AND is the OR of the
+    negations)."""
+
+    def visit_const(self, value: bool) -> _Forms:
+        return _Forms(Const(value), lambda: Const(not value))
+
+    def visit_and(self, results: Iterator[_Forms]) -> _Forms:
+        parts = list(results)
+        return _Forms(conjunction(p.form for p in parts), lambda: disjunction(p.negated for p in parts))
+
+    def visit_or(self, results: Iterator[_Forms]) -> _Forms:
+        parts = list(results)
+        return _Forms(disjunction(p.form for p in parts), lambda: conjunction(p.negated for p in parts))
+
+    def visit_not(self, result: _Forms) -> _Forms:
+        return _Forms(result.negated, lambda: result.form)
+
+    def visit_unknown(self, pred: Unknown) -> _Forms:
+        return _Forms(pred, lambda: Unknown(f"NOT ({pred.description})", None if pred.expr is None else Not(pred.expr)))
+
+    def visit_atom(self, atom: Atom) -> _Forms:
+        match atom:
+            case Compare(_, _, None):
+                return _Forms(FALSE, lambda: FALSE)
+            case Compare(column, op, value):
+                return _Forms(atom, lambda: Compare(column, NEGATED_OP[op], value))
+            case InList(column, values, negated):
+                return _Forms(_normal_in_list(column, values, negated),
+                              lambda: _normal_in_list(column, values, not negated))
+            case IsNull(column, negated):
+                return _Forms(atom, lambda: IsNull(column, not negated))
+            case Like(column, pattern, negated):
+                return _Forms(atom, lambda: Like(column, pattern, not negated))
+            case TextMatch():
+                return _Forms(atom, lambda: Unknown(f"NOT {describe(atom)}", Not(atom)))
+        raise TypeError(f"not a predicate: {atom!r}")
 
 
 def _normal_in_list(column: str, values: tuple[Value | None, ...], negated: bool) -> Predicate:
@@ -237,48 +307,62 @@ def is_nnf(pred: Predicate) -> bool:
 
 def columns_of(pred: Predicate) -> frozenset[str]:
     """Every column an atom of the predicate names (Unknown atoms name none the IR knows of)."""
-    names: set[str] = set()
-    stack: list[Predicate] = [pred]
-    while stack:
-        match stack.pop():
-            case And(children) | Or(children):
-                stack.extend(children)
-            case Not(child):
-                stack.append(child)
-            case Unknown(_, expr):
-                if expr is not None:
-                    stack.append(expr)
-            case Const():
-                pass
-            case atom:
-                names.add(atom.column)
-    return frozenset(names)
+    return visit(pred, _Columns())
+
+
+class _Columns(PredicateVisitor[frozenset[str]]):
+    def visit_const(self, value: bool) -> frozenset[str]:
+        return frozenset()
+
+    def visit_and(self, results: Iterator[frozenset[str]]) -> frozenset[str]:
+        return frozenset().union(*results)
+
+    visit_or = visit_and
+
+    def visit_not(self, result: frozenset[str]) -> frozenset[str]:
+        return result
+
+    def visit_unknown(self, pred: Unknown) -> frozenset[str]:
+        return frozenset() if pred.expr is None else visit(pred.expr, self)
+
+    def visit_atom(self, atom: Atom) -> frozenset[str]:
+        return frozenset((atom.column,))
 
 
 def describe(pred: Predicate) -> str:
     """A readable SQL-like rendering, for EXPLAIN and test messages."""
-    match pred:
-        case Compare(column, op, value):
-            return f"{column} {op} {value!r}"
-        case InList(column, values, negated):
-            return f"{column} {'NOT IN' if negated else 'IN'} ({', '.join(repr(v) for v in values)})"
-        case IsNull(column, negated):
-            return f"{column} IS {'NOT NULL' if negated else 'NULL'}"
-        case Like(column, pattern, negated):
-            return f"{column} {'NOT LIKE' if negated else 'LIKE'} {pattern!r}"
-        case TextMatch(column, terms):
-            return f"text_match({column}, {' '.join(terms)!r})"
-        case Unknown(description, _):
-            return f"<{description}>"
-        case And():
-            return "(" + " AND ".join(describe(c) for c in operands(pred)) + ")"
-        case Or():
-            return "(" + " OR ".join(describe(c) for c in operands(pred)) + ")"
-        case Not(child):
-            return f"NOT {describe(child)}"
-        case Const(value):
-            return "TRUE" if value else "FALSE"
-    raise TypeError(f"not a predicate: {pred!r}")
+    return visit(pred, _Description())
+
+
+class _Description(PredicateVisitor[str]):
+    def visit_const(self, value: bool) -> str:
+        return "TRUE" if value else "FALSE"
+
+    def visit_and(self, results: Iterator[str]) -> str:
+        return "(" + " AND ".join(results) + ")"
+
+    def visit_or(self, results: Iterator[str]) -> str:
+        return "(" + " OR ".join(results) + ")"
+
+    def visit_not(self, result: str) -> str:
+        return f"NOT {result}"
+
+    def visit_unknown(self, pred: Unknown) -> str:
+        return f"<{pred.description}>"
+
+    def visit_atom(self, atom: Atom) -> str:
+        match atom:
+            case Compare(column, op, value):
+                return f"{column} {op} {value!r}"
+            case InList(column, values, negated):
+                return f"{column} {'NOT IN' if negated else 'IN'} ({', '.join(repr(v) for v in values)})"
+            case IsNull(column, negated):
+                return f"{column} IS {'NOT NULL' if negated else 'NULL'}"
+            case Like(column, pattern, negated):
+                return f"{column} {'NOT LIKE' if negated else 'LIKE'} {pattern!r}"
+            case TextMatch(column, terms):
+                return f"text_match({column}, {' '.join(terms)!r})"
+        raise TypeError(f"not a predicate: {atom!r}")
 
 
 # --- ordering shared by evaluation and pruning ---------------------------------------------------------------
@@ -373,33 +457,42 @@ def like_matches(value: str, pattern: str) -> bool:
 def evaluate_row(pred: Predicate, row: Mapping[str, object]) -> bool:
     """Whether the row matches: the predicate is TRUE (not FALSE, not NULL). A column missing from the row is
     NULL, as a column missing from a file reads as nulls."""
-    return _eval(pred, row) is True
+    return visit(pred, _RowTruth(row)) is True
 
 
-def _eval(pred: Predicate, row: Mapping[str, object]) -> bool | None:
-    match pred:
-        case Const(value):
-            return value
-        case Not(child):
-            result = _eval(child, row)
-            return None if result is None else not result
-        case And():
-            results = [_eval(child, row) for child in operands(pred)]
-            if False in results:
-                return False
-            return None if None in results else True
-        case Or():
-            results = [_eval(child, row) for child in operands(pred)]
-            if True in results:
-                return True
-            return None if None in results else False
-        case Unknown(description, expr):
-            if expr is None:
-                raise ValueError(f"cannot evaluate {description!r}: the IR does not express it")
-            return _eval(expr, row)
-        case IsNull(column, negated):
-            return (row.get(column) is None) != negated
-    return _eval_atom(pred, row.get(pred.column))
+class _RowTruth(PredicateVisitor[bool | None]):
+    """Three-valued: None is NULL."""
+
+    def __init__(self, row: Mapping[str, object]) -> None:
+        self.row = row
+
+    def visit_const(self, value: bool) -> bool | None:
+        return value
+
+    def visit_and(self, results: Iterator[bool | None]) -> bool | None:
+        seen = list(results)
+        if False in seen:
+            return False
+        return None if None in seen else True
+
+    def visit_or(self, results: Iterator[bool | None]) -> bool | None:
+        seen = list(results)
+        if True in seen:
+            return True
+        return None if None in seen else False
+
+    def visit_not(self, result: bool | None) -> bool | None:
+        return None if result is None else not result
+
+    def visit_unknown(self, pred: Unknown) -> bool | None:
+        if pred.expr is None:
+            raise ValueError(f"cannot evaluate {pred.description!r}: the IR does not express it")
+        return visit(pred.expr, self)
+
+    def visit_atom(self, atom: Atom) -> bool | None:
+        if isinstance(atom, IsNull):
+            return (self.row.get(atom.column) is None) != atom.negated
+        return _eval_atom(atom, self.row.get(atom.column))
 
 
 def _eval_atom(pred: Predicate, value: object) -> bool | None:

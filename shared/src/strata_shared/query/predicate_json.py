@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator
 from typing import Any
 
 from strata_shared.query.predicate import (
     And,
+    Atom,
     Compare,
     Const,
     InList,
@@ -18,9 +20,11 @@ from strata_shared.query.predicate import (
     Not,
     Or,
     Predicate,
+    PredicateVisitor,
     TextMatch,
     Unknown,
     Value,
+    visit,
 )
 
 
@@ -38,28 +42,41 @@ def _value_in(value: Any) -> Value | None:
 
 
 def predicate_to_data(pred: Predicate) -> dict[str, Any]:
-    match pred:
-        case Compare(column, op, value):
-            return {"compare": [column, op, _value_out(value)]}
-        case InList(column, values, negated):
-            return {"in": [column, [_value_out(v) for v in values], negated]}
-        case IsNull(column, negated):
-            return {"is_null": [column, negated]}
-        case Like(column, pattern, negated):
-            return {"like": [column, pattern, negated]}
-        case TextMatch(column, terms):
-            return {"text_match": [column, list(terms)]}
-        case Unknown(description, expr):
-            return {"unknown": [description, None if expr is None else predicate_to_data(expr)]}
-        case And(children):
-            return {"and": [predicate_to_data(c) for c in children]}
-        case Or(children):
-            return {"or": [predicate_to_data(c) for c in children]}
-        case Not(child):
-            return {"not": predicate_to_data(child)}
-        case Const(value):
-            return {"const": value}
-    raise TypeError(f"not a predicate: {pred!r}")
+    return visit(pred, _AsData())
+
+
+class _AsData(PredicateVisitor[dict[str, Any]]):
+    # The tree as it was built, so that it reads back equal.
+    flattens = False
+
+    def visit_const(self, value: bool) -> dict[str, Any]:
+        return {"const": value}
+
+    def visit_and(self, results: Iterator[dict[str, Any]]) -> dict[str, Any]:
+        return {"and": list(results)}
+
+    def visit_or(self, results: Iterator[dict[str, Any]]) -> dict[str, Any]:
+        return {"or": list(results)}
+
+    def visit_not(self, result: dict[str, Any]) -> dict[str, Any]:
+        return {"not": result}
+
+    def visit_unknown(self, pred: Unknown) -> dict[str, Any]:
+        return {"unknown": [pred.description, None if pred.expr is None else visit(pred.expr, self)]}
+
+    def visit_atom(self, atom: Atom) -> dict[str, Any]:
+        match atom:
+            case Compare(column, op, value):
+                return {"compare": [column, op, _value_out(value)]}
+            case InList(column, values, negated):
+                return {"in": [column, [_value_out(v) for v in values], negated]}
+            case IsNull(column, negated):
+                return {"is_null": [column, negated]}
+            case Like(column, pattern, negated):
+                return {"like": [column, pattern, negated]}
+            case TextMatch(column, terms):
+                return {"text_match": [column, list(terms)]}
+        raise TypeError(f"not a predicate: {atom!r}")
 
 
 def predicate_from_data(data: dict[str, Any]) -> Predicate:

@@ -9,7 +9,7 @@ possible only if every oracle allows it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -17,23 +17,20 @@ from strata_shared.domain.column_stats import ColumnStats
 from strata_shared.domain.split import SplitSummary
 from strata_shared.query.predicate import (
     NAN_KEY,
-    And,
     Atom,
     Compare,
-    Const,
     InList,
     IsNull,
     Like,
-    Not,
-    Or,
     Predicate,
+    PredicateVisitor,
     TextMatch,
     Unknown,
     Value,
     compare_keys,
     like_shape,
-    operands,
     order_key,
+    visit,
 )
 
 
@@ -45,19 +42,33 @@ class Oracle(Protocol):
 
 def may_match(pred: Predicate, oracle: Oracle) -> bool:
     """False only when no row of the unit can match `pred` (which should be in negation normal form)."""
-    match pred:
-        case Const(value):
-            return value
-        case And():
-            return all(may_match(child, oracle) for child in operands(pred))
-        case Or():
-            return any(may_match(child, oracle) for child in operands(pred))
-        case Unknown() | Not():
-            # A NOT outside NNF is not monotone: nothing can be concluded from its child.
-            return True
-        case Compare(_, _, None):
+    return visit(pred, _MayMatch(oracle))
+
+
+class _MayMatch(PredicateVisitor[bool]):
+    def __init__(self, oracle: Oracle) -> None:
+        self.oracle = oracle
+
+    def visit_const(self, value: bool) -> bool:
+        return value
+
+    def visit_and(self, results: Iterator[bool]) -> bool:
+        return all(results)
+
+    def visit_or(self, results: Iterator[bool]) -> bool:
+        return any(results)
+
+    def visit_not(self, result: bool) -> bool:
+        # A NOT outside NNF is not monotone: nothing can be concluded from its operand.
+        return True
+
+    def visit_unknown(self, pred: Unknown) -> bool:
+        return True
+
+    def visit_atom(self, atom: Atom) -> bool:
+        if isinstance(atom, Compare) and atom.value is None:
             return False
-    return oracle.may_satisfy(pred)  # type: ignore[arg-type]
+        return self.oracle.may_satisfy(atom)
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,22 +27,20 @@ import pyarrow.compute as pc
 
 from strata_shared.arrow_numpy import numpy_dtype, primitive_values, to_arrow, validity
 from strata_shared.query.predicate import (
-    And,
+    Atom,
     Compare,
-    Const,
     InList,
     IsNull,
     Like,
-    Not,
-    Or,
     Predicate,
+    PredicateVisitor,
     TextMatch,
     Unknown,
     Value,
     compare_keys,
     like_regex_body,
-    operands,
     order_key,
+    visit,
 )
 from strata_shared.query.text_tokens import entries_holding, offset_strings
 
@@ -69,7 +67,7 @@ def matching_rows(pred: Predicate, table: pa.Table, constants: Mapping[str, obje
     """A boolean per row of `table`: True exactly where `pred` is TRUE. `constants` are columns with one value
     for the whole table (a split's partition_id); a column in neither is NULL on every row, as a column missing
     from a file reads as nulls."""
-    return _eval(pred, _Columns(table, constants or {})).true
+    return visit(pred, _RowsTruth(_Columns(table, constants or {}))).true
 
 
 class _Columns:
@@ -89,33 +87,41 @@ class _Columns:
         return _Truth(np.full(self.rows, value is True), np.full(self.rows, value is None))
 
 
-def _eval(pred: Predicate, columns: _Columns) -> _Truth:
-    match pred:
-        case Const(value):
-            return columns.constant(value)
-        case Not(child):
-            inner = _eval(child, columns)
-            return _Truth(inner.false, inner.null)
-        case And():
-            parts = [_eval(c, columns) for c in operands(pred)]
-            any_false = np.logical_or.reduce([p.false for p in parts])
-            return _Truth(np.logical_and.reduce([p.true for p in parts]),
-                          ~any_false & np.logical_or.reduce([p.null for p in parts]))
-        case Or():
-            parts = [_eval(c, columns) for c in operands(pred)]
-            true = np.logical_or.reduce([p.true for p in parts])
-            return _Truth(true, ~true & np.logical_or.reduce([p.null for p in parts]))
-        case Unknown(description, expr):
-            if expr is None:
-                raise ValueError(f"cannot evaluate {description!r}: the predicate IR does not express it")
-            return _eval(expr, columns)
-    column = columns.column(pred.column)
-    if column is None or pa.types.is_null(column.type):
-        return columns.constant(_on_null(pred))
-    truth = _on_column(pred, column)
-    if pred.column in columns.constants:
-        return _Truth(np.full(columns.rows, truth.true[0]), np.full(columns.rows, truth.null[0]))
-    return truth
+class _RowsTruth(PredicateVisitor[_Truth]):
+    def __init__(self, columns: _Columns) -> None:
+        self.columns = columns
+
+    def visit_const(self, value: bool) -> _Truth:
+        return self.columns.constant(value)
+
+    def visit_not(self, result: _Truth) -> _Truth:
+        return _Truth(result.false, result.null)
+
+    def visit_and(self, results: Iterator[_Truth]) -> _Truth:
+        parts = list(results)
+        any_false = np.logical_or.reduce([p.false for p in parts])
+        return _Truth(np.logical_and.reduce([p.true for p in parts]),
+                      ~any_false & np.logical_or.reduce([p.null for p in parts]))
+
+    def visit_or(self, results: Iterator[_Truth]) -> _Truth:
+        parts = list(results)
+        true = np.logical_or.reduce([p.true for p in parts])
+        return _Truth(true, ~true & np.logical_or.reduce([p.null for p in parts]))
+
+    def visit_unknown(self, pred: Unknown) -> _Truth:
+        if pred.expr is None:
+            raise ValueError(f"cannot evaluate {pred.description!r}: the predicate IR does not express it")
+        return visit(pred.expr, self)
+
+    def visit_atom(self, atom: Atom) -> _Truth:
+        columns = self.columns
+        column = columns.column(atom.column)
+        if column is None or pa.types.is_null(column.type):
+            return columns.constant(_on_null(atom))
+        truth = _on_column(atom, column)
+        if atom.column in columns.constants:
+            return _Truth(np.full(columns.rows, truth.true[0]), np.full(columns.rows, truth.null[0]))
+        return truth
 
 
 def _on_null(pred: Predicate) -> bool | None:

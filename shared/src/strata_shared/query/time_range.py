@@ -9,20 +9,20 @@ conservative: every row the predicate matches has its timestamp inside the range
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from strata_shared.query.predicate import (
-    And,
+    Atom,
     Compare,
-    Const,
     InList,
     IsNull,
-    Or,
     Predicate,
+    PredicateVisitor,
     Unknown,
     Value,
     to_nnf,
+    visit,
 )
 
 
@@ -162,31 +162,38 @@ def _normalize(intervals: Iterable[Interval]) -> tuple[Interval, ...]:
 
 def extract_time_range(pred: Predicate, timestamp_column: str) -> TimeRanges:
     """The timestamps (in the column's unit) a row matching `pred` can have."""
-    return _ranges(to_nnf(pred), timestamp_column)
+    return visit(to_nnf(pred), _TimeRangesOf(timestamp_column))
 
 
-def _ranges(pred: Predicate, column: str) -> TimeRanges:
-    match pred:
-        case Const(value):
-            return TimeRanges.everything() if value else TimeRanges.nothing()
-        case And(children):
-            return intersect_all(_ranges(child, column) for child in children)
-        case Or(children):
-            return union_all(_ranges(child, column) for child in children)
-        case Unknown():
-            return TimeRanges.everything()
-    if getattr(pred, "column", None) != column:
-        # A condition on another column says nothing about the timestamp, nor about it being null.
+class _TimeRangesOf(PredicateVisitor[TimeRanges]):
+    def __init__(self, column: str) -> None:
+        self.column = column
+
+    def visit_const(self, value: bool) -> TimeRanges:
+        return TimeRanges.everything() if value else TimeRanges.nothing()
+
+    def visit_and(self, results: Iterator[TimeRanges]) -> TimeRanges:
+        return intersect_all(results)
+
+    def visit_or(self, results: Iterator[TimeRanges]) -> TimeRanges:
+        return union_all(results)
+
+    def visit_unknown(self, pred: Unknown) -> TimeRanges:
         return TimeRanges.everything()
-    match pred:
-        case IsNull(_, negated):
-            return TimeRanges(_EVERYTHING, False) if negated else TimeRanges((), True)
-        case Compare(_, op, value):
-            return _compare_ranges(op, value)
-        case InList(_, values, negated):
-            return _in_list_ranges(values, negated)
-    # Any other condition on the timestamp column is not TRUE on a null timestamp, but bounds nothing.
-    return TimeRanges(_EVERYTHING, False)
+
+    def visit_atom(self, atom: Atom) -> TimeRanges:
+        if atom.column != self.column:
+            # A condition on another column says nothing about the timestamp, nor about it being null.
+            return TimeRanges.everything()
+        match atom:
+            case IsNull(_, negated):
+                return TimeRanges(_EVERYTHING, False) if negated else TimeRanges((), True)
+            case Compare(_, op, value):
+                return _compare_ranges(op, value)
+            case InList(_, values, negated):
+                return _in_list_ranges(values, negated)
+        # Any other condition on the timestamp column is not TRUE on a null timestamp, but bounds nothing.
+        return TimeRanges(_EVERYTHING, False)
 
 
 def _integral(value: Value | None) -> int | None:

@@ -9,10 +9,12 @@ combined with AND, OR and NOT). Anything else (`a + b > 3`, a function) is refus
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from sqlglot import exp
 
 from strata_shared.domain.index_config import IndexSettings
-from strata_shared.query.predicate import And, Not, Or, Predicate, Unknown, to_nnf
+from strata_shared.query.predicate import Atom, Predicate, PredicateVisitor, Unknown, to_nnf, visit
 from strata_shared.sql.errors import QuerySyntaxError, QueryValidationError
 from strata_shared.sql.index_columns import with_partition_column
 from strata_shared.sql.query import parse_query, parse_sql
@@ -59,12 +61,25 @@ def parse_delete_where(where_sql: str, *, index_id: str, settings: IndexSettings
 
 
 def _opaque_part(predicate: Predicate) -> str | None:
-    match predicate:
-        case Unknown(description, expr):
-            return description if expr is None else _opaque_part(expr)
-        case And(children) | Or(children):
-            return next((found for c in children if (found := _opaque_part(c)) is not None), None)
-        case Not(child):
-            return _opaque_part(child)
-    return None
+    return visit(predicate, _FirstOpaque())
 
+
+class _FirstOpaque(PredicateVisitor[str | None]):
+    """The first part of a condition the IR keeps no meaning of, described; None when it keeps all of it."""
+
+    def visit_const(self, value: bool) -> str | None:
+        return None
+
+    def visit_and(self, results: Iterator[str | None]) -> str | None:
+        return next((found for found in results if found is not None), None)
+
+    visit_or = visit_and
+
+    def visit_not(self, result: str | None) -> str | None:
+        return result
+
+    def visit_unknown(self, pred: Unknown) -> str | None:
+        return pred.description if pred.expr is None else visit(pred.expr, self)
+
+    def visit_atom(self, atom: Atom) -> str | None:
+        return None
