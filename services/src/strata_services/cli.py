@@ -1,4 +1,4 @@
-"""The `strata` command: run the local stack (up/down/status), serve one API, migrate, ingest files, and operate
+"""The `strata` command: run the local stack (up/down/status/restart), serve one API, migrate, ingest files, and operate
 the running stack (indexes, windows, jobs, compaction, queries, standalone workers). Every failure it can name is
 one line on stderr and exit code 2, never a traceback."""
 
@@ -25,6 +25,7 @@ from strata_services.deletes_cli import add_commands as add_deletes_commands
 from strata_services.lifecycle_cli import add_commands as add_lifecycle_commands
 from strata_services.listing import add_commands as add_listing_commands
 from strata_services.local.processes import pid_alive
+from strata_services.local.supervision import describe
 from strata_services.query_cli import add_commands as add_query_commands
 from strata_services.skips_cli import add_commands as add_skips_commands
 from strata_services.worker_cli import add_commands as add_worker_commands
@@ -129,6 +130,8 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
     print(f"stack supervisor: {supervisor}")
     # Every process of the running stack (each replica of each API), else where each one is by default.
     processes = [(p["label"], p["url"]) for p in state.get("processes", [])] if state else []
+    # What the supervisor did to each (pid, restarts, last exit), under its readiness.
+    supervision = {p["label"]: p for p in state.get("processes", [])} if state else {}
     # query-api's Flight SQL door, under each query-api process.
     flight_urls = ({p["label"]: p["flight_url"] for p in state.get("processes", []) if p.get("flight_url")}
                    if state else {"query-api": f"grpc://{settings.host}:{settings.flight_port}"})
@@ -143,11 +146,20 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
             ready, detail = False, f"unreachable ({type(exc).__name__})"
         all_ready &= ready
         print(f"  {label:<14} {url:<24} {'ready' if ready else 'NOT READY'}  {detail}")
+        if (supervised := supervision.get(label)) is not None:
+            print(f"  {'':<14} {describe(supervised, time.time())}")
         if (flight_url := flight_urls.get(label)) is not None:
             listening = _listening(flight_url)
             all_ready &= listening
             print(f"  {'  flight sql':<14} {flight_url:<24} {'listening' if listening else 'NOT LISTENING'}")
     return 0 if all_ready else 1
+
+
+def cmd_restart(args: argparse.Namespace, settings: Settings) -> int:
+    from strata_services.local.rolling_restart import rolling_restart
+
+    return rolling_restart(settings.home, args.api, args.replica, args.timeout, settings.readiness_timeout_secs + 4,
+                           say=lambda line: print(line, flush=True))
 
 
 def _listening(url: str) -> bool:
@@ -278,7 +290,19 @@ def build_parser() -> argparse.ArgumentParser:
     down.add_argument("--timeout", type=float, default=60.0,
                       help="seconds to wait for the stack to stop before giving up (default 60)")
     down.set_defaults(func=cmd_down)
-    sub.add_parser("status", help="readiness of every API").set_defaults(func=cmd_status)
+    sub.add_parser("status", help="readiness of every API, and each process's pid and restarts under `strata up`"
+                   ).set_defaults(func=cmd_status)
+    restart = sub.add_parser("restart", help="rolling restart of the local stack: one process at a time, each "
+                                             "drained, started again and back in the proxy's rotation before the "
+                                             "next")
+    restart.add_argument("api", nargs="?", choices=SERVABLE,
+                         help="restart only this API's replicas (or the proxy); default every replica of every API")
+    restart.add_argument("--replica", type=_positive_int,
+                         help="only this replica, numbered as `strata status` names them (query-api is 1, "
+                              "query-api-2 is 2)")
+    restart.add_argument("--timeout", type=float, default=180.0,
+                         help="seconds each process may take to drain, start and be ready again (default 180)")
+    restart.set_defaults(func=cmd_restart)
     serve = sub.add_parser("serve", help="serve one API (used by the stack and by compose)")
     serve.add_argument("name", choices=SERVABLE)
     serve.add_argument("--host", help="address to listen on (default STRATA_HOST)")

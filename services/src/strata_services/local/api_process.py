@@ -58,6 +58,11 @@ class ApiProcess:
     def alive(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
 
+    @property
+    def exit_code(self) -> int | None:
+        """How the last started process ended (negative: the signal that killed it); None while it runs."""
+        return None if self._proc is None else self._proc.poll()
+
     def wait_healthy(self, timeout: float = 60.0) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -81,6 +86,11 @@ class ApiProcess:
         """SIGTERM: the process drains, then shuts down (`strata_services.serving`); `wait_stopped` waits for it."""
         if self._proc is not None and self._proc.poll() is None:
             os.killpg(self._proc.pid, signal.SIGTERM)
+
+    def kill(self) -> None:
+        """SIGKILL to its process group, for a drain that did not end in time."""
+        if self._proc is not None and self._proc.poll() is None:
+            os.killpg(self._proc.pid, signal.SIGKILL)
 
     def wait_stopped(self, timeout: float) -> None:
         """Waits for the process to exit after `terminate`, killing it after `timeout` seconds."""

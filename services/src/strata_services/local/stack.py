@@ -1,6 +1,7 @@
 """The local stack supervisor behind `strata up`: embedded PostgreSQL, a Spark Connect server, the three APIs (each
-as `replicas` processes) and the proxy in front of them all, each as a child bound to this process, stopped in
-reverse order on Ctrl-C, SIGTERM or a child's death."""
+as `replicas` processes) and the proxy in front of them all, each as a child bound to this process. A replica or
+the proxy that exits is started again (`supervision`); everything is stopped in reverse order on Ctrl-C, SIGTERM,
+a first start that fails, or the death of the Spark Connect server."""
 
 from __future__ import annotations
 
@@ -18,6 +19,13 @@ from strata_services.local.api_process import ApiProcess
 from strata_services.local.keys import resolve_api_keys
 from strata_services.local.postgres import EmbeddedPostgres
 from strata_services.local.spark_server import LocalSparkConnectServer
+from strata_services.local.supervision import (
+    TICK_SECS,
+    Supervisor,
+    clear_restart_requests,
+    take_restart_requests,
+    write_json_atomically,
+)
 from strata_services.proxy.routes import APIS
 from strata_shared.config import Settings
 from strata_shared.metastore import migrate
@@ -68,6 +76,7 @@ class LocalStack:
     # Told each step as it completes, and every few seconds while Spark starts (the longest wait): `strata up`
     # prints them so a first start (a JVM, maybe a minute on a small machine) never looks hung.
     report: Callable[[str], None] = lambda _: None
+    supervisor: Supervisor | None = None
     _started_at: float = field(default_factory=time.monotonic)
 
     @property
@@ -78,6 +87,7 @@ class LocalStack:
         if self.replicas < 1:
             raise ValueError("a stack runs at least one replica of each API")
         self.home.mkdir(parents=True, exist_ok=True)
+        clear_restart_requests(self.home)
         self.keys_json, self.keys_source = resolve_api_keys(self.settings)
         self._start_database()
         self._step(f"postgresql ready, metastore migrated ({self.database_url.split('@')[-1].split('?')[0]})")
@@ -112,6 +122,7 @@ class LocalStack:
             version = self.spark.wait_ready(timeout=180, waiting=lambda secs: self._step(
                 f"waiting for the Spark Connect server to answer ({secs:.0f}s so far)"))
             self._step(f"spark connect {version} ready at {self.spark_remote}")
+        self.supervisor = Supervisor(self.apis, self._stop_timeout_secs(), report=self._step)
         self._write_state()
 
     def _step(self, what: str) -> None:
@@ -145,26 +156,42 @@ class LocalStack:
 
     def _write_state(self) -> None:
         # `urls` names each API's first replica by the API's name (what the CLI calls); `processes` lists every
-        # process, which `strata status` asks and `strata down` waits for.
+        # process, which `strata status` asks and `strata down` waits for, with what the supervisor did to it
+        # (`Supervised.as_state`): its pid is null while it waits to be started again.
+        supervised = self.supervisor.children if self.supervisor is not None else {}
         state = {"pid": os.getpid(), "urls": self.urls(), "storage": self.settings.resolved_storage_uri,
-                 "keys": self.keys_source, "replicas": self.replicas,
+                 "keys": self.keys_source, "replicas": self.replicas, "supervised": self.supervisor is not None,
                  "processes": [{"label": api.label, "serves": api.name, "url": api.url, "pid": api.pid,
-                                "flight_url": api.flight_url} for api in self.apis]}
-        (self.home / STATE_FILE).write_text(json.dumps(state, indent=2))
+                                "flight_url": api.flight_url,
+                                **(supervised[api.label].as_state() if api.label in supervised else {})}
+                               for api in self.apis]}
+        write_json_atomically(self.home / STATE_FILE, json.dumps(state, indent=2))
 
     def wait(self, stop_event: threading.Event) -> str:
-        """Block until asked to stop or a child dies; returns why."""
-        while not stop_event.wait(1.0):
-            for api in self.apis:
-                if not api.alive():
-                    return f"{api.label} exited unexpectedly:\n{api.log_tail()}"
+        """Keep the children running until asked to stop or the Spark Connect server dies; returns why."""
+        while not stop_event.wait(TICK_SECS):
             if self.spark is not None and not self.spark.running():
                 return f"spark connect server exited unexpectedly:\n{self.spark.log_tail()}"
+            if self.supervisor is None:
+                continue
+            changed = False
+            for label in take_restart_requests(self.home):
+                if self.supervisor.request_restart(label):
+                    changed = True
+                else:
+                    log.warning("restart requested for %r, which this stack does not run", label)
+            if self.supervisor.tick() or changed:
+                self._write_state()
         return "stop requested"
+
+    def _stop_timeout_secs(self) -> float:
+        """How long a process may take to stop after SIGTERM before it is killed: its drain grace, the time its
+        requests in flight get, and its lifespan's end."""
+        return self.settings.drain_grace_secs + self.settings.shutdown_timeout_secs + 15.0
 
     def stop(self) -> None:
         # The proxy first, so no new request comes in; then every replica at once, so their drains overlap.
-        timeout = self.settings.drain_grace_secs + self.settings.shutdown_timeout_secs + 15.0
+        timeout = self._stop_timeout_secs()
         proxies = [api for api in self.apis if api.name == "proxy"]
         replicas = [api for api in self.apis if api.name != "proxy"]
         for group in (proxies, replicas):
