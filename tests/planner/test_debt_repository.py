@@ -27,10 +27,10 @@ from strata_shared.domain.merge_policy import (
     split_level,
 )
 from strata_shared.domain.split import CompactionScope
-from strata_shared.jobqueue.columns import new_job_values
 from strata_shared.metastore.compaction_models import CompactionJobInputRow, CompactionJobRow
 from strata_shared.metastore.debt_repository import DebtRepository, DebtSample, LevelDebt
 from strata_shared.metastore.indexing_models import IndexingJobRow
+from strata_shared.metastore.job_columns import new_job_values
 from strata_shared.metastore.models import IndexRow, SplitRow
 from tests.fixtures.postgres import rolled_back
 

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from sqlalchemy import insert
 
 from strata_shared.domain.index_uid import split_index_uid
+from strata_shared.domain.job_statuses import JobStatus
 from strata_shared.domain.merge_policy import (
     MergePolicyParams,
     SkipReason,
@@ -31,10 +32,9 @@ from strata_shared.domain.merge_policy import (
 )
 from strata_shared.domain.split import CompactionScope
 from strata_shared.domain.windows import is_window_closed
-from strata_shared.jobqueue.columns import new_job_values
-from strata_shared.jobqueue.repository import LeaseQueue
-from strata_shared.jobqueue.statuses import JobStatus
 from strata_shared.metastore.compaction_models import CompactionJobInputRow, CompactionJobRow, CompactionWindowRow
+from strata_shared.metastore.job_columns import new_job_values
+from strata_shared.metastore.lease_queue import LeaseQueue
 from strata_shared.metastore.models import IndexRow, SplitRow
 from strata_shared.metastore.window_repository import CompactionWindowRepository
 from tests.fixtures.postgres import rolled_back

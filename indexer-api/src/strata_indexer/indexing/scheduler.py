@@ -14,13 +14,13 @@ from strata_indexer.indexing import snapshots
 from strata_indexer.indexing.artifact_checks import artifact_prefix, check_artifacts
 from strata_indexer.indexing.schemas import IndexingAssignment, IndexingUpdate
 from strata_shared.domain.index_config import IndexSettings
+from strata_shared.domain.scheduler_rules import InProgressLimits
 from strata_shared.domain.split import SplitState
-from strata_shared.jobqueue.repository import PublishRefused
-from strata_shared.jobqueue.scheduler_rules import InProgressLimits
 from strata_shared.jobqueue.service import QueueSpec
 from strata_shared.maintenance.skips import PLANNING_FAULTS, MaintenancePass, maintenance_pass
 from strata_shared.metastore.indexing_models import IndexingJobRow
 from strata_shared.metastore.indexing_repository import IndexingRepository
+from strata_shared.metastore.lease_queue import PublishRefused
 from strata_shared.metastore.repositories import IndexRepository, SplitRepository
 from strata_shared.web.state import AppState
 

@@ -11,7 +11,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from strata_planner.compaction.debt import measure_debts
 from strata_planner.compaction.schemas import LevelDebtOut
 from strata_shared.domain.index_uid import split_index_uid
-from strata_shared.jobqueue.statuses import JobStatus
+from strata_shared.domain.job_statuses import JobStatus
 from strata_shared.metastore.compaction_repository import CompactionRepository, PublishedMerge
 from strata_shared.metastore.delete_repository import DeleteRepository
 from strata_shared.metastore.repositories import SplitRepository

@@ -22,8 +22,8 @@ from strata_shared.domain.merge_policy import (
     WindowRules,
     plan_merges,
 )
+from strata_shared.domain.scheduler_rules import COMPACTION_ASSIGNMENT_ORDER, python_sort_key
 from strata_shared.domain.windows import is_window_closed
-from strata_shared.jobqueue.scheduler_rules import COMPACTION_ASSIGNMENT_ORDER, python_sort_key
 from strata_shared.metastore.compaction_repository import CompactionRepository
 from strata_shared.metastore.models import IndexRow
 from strata_shared.metastore.window_repository import CompactionWindowRepository

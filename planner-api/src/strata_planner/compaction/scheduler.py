@@ -15,10 +15,10 @@ from strata_shared.domain.column_stats import ColumnStats
 from strata_shared.domain.fields import FieldType
 from strata_shared.domain.index_config import IndexSettings
 from strata_shared.domain.index_uid import split_index_uid
+from strata_shared.domain.job_statuses import JobStatus
+from strata_shared.domain.scheduler_rules import COMPACTION_ASSIGNMENT_ORDER, InProgressLimits, jobs_to_plan
 from strata_shared.domain.split import RowGroupSpan, SplitMetadata, SplitState
-from strata_shared.jobqueue.scheduler_rules import COMPACTION_ASSIGNMENT_ORDER, InProgressLimits, jobs_to_plan
 from strata_shared.jobqueue.service import QueueSpec
-from strata_shared.jobqueue.statuses import JobStatus
 from strata_shared.maintenance.skips import PLANNING_FAULTS, MaintenancePass, PassSkips, maintenance_pass
 from strata_shared.metastore.compaction_models import CompactionJobRow
 from strata_shared.metastore.compaction_repository import REWRITE_KIND, CompactionRepository, PublishConflict

@@ -28,10 +28,10 @@ from fastapi import APIRouter, Depends, Query
 from pydantic import BaseModel, Field
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from strata_shared.domain.job_statuses import InvalidTransition, JobStatus
 from strata_shared.domain.wire_types import IndexId, Ulid
 from strata_shared.errors import Conflict, InvalidInput, NotFound
 from strata_shared.jobqueue import service
-from strata_shared.jobqueue.repository import JobFilter
 from strata_shared.jobqueue.schemas import (
     BulkRetryResult,
     JobUpdate,
@@ -41,7 +41,7 @@ from strata_shared.jobqueue.schemas import (
     UpdateResult,
 )
 from strata_shared.jobqueue.service import JobRepository, QueueSpec
-from strata_shared.jobqueue.statuses import InvalidTransition, JobStatus
+from strata_shared.metastore.lease_queue import JobFilter
 from strata_shared.metastore.repositories import load_live_index
 from strata_shared.web.auth import Principal, Scope, require, require_any
 from strata_shared.web.deps import Session, State

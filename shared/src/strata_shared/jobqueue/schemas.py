@@ -72,7 +72,7 @@ class LeasedJobOut(BaseModel):
 
     @staticmethod
     def lease_fields(job: Any) -> dict[str, Any]:
-        """The fields above, read from a job row of any queue (`columns.LeasedJobColumns`)."""
+        """The fields above, read from a job row of any queue (`metastore.job_columns.LeasedJobColumns`)."""
         return {"job_id": job.job_id, "index_uid": job.index_uid, "partition_id": job.partition_id,
                 "status": str(job.status), "stage": job.stage, "progress": job.progress,
                 "fencing_token": job.fencing_token, "worker_id": job.worker_id,

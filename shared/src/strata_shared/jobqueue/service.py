@@ -16,8 +16,8 @@ from typing import Any, Generic, Protocol, TypeVar
 from opentelemetry import trace
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from strata_shared.jobqueue.repository import JobFilter, LeaseQueue, PublishRefused, StaleToken
 from strata_shared.jobqueue.schemas import JobUpdate, PollFields, UpdateResult
+from strata_shared.metastore.lease_queue import JobFilter, LeaseQueue, PublishRefused, StaleToken
 from strata_shared.observability.context import log_context
 
 log = logging.getLogger("strata.scheduler")

@@ -20,7 +20,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Mapped, mapped_column
 
-from strata_shared.jobqueue.columns import LeasedJobColumns, fencing_token_seq, job_status_enum
+from strata_shared.metastore.job_columns import LeasedJobColumns, fencing_token_seq, job_status_enum
 from strata_shared.metastore.models import Base
 
 __all__ = ["CompactionDebtSampleRow", "CompactionJobInputRow", "CompactionJobRow", "CompactionWindowRow",

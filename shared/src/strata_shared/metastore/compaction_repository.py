@@ -18,15 +18,15 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 from ulid import ULID
 
+from strata_shared.domain.job_statuses import LIVE_STATUSES, JobStatus, check_transition
 from strata_shared.domain.merge_policy import MergeOperation
+from strata_shared.domain.scheduler_rules import COMPACTION_ASSIGNMENT_ORDER, InProgressLimits
 from strata_shared.domain.split import SplitMetadata, SplitState
-from strata_shared.jobqueue.columns import new_job_values
-from strata_shared.jobqueue.repository import JobFilter, LeaseQueue, PublishRefused
-from strata_shared.jobqueue.scheduler_rules import COMPACTION_ASSIGNMENT_ORDER, InProgressLimits
-from strata_shared.jobqueue.statuses import LIVE_STATUSES, JobStatus, check_transition
 from strata_shared.metastore.compaction_models import CompactionJobInputRow, CompactionJobRow
 from strata_shared.metastore.delete_models import DeleteSplitRow
 from strata_shared.metastore.delete_repository import DeleteRepository, RewriteClaim
+from strata_shared.metastore.job_columns import new_job_values
+from strata_shared.metastore.lease_queue import JobFilter, LeaseQueue, PublishRefused
 from strata_shared.metastore.models import SplitRow
 from strata_shared.metastore.repositories import SplitRepository
 from strata_shared.metastore.window_repository import CompactionWindowRepository

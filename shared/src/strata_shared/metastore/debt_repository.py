@@ -18,6 +18,7 @@ from sqlalchemy import Integer, cast, delete, func, literal, select, tuple_
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from strata_shared.domain.job_statuses import JobStatus
 from strata_shared.domain.merge_policy import (
     MergePolicyParams,
     WindowRules,
@@ -27,7 +28,6 @@ from strata_shared.domain.merge_policy import (
 )
 from strata_shared.domain.split import SplitState
 from strata_shared.domain.windows import is_window_closed, window_end
-from strata_shared.jobqueue.statuses import JobStatus
 from strata_shared.metastore.compaction_models import CompactionDebtSampleRow, CompactionJobInputRow, CompactionJobRow
 from strata_shared.metastore.indexing_models import IndexingJobRow
 from strata_shared.metastore.indexing_repository import IndexingRepository

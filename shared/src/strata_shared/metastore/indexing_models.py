@@ -21,7 +21,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, mapped_column
 
-from strata_shared.jobqueue.columns import LeasedJobColumns
+from strata_shared.metastore.job_columns import LeasedJobColumns
 from strata_shared.metastore.models import Base
 
 

@@ -18,13 +18,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from ulid import ULID
 
 from strata_shared.domain.artifact_refs import ArtifactRef
+from strata_shared.domain.job_statuses import JobStatus, check_transition
+from strata_shared.domain.scheduler_rules import INDEXING_ASSIGNMENT_ORDER, InProgressLimits
 from strata_shared.domain.split import SplitState
-from strata_shared.jobqueue.columns import new_job_values
-from strata_shared.jobqueue.repository import JobFilter, LeaseQueue
-from strata_shared.jobqueue.scheduler_rules import INDEXING_ASSIGNMENT_ORDER, InProgressLimits
-from strata_shared.jobqueue.statuses import JobStatus, check_transition
 from strata_shared.metastore.column_arrays import ColumnArrays
 from strata_shared.metastore.indexing_models import ArtifactRow, ArtifactSnapshotRow, IndexingJobRow
+from strata_shared.metastore.job_columns import new_job_values
+from strata_shared.metastore.lease_queue import JobFilter, LeaseQueue
 from strata_shared.metastore.models import SplitRow
 
 _JOBS_INSERT = ColumnArrays(IndexingJobRow.__table__)

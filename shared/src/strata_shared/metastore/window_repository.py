@@ -17,6 +17,7 @@ from sqlalchemy import BigInteger, and_, case, cast, exists, func, or_, select, 
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from strata_shared.domain.job_statuses import LIVE_STATUSES
 from strata_shared.domain.merge_policy import (
     MergePolicyParams,
     SplitCandidate,
@@ -26,7 +27,6 @@ from strata_shared.domain.merge_policy import (
 )
 from strata_shared.domain.split import CompactionScope, SplitState
 from strata_shared.domain.windows import is_window_closed, window_expired
-from strata_shared.jobqueue.statuses import LIVE_STATUSES
 from strata_shared.metastore.column_arrays import ColumnArrays
 from strata_shared.metastore.compaction_models import CompactionJobInputRow, CompactionJobRow, CompactionWindowRow
 from strata_shared.metastore.delete_models import DeleteSplitRow

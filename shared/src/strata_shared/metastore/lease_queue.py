@@ -1,10 +1,13 @@
 """The one lease and fencing mechanism every job queue uses (compaction jobs, indexing jobs).
 
-A job table mixes in `columns.LeasedJobColumns`; `LeaseQueue(model)` does the status bookkeeping on it: handing
+A job table mixes in `job_columns.LeasedJobColumns`; `LeaseQueue(model)` does the status bookkeeping on it: handing
 jobs out with a lease and a fencing token drawn from one PostgreSQL sequence, fenced worker writes (`job_id`,
 `fencing_token`, `in_progress`, else `StaleToken`), failures counted toward exclusion, lease expiry treated as
 a failure, and a lease given back by a worker shutting down (`release`), which is not one. The transitions are
-`statuses`' table; the queue's order is `scheduler_rules`', and what a job holds is its owner's business.
+`domain.job_statuses`' table; the queue's order is `domain.scheduler_rules`', and what a job holds is its owner's
+business. It lives in the metastore, with the SQL of every other aggregate, so the job tables' repositories
+(`compaction_repository.py`, `indexing_repository.py`) build on it; the scheduler and the routes above it are
+`strata_shared.jobqueue`.
 
 The operator's controls are here too, once for every queue: pausing an index (`pause_column` of `indexes`: while
 set, `waiting` skips the index's jobs, so no worker is handed one), the caps on jobs in progress per tenant and
@@ -22,9 +25,9 @@ from typing import Any, Generic, TypeVar
 from sqlalchemy import Select, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from strata_shared.jobqueue.columns import LeasedJobColumns, fencing_token_seq
-from strata_shared.jobqueue.scheduler_rules import InProgressLimits, SortKey, choose_within_limits
-from strata_shared.jobqueue.statuses import LIVE_STATUSES, JobStatus, check_transition, status_after_failure
+from strata_shared.domain.job_statuses import LIVE_STATUSES, JobStatus, check_transition, status_after_failure
+from strata_shared.domain.scheduler_rules import InProgressLimits, SortKey, choose_within_limits
+from strata_shared.metastore.job_columns import LeasedJobColumns, fencing_token_seq
 from strata_shared.metastore.models import IndexRow
 
 
@@ -110,7 +113,7 @@ class LeaseQueue(Generic[J]):
 
     async def waiting(self, order: Sequence[SortKey], limit: int, where: Sequence[Any] = (), *,
                       lock: bool = True) -> list[J]:
-        """Unassigned jobs of indexes not paused, in the queue's declared order (`scheduler_rules`),
+        """Unassigned jobs of indexes not paused, in the queue's declared order (`domain.scheduler_rules`),
         locked (rows other schedulers hold are skipped) unless only counted."""
         columns = [(getattr(self.model, key.column), key) for key in order]
         keys = []
@@ -127,7 +130,7 @@ class LeaseQueue(Generic[J]):
     async def lease_within(self, order: Sequence[SortKey], worker_id: str, capacity: int, now: datetime,
                            lease: timedelta, limits: InProgressLimits) -> list[J]:
         """Lease up to `capacity` waiting jobs in `order`, within the caps on jobs in progress in total, per tenant
-        and per index (`scheduler_rules.choose_within_limits`)."""
+        and per index (`domain.scheduler_rules.choose_within_limits`)."""
         return await self.lease(await self._within(order, capacity, limits, lock=True), worker_id, now, lease)
 
     async def assignable(self, order: Sequence[SortKey], capacity: int, limits: InProgressLimits) -> int:

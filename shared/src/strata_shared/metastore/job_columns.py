@@ -1,5 +1,5 @@
 """The columns every leased job table shares, as SQLAlchemy mapping: the status, the lease, the fencing token
-and the failure history that `repository.LeaseQueue` reads and writes.
+and the failure history that `lease_queue.LeaseQueue` reads and writes.
 
 The job tables themselves (`metastore/compaction_models.py`, `metastore/indexing_models.py`) stay in the metastore:
 they belong to its one `DeclarativeBase` and its one Alembic history, and mix these columns in. The fencing
@@ -16,7 +16,7 @@ from sqlalchemy import Sequence as DbSequence
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, mapped_column
 
-from strata_shared.jobqueue.statuses import JobStatus
+from strata_shared.domain.job_statuses import JobStatus
 from strata_shared.metastore.models import Base
 
 job_status_enum = Enum(JobStatus, name="job_status", values_callable=lambda e: [m.value for m in e])
