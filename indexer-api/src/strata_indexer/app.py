@@ -15,8 +15,8 @@ from strata_indexer.parts import install_parts
 from strata_indexer.splits.router import router as splits_router
 from strata_shared.clock import Clock
 from strata_shared.config import Settings
-from strata_shared.maintenance.metrics import install_maintenance_metrics
 from strata_shared.web.app import build_app
+from strata_shared.web.maintenance_metrics import install_maintenance_metrics
 
 
 def create_app(settings: Settings, *, background: bool = True, clock: Clock | None = None) -> FastAPI:

@@ -10,9 +10,9 @@ from strata_planner.compaction.router import router as compaction_router
 from strata_planner.deletes.router import router as deletes_router
 from strata_shared.clock import Clock
 from strata_shared.config import Settings
-from strata_shared.maintenance.metrics import install_maintenance_metrics
 from strata_shared.maintenance.router import passes_router
 from strata_shared.web.app import build_app
+from strata_shared.web.maintenance_metrics import install_maintenance_metrics
 
 
 def create_app(settings: Settings, *, background: bool = True, clock: Clock | None = None) -> FastAPI:

@@ -32,7 +32,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from sqlalchemy import exc as sa_exc
 from sqlalchemy import text
@@ -40,13 +39,11 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from strata_shared.artifacts.envelope import ArtifactFormatError
 from strata_shared.errors import Unavailable
-from strata_shared.maintenance.metrics import MaintenanceMetrics
 from strata_shared.metastore.maintenance_models import MAINTENANCE_PASSES
 from strata_shared.metastore.maintenance_repository import MaintenanceSkipRepository, SkippedEntry
 from strata_shared.storage import ObjectStore, PathOutsideRoot
-
-if TYPE_CHECKING:
-    from strata_shared.web.state import AppState
+from strata_shared.web.maintenance_metrics import MaintenanceMetrics
+from strata_shared.web.state import AppState
 
 log = logging.getLogger("strata.maintenance")
 

@@ -1,4 +1,6 @@
-"""Prometheus metrics of maintenance skips, in the /metrics of each API that runs maintenance passes."""
+"""Prometheus metrics of maintenance skips (`strata_shared.maintenance.skips`), in the /metrics of each API that
+runs maintenance passes. Kept here, beside the app's state (`AppState.maintenance`), not in the maintenance package:
+the passes use the web package's state and routes, so the web package imports nothing of theirs."""
 
 from __future__ import annotations
 
