@@ -52,17 +52,15 @@ from __future__ import annotations
 import contextvars
 import time
 import zlib
-from collections.abc import Callable
 from concurrent.futures import Executor
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
-from ulid import ULID
 
 from strata_jobs import merge_output
-from strata_jobs.merge_columns import SourceColumn, is_dict_type
-from strata_jobs.merge_inputs import Clock, RowDrop, close_inputs, open_inputs, read_all, union_schema
+from strata_jobs.merge_columns import SourceColumn
+from strata_jobs.merge_inputs import Clock, RowDrop, check_timestamp, close_inputs, open_inputs, read_all, union_schema
+from strata_jobs.merge_output import encode_and_upload, output_metadata, plan_outputs, read_back
 from strata_jobs.merge_runs import count_runs, run_heads
 from strata_jobs.merge_spec import (
     MergeInput,
@@ -75,11 +73,12 @@ from strata_jobs.merge_spec import (
     spec_from_json,
     spec_to_json,
 )
-from strata_jobs.merge_verify import Verifier, written_schema_problem
+from strata_jobs.merge_verify import Verifier, check_footer
+from strata_jobs.rewrite import run_rewrite
 from strata_jobs.worker_threads import INLINE_MAX_ROWS, worker_threads
 from strata_shared.domain.sort_key import build_sort_key, stable_order
 from strata_shared.domain.sort_schema import SortSchema
-from strata_shared.domain.split import SplitMetadata, SplitState
+from strata_shared.domain.split import SplitMetadata
 from strata_shared.query.predicate_json import predicate_from_json
 from strata_shared.splitfile.writer import row_group_spans
 
@@ -100,19 +99,6 @@ RUNS_MIN_MEAN_LENGTH = {"arrow": 64, "num": 1024}
 # Threads cutting output columns and computing their statistics (numpy gathers release the GIL): 0.27 s ->
 # 0.14 s for the 8 columns of 4M rows on 2 CPUs.
 BUILD_THREADS = 2
-
-
-def plan_outputs(total_rows: int, total_bytes: int, spec: MergeSpec) -> list[tuple[int, int]]:
-    """Balanced [begin, end) row ranges, each within the row and (estimated) byte targets."""
-    if total_rows == 0:
-        return []
-    per_row = total_bytes / total_rows if total_bytes else 0.0
-    cap = spec.target_split_num_rows
-    if per_row > 0:
-        cap = min(cap, max(1, int(spec.target_split_size_bytes // per_row)))
-    count = -(-total_rows // cap)
-    size = -(-total_rows // count)
-    return [(b, min(b + size, total_rows)) for b in range(0, total_rows, size)]
 
 
 def _output_table(columns: dict[str, SourceColumn | None], union: pa.Schema, order: np.ndarray, begin: int,
@@ -155,17 +141,6 @@ def _validate(spec: MergeSpec) -> SortSchema:
     return SortSchema.parse(spec.sort_schema)
 
 
-def check_timestamp(union: pa.Schema, spec: MergeSpec) -> pa.DataType | None:
-    if spec.timestamp_field not in union.names:
-        return None
-    ts_type = union.field(spec.timestamp_field).type
-    if spec.timestamp_is_seconds and not pa.types.is_integer(ts_type):
-        raise ValueError(f"timestamp field {spec.timestamp_field!r} is {ts_type}, not epoch seconds (i64)")
-    if not spec.timestamp_is_seconds and not pa.types.is_timestamp(ts_type):
-        raise ValueError(f"timestamp field {spec.timestamp_field!r} is {ts_type}, not a timestamp")
-    return ts_type
-
-
 def run_merge(spec: MergeSpec) -> MergeResult:
     """Merge spec.inputs into staged outputs under spec.output_uri_prefix: verified, or nothing is left."""
     started_total = time.perf_counter()
@@ -173,9 +148,6 @@ def run_merge(spec: MergeSpec) -> MergeResult:
     schema = _validate(spec)
     drop = _row_drop(spec)
     if drop is not None:
-        # Imported here: the rewrite reuses this module's output steps.
-        from strata_jobs.rewrite import run_rewrite
-
         return run_rewrite(spec, schema, drop)
     stats: dict = {"job_id": spec.job_id, "fencing_token": spec.fencing_token, "fan_in": len(spec.inputs)}
 
@@ -290,57 +262,3 @@ def _row_drop(spec: MergeSpec) -> RowDrop | None:
     if len(spec.inputs) != 1:
         raise ValueError("a rewrite has exactly one input")
     return RowDrop(predicate_from_json(spec.delete_predicate), {"partition_id": spec.partition_id})
-
-
-def output_metadata(spec: MergeSpec, schema: SortSchema, table: pa.Table, column_stats: dict,
-                    ts_type: pa.DataType | None) -> SplitMetadata:
-    """The staged split an output table becomes, under a new id."""
-    low, high = merge_output.time_range(column_stats, spec.timestamp_field, ts_type)
-    split_id = str(ULID())
-    return SplitMetadata(
-        split_id=split_id, index_uid=spec.index_uid, source_id=spec.source_id, partition_id=spec.partition_id,
-        doc_mapping_uid=spec.doc_mapping_uid, sort_schema=str(schema), window_start=spec.window_start,
-        window_duration_secs=spec.window_duration_secs, time_range_start=low, time_range_end=high,
-        num_rows=table.num_rows, uri=f"{spec.output_uri_prefix.rstrip('/')}/{split_id}.parquet",
-        column_stats=column_stats, num_merge_ops=spec.num_merge_ops, generation=spec.generation,
-        root_split_ids=list(spec.root_split_ids), state=SplitState.STAGED,
-    )
-
-
-def check_footer(footer: pq.FileMetaData, rows: int, union: pa.Schema, split_id: str) -> None:
-    """MC-1 and MC-4 on what was written: the footer's rows are the table's, its schema the union."""
-    if footer.num_rows != rows:
-        raise MergeVerificationError(f"MC-1: output {split_id} holds {footer.num_rows} rows, {rows} were written")
-    problem = written_schema_problem(footer, union)
-    if problem:
-        raise MergeVerificationError(f"MC-4: output {split_id}: {problem}")
-
-
-def check_no_kept_row_matches(drop: RowDrop, table: pa.Table, split_id: str) -> None:
-    """DL-2, output side: the delete's predicate, evaluated again on what was written, matches no row."""
-    matched = int(drop.matching(table).sum())
-    if matched:
-        raise MergeVerificationError(f"DL-2: output {split_id} still holds {matched} rows the delete matches")
-
-
-def encode_and_upload(table: pa.Table, metadata: SplitMetadata, spec: MergeSpec, uploaded: list[str],
-                      complete: Callable[[SplitMetadata], None] | None = None):
-    """`complete`, when given, fills `metadata` in once the rows are encoded (its statistics computed meanwhile)."""
-    def completed() -> SplitMetadata:
-        complete(metadata)
-        return metadata
-
-    started = time.perf_counter()
-    data, footer = merge_output.encode(table, metadata if complete is None else completed, spec.parquet)
-    encoded = time.perf_counter()
-    uploaded.append(metadata.uri)  # before the upload: a failed upload may still have left a file to delete
-    merge_output.upload(metadata.uri, data)
-    done = time.perf_counter()
-    return len(data), footer, {"encode": encoded - started, "upload": done - encoded}
-
-
-def read_back(uri: str, union: pa.Schema) -> pa.Table:
-    fs, path = merge_output.filesystem_for(uri)
-    strings = [f.name for f in union if is_dict_type(f.type)]
-    with fs.open_input_file(path) as source:
-        return pq.ParquetFile(source, read_dictionary=strings).read(use_threads=True)

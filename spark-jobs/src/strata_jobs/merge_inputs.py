@@ -1,5 +1,6 @@
-"""Input side of a merge: footers, the column union (MC-4), and the read pipeline that turns the inputs into
-the merge's column form while hashing every input row (MC-1/MC-2, input side)."""
+"""Input side of a merge: footers, the column union (MC-4) and its timestamp column checked against the spec, and
+the read pipeline that turns the inputs into the merge's column form while hashing every input row (MC-1/MC-2,
+input side)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pyarrow.parquet as pq
 
 from strata_jobs import merge_output
 from strata_jobs.merge_columns import ColumnBuilder, SourceColumn, is_dict_type
-from strata_jobs.merge_spec import MergeInput, MergeTypeConflict, MergeVerificationError
+from strata_jobs.merge_spec import MergeInput, MergeSpec, MergeTypeConflict, MergeVerificationError
 from strata_jobs.row_checksum import combine, table_checksum
 from strata_jobs.worker_threads import worker_threads
 from strata_shared.arrow_numpy import to_arrow
@@ -117,6 +118,17 @@ def union_schema(inputs: list[tuple[str, pa.Schema]]) -> pa.Schema:
             out_type = pa.string()
         fields.append(pa.field(name, out_type, nullable=True))
     return pa.schema(fields)
+
+
+def check_timestamp(union: pa.Schema, spec: MergeSpec) -> pa.DataType | None:
+    if spec.timestamp_field not in union.names:
+        return None
+    ts_type = union.field(spec.timestamp_field).type
+    if spec.timestamp_is_seconds and not pa.types.is_integer(ts_type):
+        raise ValueError(f"timestamp field {spec.timestamp_field!r} is {ts_type}, not epoch seconds (i64)")
+    if not spec.timestamp_is_seconds and not pa.types.is_timestamp(ts_type):
+        raise ValueError(f"timestamp field {spec.timestamp_field!r} is {ts_type}, not a timestamp")
+    return ts_type
 
 
 def normalize(table: pa.Table, union: pa.Schema, split_id: str) -> dict[str, pa.ChunkedArray]:

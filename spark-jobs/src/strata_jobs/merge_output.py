@@ -1,11 +1,13 @@
-"""Output side of a merge: column statistics, encoding with the index's writer settings, and uploads that
-never leave a partial file under a final name."""
+"""Output side of a merge, and of a delete's rewrite (`rewrite.py`), which writes its outputs the same way: the
+outputs' row ranges, the staged split each becomes, column statistics, encoding with the index's writer settings,
+uploads that never leave a partial file under a final name, and an output read back for verification."""
 
 from __future__ import annotations
 
 import dataclasses
 import posixpath
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from concurrent.futures import Executor
@@ -15,12 +17,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
+from ulid import ULID
 
-from strata_jobs.merge_columns import dictionary_codes
+from strata_jobs.merge_columns import dictionary_codes, is_dict_type
+from strata_jobs.merge_spec import MergeSpec
 from strata_shared.arrow_numpy import to_arrow
 from strata_shared.domain.column_stats import ColumnStats, compute_column_stats
 from strata_shared.domain.index_config import ParquetConfig
-from strata_shared.domain.split import SplitMetadata
+from strata_shared.domain.sort_schema import SortSchema
+from strata_shared.domain.split import SplitMetadata, SplitState
 from strata_shared.object_requests import MeteredFileSystem
 from strata_shared.splitfile.writer import encode_split
 
@@ -134,3 +139,54 @@ def _delete_path(fs: MeteredFileSystem, path: str) -> None:
         fs.delete_file(path)
     except (FileNotFoundError, OSError):
         pass
+
+
+def plan_outputs(total_rows: int, total_bytes: int, spec: MergeSpec) -> list[tuple[int, int]]:
+    """Balanced [begin, end) row ranges, each within the row and (estimated) byte targets."""
+    if total_rows == 0:
+        return []
+    per_row = total_bytes / total_rows if total_bytes else 0.0
+    cap = spec.target_split_num_rows
+    if per_row > 0:
+        cap = min(cap, max(1, int(spec.target_split_size_bytes // per_row)))
+    count = -(-total_rows // cap)
+    size = -(-total_rows // count)
+    return [(b, min(b + size, total_rows)) for b in range(0, total_rows, size)]
+
+
+def output_metadata(spec: MergeSpec, schema: SortSchema, table: pa.Table, column_stats: dict,
+                    ts_type: pa.DataType | None) -> SplitMetadata:
+    """The staged split an output table becomes, under a new id."""
+    low, high = time_range(column_stats, spec.timestamp_field, ts_type)
+    split_id = str(ULID())
+    return SplitMetadata(
+        split_id=split_id, index_uid=spec.index_uid, source_id=spec.source_id, partition_id=spec.partition_id,
+        doc_mapping_uid=spec.doc_mapping_uid, sort_schema=str(schema), window_start=spec.window_start,
+        window_duration_secs=spec.window_duration_secs, time_range_start=low, time_range_end=high,
+        num_rows=table.num_rows, uri=f"{spec.output_uri_prefix.rstrip('/')}/{split_id}.parquet",
+        column_stats=column_stats, num_merge_ops=spec.num_merge_ops, generation=spec.generation,
+        root_split_ids=list(spec.root_split_ids), state=SplitState.STAGED,
+    )
+
+
+def encode_and_upload(table: pa.Table, metadata: SplitMetadata, spec: MergeSpec, uploaded: list[str],
+                      complete: Callable[[SplitMetadata], None] | None = None):
+    """`complete`, when given, fills `metadata` in once the rows are encoded (its statistics computed meanwhile)."""
+    def completed() -> SplitMetadata:
+        complete(metadata)
+        return metadata
+
+    started = time.perf_counter()
+    data, footer = encode(table, metadata if complete is None else completed, spec.parquet)
+    encoded = time.perf_counter()
+    uploaded.append(metadata.uri)  # before the upload: a failed upload may still have left a file to delete
+    upload(metadata.uri, data)
+    done = time.perf_counter()
+    return len(data), footer, {"encode": encoded - started, "upload": done - encoded}
+
+
+def read_back(uri: str, union: pa.Schema) -> pa.Table:
+    fs, path = filesystem_for(uri)
+    strings = [f.name for f in union if is_dict_type(f.type)]
+    with fs.open_input_file(path) as source:
+        return pq.ParquetFile(source, read_dictionary=strings).read(use_threads=True)

@@ -1,5 +1,6 @@
 """Verification of a merge's outputs before they may be published: MC-1 row counts, MC-2 the row checksum,
-MC-3 order, MC-4 the written schema. A failure raises MergeVerificationError."""
+MC-3 order, MC-4 the written schema (`check_footer`, a rewrite's outputs' too). A failure raises
+MergeVerificationError."""
 
 from __future__ import annotations
 
@@ -29,6 +30,15 @@ def written_schema_problem(footer: pq.FileMetaData, union: pa.Schema) -> str | N
         if logical_type(got) != logical_type(field.type):
             return f"column {field.name!r} written as {got}, union type {field.type}"
     return None
+
+
+def check_footer(footer: pq.FileMetaData, rows: int, union: pa.Schema, split_id: str) -> None:
+    """MC-1 and MC-4 on what was written: the footer's rows are the table's, its schema the union."""
+    if footer.num_rows != rows:
+        raise MergeVerificationError(f"MC-1: output {split_id} holds {footer.num_rows} rows, {rows} were written")
+    problem = written_schema_problem(footer, union)
+    if problem:
+        raise MergeVerificationError(f"MC-4: output {split_id}: {problem}")
 
 
 class Verifier:

@@ -29,17 +29,10 @@ import numpy as np
 import pyarrow as pa
 
 from strata_jobs import merge_output
-from strata_jobs.merge import (
-    check_footer,
-    check_no_kept_row_matches,
-    check_timestamp,
-    encode_and_upload,
-    output_metadata,
-    plan_outputs,
-    read_back,
-)
-from strata_jobs.merge_inputs import Clock, RowDrop, close_inputs, normalize, open_inputs, union_schema
+from strata_jobs.merge_inputs import Clock, RowDrop, check_timestamp, close_inputs, normalize, open_inputs, union_schema
+from strata_jobs.merge_output import encode_and_upload, output_metadata, plan_outputs, read_back
 from strata_jobs.merge_spec import MergeResult, MergeSpec, MergeVerificationError
+from strata_jobs.merge_verify import check_footer
 from strata_jobs.row_checksum import row_hashes
 from strata_jobs.worker_threads import INLINE_MAX_ROWS, worker_threads
 from strata_shared.arrow_numpy import to_arrow
@@ -167,6 +160,13 @@ def run_rewrite(spec: MergeSpec, schema: SortSchema, drop: RowDrop) -> MergeResu
     stats["timings"] = clock.timings
     checksum = int(expected.sum(dtype=np.uint64))
     return MergeResult(outputs, rows_read, written_rows, checksum, stats)
+
+
+def check_no_kept_row_matches(drop: RowDrop, table: pa.Table, split_id: str) -> None:
+    """DL-2, output side: the delete's predicate, evaluated again on what was written, matches no row."""
+    matched = int(drop.matching(table).sum())
+    if matched:
+        raise MergeVerificationError(f"DL-2: output {split_id} still holds {matched} rows the delete matches")
 
 
 def _check_output(output: pa.Table, expected: np.ndarray, begin: int, label: str, union: pa.Schema) -> int:
