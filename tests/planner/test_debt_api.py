@@ -120,7 +120,7 @@ async def test_gauges_in_every_replica_and_history_sampled_by_the_pass(indexer, 
 
     # indexer-api's indexing debt: the same files as the planner's `indexing.files_waiting`, under the new names
     # and the older lag ones.
-    from strata_indexer.indexing.background import IndexingMetrics
+    from strata_indexer.indexing.lag import IndexingMetrics
 
     indexing_registry = CollectorRegistry()
     await IndexingMetrics(indexing_registry).refresh(indexer.app.state.strata)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
+from strata_indexer.background import start_background
 from strata_indexer.indexes.router import router as indexes_router
-from strata_indexer.indexing.background import start_background
 from strata_indexer.indexing.router import router as indexing_router
 from strata_indexer.ingest.router import router as ingest_router
 from strata_indexer.otlp.grpc_server import start_otlp_grpc, stop_otlp_grpc

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from fastapi import FastAPI
 from prometheus_client import Histogram
 
-from strata_indexer.indexing.background import IndexingMetrics
+from strata_indexer.indexing.lag import IndexingMetrics
 from strata_indexer.ingest.group_commit import GroupCommitter
 from strata_indexer.ingest.service import IngestCommitter
 from strata_shared.web.state import AppState

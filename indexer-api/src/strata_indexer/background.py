@@ -1,57 +1,24 @@
 """indexer-api's background work: the embedded indexing runner, the janitor (once across the replicas), and the
-indexing-lag gauges (in every replica: they only read)."""
+refresh of the indexing-lag gauges (in every replica: they only read). It starts what `parts.py` holds, so it sits
+above it, beside `app.py`."""
 
 from __future__ import annotations
 
 import logging
 import os
 import socket
-from typing import TYPE_CHECKING
 
 from fastapi import FastAPI
-from prometheus_client import Gauge
 
 from strata_indexer.indexing.janitor import run_janitor
-from strata_indexer.indexing.lag import lag_by_index
+from strata_indexer.parts import IndexerParts
 from strata_shared.maintenance.skips import quiet_on_outage
 from strata_shared.web.auth import Scope
 from strata_shared.web.background import Background
 from strata_shared.web.singleton import PassLeases, replica_id
 from strata_shared.web.state import AppState
 
-if TYPE_CHECKING:
-    from strata_indexer.parts import IndexerParts
-
 log = logging.getLogger("strata.indexer")
-
-
-class IndexingMetrics:
-    """Indexing debt per index: files waiting for their artifacts and the age of the oldest, from the lag
-    (`lag_by_index`, the same measure as planner-api's GET /v1/indexes/{id}/debt). The `strata_indexing_lag_*`
-    names are the same two values under the names dashboards and alerts used before the debt had its own; kept
-    so those still work, not a second measure."""
-
-    def __init__(self, registry) -> None:
-        self.files = Gauge("strata_indexing_debt_files", "Published files without a published artifact snapshot",
-                           ["index_id"], registry=registry)
-        self.oldest = Gauge("strata_indexing_debt_oldest_seconds",
-                            "Age of the oldest published file without a published artifact snapshot",
-                            ["index_id"], registry=registry)
-        self.lag_files = Gauge("strata_indexing_lag_files", "Same as strata_indexing_debt_files (older name)",
-                               ["index_id"], registry=registry)
-        self.lag_oldest = Gauge("strata_indexing_lag_oldest_seconds",
-                                "Same as strata_indexing_debt_oldest_seconds (older name)", ["index_id"],
-                                registry=registry)
-
-    async def refresh(self, state: AppState) -> None:
-        async with state.sessions() as session:
-            lags = await lag_by_index(session, state.clock())
-        for files, oldest in ((self.files, self.oldest), (self.lag_files, self.lag_oldest)):
-            files.clear()
-            oldest.clear()
-            for lag in lags:
-                files.labels(lag.index_id).set(lag.files_waiting)
-                oldest.labels(lag.index_id).set(lag.oldest_waiting_secs or 0.0)
 
 
 async def start_background(app: FastAPI) -> None:
