@@ -13,7 +13,6 @@ import pytest
 from strata_services.cli import main
 from strata_services.client import CliError
 from strata_services.local.api_process import ApiProcess
-from strata_services.local.rolling_restart import restart_targets, rolling_restart, running_state
 from strata_services.local.stack import STATE_FILE, LocalStack
 from strata_services.local.supervision import (
     Backoff,
@@ -24,6 +23,7 @@ from strata_services.local.supervision import (
     request_restart_file,
     take_restart_requests,
 )
+from strata_services.restart_cli import restart_targets, rolling_restart, running_state
 from strata_shared.config import Settings
 
 

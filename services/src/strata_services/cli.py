@@ -156,7 +156,7 @@ def cmd_status(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_restart(args: argparse.Namespace, settings: Settings) -> int:
-    from strata_services.local.rolling_restart import rolling_restart
+    from strata_services.restart_cli import rolling_restart
 
     return rolling_restart(settings.home, args.api, args.replica, args.timeout, settings.readiness_timeout_secs + 4,
                            say=lambda line: print(line, flush=True))
