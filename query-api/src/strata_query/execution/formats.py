@@ -3,16 +3,15 @@ produced batch by batch as the engine delivers them, so a response never holds t
 
 from __future__ import annotations
 
-import datetime as dt
-import decimal
 import io
 import json
-import math
 from collections.abc import Callable, Iterable, Iterator
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
+from strata_query.execution.json_encoding import encode_rows, joined, text_offsets
 from strata_query.execution.result_stream import ResultStream
 from strata_shared.errors import StrataError
 
@@ -52,28 +51,10 @@ def negotiate(accept: str | None) -> str:
     raise NotAcceptable(f"results are available as {ARROW}, {NDJSON} or {JSON}, not {accept!r}")
 
 
-def _plain(value):
-    if isinstance(value, float) and not math.isfinite(value):
-        return None if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
-    if isinstance(value, dt.datetime):
-        return value.isoformat()
-    if isinstance(value, dt.date):
-        return value.isoformat()
-    if isinstance(value, decimal.Decimal):
-        return int(value) if value == value.to_integral_value() else float(value)
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return value
-
-
-def _rows(batches: Iterable[pa.RecordBatch]) -> Iterator[dict]:
+def _parts(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     for batch in batches:
-        names = batch.schema.names
         for offset in range(0, batch.num_rows, BATCH_ROWS):
-            part = batch.slice(offset, BATCH_ROWS)
-            columns = [part.column(i).to_pylist() for i in range(part.num_columns)]
-            for values in zip(*columns, strict=True):
-                yield {name: _plain(v) for name, v in zip(names, values, strict=True)}
+            yield batch.slice(offset, BATCH_ROWS)
 
 
 def arrow_stream(result: ResultStream) -> Iterator[bytes]:
@@ -94,15 +75,23 @@ def arrow_stream(result: ResultStream) -> Iterator[bytes]:
 
 def ndjson_stream(result: ResultStream) -> Iterator[bytes]:
     """One JSON object per row; a result cut at the row cap ends with one more line,
-    `{"strata_truncated": true, "row_cap": N}`, which no row can be (rows are objects of the query's columns)."""
-    chunk = []
-    for row in _rows(result):
-        chunk.append(json.dumps(row, separators=(",", ":")))
-        if len(chunk) == BATCH_ROWS:
-            yield ("\n".join(chunk) + "\n").encode()
-            chunk = []
+    `{"strata_truncated": true, "row_cap": N}`, which no row can be (rows are objects of the query's columns).
+    Chunks of BATCH_ROWS lines; the rows are encoded a column at a time (json_encoding)."""
+    chunk: list[bytes] = []
+    count = 0
+    for part in _parts(result):
+        lines = encode_rows(part, suffix="\n")
+        start = 0
+        while start < len(lines):
+            stop = min(len(lines), start + BATCH_ROWS - count)
+            chunk.append(joined(lines, start, stop))
+            count += stop - start
+            start = stop
+            if count == BATCH_ROWS:
+                yield b"".join(chunk)
+                chunk, count = [], 0
     if chunk:
-        yield ("\n".join(chunk) + "\n").encode()
+        yield b"".join(chunk)
     if result.truncated:
         yield json.dumps({"strata_truncated": True, "row_cap": result.row_cap}, separators=(",", ":")).encode() + b"\n"
 
@@ -112,18 +101,30 @@ def json_stream(result: ResultStream, query_id: str, summary: Callable[[], dict]
     the result, timings)."""
     head = {"query_id": query_id, "columns": [{"name": f.name, "type": str(f.type)} for f in result.schema]}
     # Rows are gathered into chunks of about CHUNK_BYTES: the server pulls each chunk from a worker thread, and a
-    # chunk per row made a small result cost a thread hop per row.
+    # chunk per row made a small result cost a thread hop per row. A chunk ends with the row that takes it to
+    # CHUNK_BYTES or more.
     parts = [json.dumps(head, separators=(",", ":"))[:-1].encode() + b',"rows":[']
     size = len(parts[0])
     first = True
-    for row in _rows(result):
-        part = (b"" if first else b",") + json.dumps(row, separators=(",", ":")).encode()
+    for part in _parts(result):
+        rows = encode_rows(part, prefix=",")  # every row after a comma; the document's first row without it
+        if not len(rows):
+            continue
+        skip = 1 if first else 0
         first = False
-        parts.append(part)
-        size += len(part)
-        if size >= CHUNK_BYTES:
+        offsets = text_offsets(rows)
+        ends = offsets[1:].astype(np.int64) - (offsets[0] + skip)  # bytes from the part's start to each row's end
+        start, before = 0, 0
+        while start < len(rows):
+            stop = int(np.searchsorted(ends, before + CHUNK_BYTES - size, side="left"))
+            if stop >= len(rows):
+                parts.append(joined(rows, start, len(rows))[skip:])
+                size += int(ends[-1]) - before
+                break
+            parts.append(joined(rows, start, stop + 1)[skip:])
             yield b"".join(parts)
-            parts, size = [], 0
+            parts, size, skip = [], 0, 0
+            start, before = stop + 1, int(ends[stop])
     parts.append(b'],"summary":' + json.dumps(summary(), separators=(",", ":")).encode() + b"}")
     yield b"".join(parts)
 
