@@ -76,18 +76,10 @@ def _expected(cpu, kind: str) -> tuple[str, tuple]:
 
 
 @pytest.mark.parametrize("kind", tsbs.QUERY_TYPES)
-async def test_tsbs_query_answers_as_duckdb_on_both_engines_and_over_flight_sql(query, keys, cpu, kind):
+async def test_tsbs_query_answers_as_duckdb_on_both_engines_over_http_and_flight_sql(query, keys, cpu, kind):
     sql, expected = _expected(cpu, kind)
     ordered = kind not in tsbs.UNORDERED
     for engine in ENGINES:
-        assert tsbs.answer(await _http(query, keys, sql, engine), ordered) == expected, (kind, engine)
-    over_flight = await asyncio.to_thread(_flight, query.app.state.flight.port, keys.admin, sql, "local")
-    assert tsbs.answer(over_flight, ordered) == expected, (kind, "flight sql")
-
-
-async def test_lastpoint_over_flight_sql_on_spark_answers_as_duckdb(query, keys, cpu):
-    # Flight SQL hands every query to the same engines as HTTP: one type on Spark shows the door routes it there
-    # (DISTINCT ON: the construct Spark gets rewritten), without every type paying Spark's latency twice.
-    sql, expected = _expected(cpu, "lastpoint")
-    over_flight = await asyncio.to_thread(_flight, query.app.state.flight.port, keys.admin, sql, "spark")
-    assert tsbs.answer(over_flight, True) == expected
+        assert tsbs.answer(await _http(query, keys, sql, engine), ordered) == expected, (kind, engine, "http")
+        over_flight = await asyncio.to_thread(_flight, query.app.state.flight.port, keys.admin, sql, engine)
+        assert tsbs.answer(over_flight, ordered) == expected, (kind, engine, "flight sql")
