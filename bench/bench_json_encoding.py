@@ -13,7 +13,6 @@ bytes. Timed: median of alternating runs (old, new, old, new, ...) after one war
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -22,9 +21,9 @@ import numpy as np
 import pyarrow as pa
 
 from bench.common import fmt_int, machine_facts, median
+from bench.per_row_json import reference_json, reference_ndjson
 from bench.report import invocation, update_sections
-from strata_query.execution.formats import BATCH_ROWS, CHUNK_BYTES, json_stream, ndjson_stream
-from strata_query.execution.json_encoding import _plain
+from strata_query.execution.formats import json_stream, ndjson_stream
 from strata_query.execution.local_query import RESULT_BATCH_ROWS
 from strata_query.execution.result_stream import ResultStream
 
@@ -49,46 +48,6 @@ def tsbs_table(rows: int = ROWS) -> pa.Table:
     return pa.table(columns)
 
 
-# ---- the per-row encoder (formats.py before the column-wise one) ----
-
-def _old_rows(batches) -> Iterator[dict]:
-    for batch in batches:
-        names = batch.schema.names
-        for offset in range(0, batch.num_rows, BATCH_ROWS):
-            part = batch.slice(offset, BATCH_ROWS)
-            columns = [part.column(i).to_pylist() for i in range(part.num_columns)]
-            for values in zip(*columns, strict=True):
-                yield {name: _plain(v) for name, v in zip(names, values, strict=True)}
-
-
-def old_ndjson(result) -> Iterator[bytes]:
-    chunk = []
-    for row in _old_rows(result):
-        chunk.append(json.dumps(row, separators=(",", ":")))
-        if len(chunk) == BATCH_ROWS:
-            yield ("\n".join(chunk) + "\n").encode()
-            chunk = []
-    if chunk:
-        yield ("\n".join(chunk) + "\n").encode()
-
-
-def old_json(result, query_id, summary) -> Iterator[bytes]:
-    head = {"query_id": query_id, "columns": [{"name": f.name, "type": str(f.type)} for f in result.schema]}
-    parts = [json.dumps(head, separators=(",", ":"))[:-1].encode() + b',"rows":[']
-    size = len(parts[0])
-    first = True
-    for row in _old_rows(result):
-        part = (b"" if first else b",") + json.dumps(row, separators=(",", ":")).encode()
-        first = False
-        parts.append(part)
-        size += len(part)
-        if size >= CHUNK_BYTES:
-            yield b"".join(parts)
-            parts, size = [], 0
-    parts.append(b'],"summary":' + json.dumps(summary(), separators=(",", ":")).encode() + b"}")
-    yield b"".join(parts)
-
-
 def _time(encode: Callable[[ResultStream], Iterator[bytes]], table: pa.Table) -> tuple[float, list[bytes]]:
     # Batches as the local engine hands them over (its Arrow reader's RESULT_BATCH_ROWS, 65,536 rows: one here).
     batches = table.to_batches(max_chunksize=RESULT_BATCH_ROWS)
@@ -102,8 +61,8 @@ def run(runs: int) -> dict[str, tuple[float, float, int]]:
     table = tsbs_table()
     summary = lambda: {"rows": ROWS, "truncated": False}  # noqa: E731
     pairs = {
-        "NDJSON": (old_ndjson, ndjson_stream),
-        "JSON document": (lambda r: old_json(r, "q", summary), lambda r: json_stream(r, "q", summary)),
+        "NDJSON": (reference_ndjson, ndjson_stream),
+        "JSON document": (lambda r: reference_json(r, "q", summary), lambda r: json_stream(r, "q", summary)),
     }
     out = {}
     for label, (old, new) in pairs.items():

@@ -14,52 +14,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from bench.per_row_json import reference_json, reference_ndjson
 from strata_query.execution import formats
-from strata_query.execution.formats import BATCH_ROWS, CHUNK_BYTES, json_stream, ndjson_stream
+from strata_query.execution.formats import BATCH_ROWS, json_stream, ndjson_stream
 from strata_query.execution.json_encoding import _plain, column_texts, encode_rows
 from strata_query.execution.result_stream import ResultStream
-
-# ---- the reference: the per-row encoder as it was (formats.py before the column-wise encoder) ----
-
-
-def _reference_rows(batches):
-    for batch in batches:
-        names = batch.schema.names
-        for offset in range(0, batch.num_rows, BATCH_ROWS):
-            part = batch.slice(offset, BATCH_ROWS)
-            columns = [part.column(i).to_pylist() for i in range(part.num_columns)]
-            for values in zip(*columns, strict=True):
-                yield {name: _plain(v) for name, v in zip(names, values, strict=True)}
-
-
-def reference_ndjson(result):
-    chunk = []
-    for row in _reference_rows(result):
-        chunk.append(json.dumps(row, separators=(",", ":")))
-        if len(chunk) == BATCH_ROWS:
-            yield ("\n".join(chunk) + "\n").encode()
-            chunk = []
-    if chunk:
-        yield ("\n".join(chunk) + "\n").encode()
-    if result.truncated:
-        yield json.dumps({"strata_truncated": True, "row_cap": result.row_cap}, separators=(",", ":")).encode() + b"\n"
-
-
-def reference_json(result, query_id, summary):
-    head = {"query_id": query_id, "columns": [{"name": f.name, "type": str(f.type)} for f in result.schema]}
-    parts = [json.dumps(head, separators=(",", ":"))[:-1].encode() + b',"rows":[']
-    size = len(parts[0])
-    first = True
-    for row in _reference_rows(result):
-        part = (b"" if first else b",") + json.dumps(row, separators=(",", ":")).encode()
-        first = False
-        parts.append(part)
-        size += len(part)
-        if size >= CHUNK_BYTES:
-            yield b"".join(parts)
-            parts, size = [], 0
-    parts.append(b'],"summary":' + json.dumps(summary(), separators=(",", ":")).encode() + b"}")
-    yield b"".join(parts)
 
 
 def _stream(schema: pa.Schema, batches: list[pa.RecordBatch], row_cap: int | None = None) -> ResultStream:
