@@ -21,6 +21,7 @@ if __package__ in (None, ""):  # `python bench/run.py`: make `bench` importable 
 from bench import (  # noqa: E402
     bench_artifacts,
     bench_cluster,
+    bench_commit_log,
     bench_engines,
     bench_ingest,
     bench_ingest_group,
@@ -36,7 +37,7 @@ from bench import (  # noqa: E402
 from bench.report import run_and_write  # noqa: E402
 
 NAMES = ("ingest", "ingest_group", "register", "metastore", "merge", "planner", "artifacts", "query", "cluster",
-         "engines", "soak", "tsbs", "otlp")
+         "engines", "soak", "tsbs", "otlp", "commit_log")
 
 
 def main() -> int:
@@ -105,6 +106,10 @@ def main() -> int:
         ),
         "otlp": lambda stack: bench_otlp.render(
             bench_otlp.run(stack, batches=20 if quick else 100, rounds=2 if quick else 4)
+        ),
+        "commit_log": lambda stack: bench_commit_log.render(
+            bench_commit_log.run(stack, transactions_1=50 if quick else 500, transactions_100=10 if quick else 100,
+                                 rebuild_splits=2_000 if quick else 20_000)
         ),
         "cluster": lambda stack: bench_cluster.render(
             bench_cluster.run(stack, rows=400_000 if quick else 4_000_000, runs=1 if quick else 3)
