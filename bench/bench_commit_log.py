@@ -232,7 +232,7 @@ async def _rebuild(url: str, storage) -> dict[str, Any]:
     # Where the time goes: the checkpoint's load, and the entries' reads and applications.
     spent = {"load_checkpoint": 0.0, "read_entry": 0.0, "apply": 0.0}
     original_load = commit_log_replay.Replayer.load_checkpoint
-    original_apply = commit_log_replay.Replayer.apply
+    original_apply = commit_log_replay.Replayer.apply_folded
     original_read = rebuild_module.read_entry
 
     async def load_checkpoint(self, *args, **kwargs):
@@ -259,7 +259,7 @@ async def _rebuild(url: str, storage) -> dict[str, Any]:
     engine = create_engine(url, pool_size=2)
     sessions = session_factory(engine, storage)
     commit_log_replay.Replayer.load_checkpoint = load_checkpoint
-    commit_log_replay.Replayer.apply = apply
+    commit_log_replay.Replayer.apply_folded = apply
     rebuild_module.read_entry = read_entry
     try:
         started = time.perf_counter()
@@ -267,7 +267,7 @@ async def _rebuild(url: str, storage) -> dict[str, Any]:
         wall = time.perf_counter() - started
     finally:
         commit_log_replay.Replayer.load_checkpoint = original_load
-        commit_log_replay.Replayer.apply = original_apply
+        commit_log_replay.Replayer.apply_folded = original_apply
         rebuild_module.read_entry = original_read
         await engine.dispose()
     return {"seconds": report.seconds, "wall_secs": wall, "splits_per_second": report.splits_per_second,

@@ -23,6 +23,7 @@ from pathlib import Path
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, create_async_engine
 
+from bench.harness import BULK_LOAD
 from strata_services.local.postgres import EmbeddedPostgres
 from strata_shared.domain.merge_policy import MergePolicyParams, WindowRules
 from strata_shared.metastore import migrate
@@ -32,7 +33,7 @@ INDEX_UID = "bench:01JBZZZZZZZZZZZZZZZZZZZZZZ"
 
 
 async def _load(url: str, splits: int, recent: int, now: datetime) -> None:
-    engine = create_async_engine(url)
+    engine = create_async_engine(url, connect_args={"server_settings": BULK_LOAD})
     windows = max(1, splits // 100)
     now_secs = int(now.timestamp())
     last_window = now_secs - now_secs % 900

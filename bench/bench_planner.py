@@ -37,7 +37,7 @@ from sqlalchemy import event, text
 from ulid import ULID
 
 from bench.common import fmt_int, fmt_s, median, metrics_index_config
-from bench.harness import DATA_DIR, Stack, asyncpg_dsn
+from bench.harness import BULK_LOAD, DATA_DIR, Stack, asyncpg_dsn
 
 SECTION = "planner"
 WINDOW = 900
@@ -98,7 +98,7 @@ async def fill(dsn: str, total: int, days: int, seed: int = 11) -> dict[str, Any
     windows = days * 86_400 // WINDOW
     current = now - now % WINDOW
     first_window = current - (windows - 1) * WINDOW  # the last window is the current, open one
-    conn = await asyncpg.connect(dsn)
+    conn = await asyncpg.connect(dsn, server_settings=BULK_LOAD)
     try:
         await conn.execute(
             "INSERT INTO indexes (index_uid, index_id, incarnation, config, doc_mapping_uid, version) "
@@ -312,7 +312,7 @@ async def capture_candidates_sql(engine, sessions, index, now: datetime) -> list
 
 
 async def raw_fetch(dsn: str, sql: str, params: tuple, runs: int) -> dict[str, Any]:
-    conn = await asyncpg.connect(dsn)
+    conn = await asyncpg.connect(dsn, server_settings=BULK_LOAD)
     try:
         times = []
         count = 0

@@ -52,7 +52,7 @@ import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
 from bench.common import fmt_bytes, fmt_int, fmt_s
-from bench.harness import DATA_DIR, Keys, Stack, asyncpg_dsn
+from bench.harness import BULK_LOAD, DATA_DIR, Keys, Stack, asyncpg_dsn
 
 SECTION = "query"
 WINDOW = 900
@@ -361,7 +361,7 @@ async def load_explain_index(url: str, storage_uri: str, splits: int, days: int,
                         query_windows[0] + WINDOW // 2)
     storage = ObjectStore(storage_uri)
     loader = ExplainLoader(info, storage, settings.field_types(), settings.artifacts, now, seed)
-    conn = await asyncpg.connect(asyncpg_dsn(url))
+    conn = await asyncpg.connect(asyncpg_dsn(url), server_settings=BULK_LOAD)
     timings: dict[str, float] = {}
     try:
         await conn.execute(

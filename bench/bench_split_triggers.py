@@ -21,7 +21,7 @@ import time
 from typing import Any
 
 from bench.common import fmt_int, fmt_s
-from bench.harness import Stack, asyncpg_dsn
+from bench.harness import BULK_LOAD, Stack, asyncpg_dsn
 from strata_shared.metastore import migrate
 
 ROW_LEVEL = "2026_11_25_0007"
@@ -38,7 +38,7 @@ VARIANTS: list[tuple[str, str, tuple[str, ...]]] = [
 async def _execute(url: str, *statements: str) -> None:
     import asyncpg
 
-    conn = await asyncpg.connect(asyncpg_dsn(url))
+    conn = await asyncpg.connect(asyncpg_dsn(url), server_settings=BULK_LOAD)
     try:
         for statement in statements:
             await conn.execute(statement)

@@ -54,6 +54,11 @@ class Keys:
         return {"Authorization": f"Bearer {key}"}
 
 
+# Connection settings of a benchmark's bulk fill: rows written straight into the metastore are not commitments of
+# the product, so they skip the commit log's capture (README, "Losing PostgreSQL"), as any bulk load must.
+BULK_LOAD = {"strata.capture": "off"}
+
+
 def asyncpg_dsn(sqlalchemy_url: str) -> str:
     """A DSN asyncpg.connect accepts, from a `postgresql+asyncpg://` URL."""
     return sqlalchemy_url.replace("postgresql+asyncpg://", "postgresql://", 1)

@@ -8,14 +8,17 @@ import re
 from typing import Any
 
 from sqlalchemy import text
-from sqlalchemy.ext.asyncio import create_async_engine
+
+from strata_shared.metastore.engine import create_engine, session_factory
 
 
 async def execute(database_url: str, sql: str, **params: Any) -> None:
-    engine = create_async_engine(database_url)
+    """An edit by hand, committed as any change is: through a session that writes its commit log entry."""
+    engine = create_engine(database_url, pool_size=1)
     try:
-        async with engine.begin() as connection:
-            await connection.execute(text(sql), params)
+        async with session_factory(engine)() as session:
+            await session.execute(text(sql), params)
+            await session.commit()
     finally:
         await engine.dispose()
 

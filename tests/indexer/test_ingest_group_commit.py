@@ -28,6 +28,7 @@ from strata_shared.domain.sort_key import is_sorted
 from strata_shared.domain.sort_schema import SortSchema
 from strata_shared.metastore.engine import database_unavailable
 from strata_shared.metastore.repositories import SplitRepository
+from strata_shared.storage_layout import COMMIT_LOG_DIR
 from tests.helpers import ARROW, NDJSON, arrow_stream, assert_problem, ndjson, unique_index_id
 
 SORT = SortSchema.parse(metrics_index_config("x")["sort_schema"])
@@ -81,7 +82,8 @@ def _key(row: dict[str, Any]) -> tuple:
 
 
 class HeldStorage:
-    """Holds the app's first object write until released; later writes fail when `fail_after_first`."""
+    """Holds the app's first split upload until released; later uploads fail when `fail_after_first`. Commit log
+    entries pass (they are not uploads of the group's data; a refused one is only logged, CL-2)."""
 
     def __init__(self, monkeypatch, app, *, fail_after_first: bool = False) -> None:
         self.entered = threading.Event()
@@ -92,12 +94,14 @@ class HeldStorage:
         calls = itertools.count()
 
         def write_bytes(uri: str, data: bytes) -> None:
+            if COMMIT_LOG_DIR in uri:
+                return real(uri, data)
             if next(calls) == 0:
                 self.entered.set()
                 self.release.wait(60)
             elif fail_after_first:
                 raise OSError("storage went away")
-            real(uri, data)
+            return real(uri, data)
 
         monkeypatch.setattr(storage, "write_bytes", write_bytes)
 

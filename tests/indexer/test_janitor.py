@@ -8,13 +8,12 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from sqlalchemy import text
-from sqlalchemy.ext.asyncio import create_async_engine
 
 from strata_shared.artifacts import artifact_key
 from tests.indexer.artifact_fixtures import as_request, build_and_store, split_row
 from tests.indexer.indexing_helpers import artifacts_of, create_indexed_index, ingest, job_of, rows_for
 from tests.planner.compaction_helpers import open_window
+from tests.skips_helpers import execute
 
 pytestmark = pytest.mark.usefixtures("clock_at_present")
 
@@ -49,12 +48,7 @@ async def test_janitor_reconciles_and_a_second_pass_changes_nothing(indexer, key
     storage.write_bytes(temp_uri, b"partial")
     # Artifacts of a file that no longer exists (its row was garbage-collected).
     orphaned = build_and_store(storage, deleted)
-    engine = create_async_engine(database_url)
-    try:
-        async with engine.begin() as connection:
-            await connection.execute(text("DELETE FROM splits WHERE split_id = :s"), {"s": deleted["split_id"]})
-    finally:
-        await engine.dispose()
+    await execute(database_url, "DELETE FROM splits WHERE split_id = :s", s=deleted["split_id"])
 
     # Inside the grace period nothing is deleted: an upload may still be in flight. The session's manual clock is
     # set to now, after every object above was written, so the grace period is measured from their writing.

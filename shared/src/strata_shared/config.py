@@ -97,6 +97,13 @@ class Settings(BaseSettings):
     # Inputs of a merge stay readable this long after it publishes, so queries planned before it finish.
     gc_grace_secs: int = 600
     gc_interval_secs: float = 30.0
+    # The commit log (docs/architecture.md, "The commit log"): how often planner-api writes to the bucket the
+    # entries whose writers died before writing them, and how often it folds the log into a checkpoint once at
+    # least `commit_log_checkpoint_entries` entries were committed since the last one (a rebuild then reads the
+    # checkpoint and at most about that many entries).
+    commit_log_ship_interval_secs: float = Field(15.0, gt=0)
+    commit_log_checkpoint_interval_secs: float = Field(60.0, gt=0)
+    commit_log_checkpoint_entries: int = Field(10_000, ge=1)
     # The collector keeps a replaced split's file while a query that started before it was replaced still runs (on
     # any live query-api replica), past the grace, but never longer than this after it was replaced.
     gc_max_query_hold_secs: float = 3600.0

@@ -1,5 +1,6 @@
-"""planner-api's background work: the embedded compaction runner, the garbage collector, retention and the debt
-samples (once across the replicas), and the metrics refresh (in every replica)."""
+"""planner-api's background work: the embedded compaction runner, the garbage collector, retention, the debt
+samples and the commit log's ship and checkpoint passes (once across the replicas), and the metrics refresh (in
+every replica)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from strata_planner.compaction.gc import collect_garbage
 from strata_planner.compaction.metrics import CompactionMetrics
 from strata_planner.compaction.retention import RetentionSchedule
 from strata_shared.maintenance.skips import quiet_on_outage
+from strata_shared.metastore.commit_log_passes import ship_pending, write_checkpoint
 from strata_shared.web.auth import Scope
 from strata_shared.web.background import Background
 from strata_shared.web.singleton import PassLeases, replica_id
@@ -30,6 +32,12 @@ async def start_background(app: FastAPI) -> None:
     background.once_every(settings.retention_tick_secs, quiet_on_outage("retention", RetentionSchedule(state).tick),
                           "retention")
     background.once_every(SAMPLE_SECS, lambda: sample_debts(state, state.clock()), "debt samples")
+    background.once_every(settings.commit_log_ship_interval_secs, quiet_on_outage(
+        "commit log ship", lambda: ship_pending(state.sessions, state.storage)), "commit log ship")
+    background.once_every(settings.commit_log_checkpoint_interval_secs, quiet_on_outage(
+        "commit log checkpoint", lambda: write_checkpoint(state.sessions, state.storage,
+                                                          settings.commit_log_checkpoint_entries)),
+        "commit log checkpoint")
     background.every(10.0, lambda: metrics.refresh(state), "metrics refresh")
     if settings.compaction_worker_slots > 0 and state.spark is not None:
         from strata_planner.compaction.executor import merge_executor

@@ -7,6 +7,8 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
 from strata_shared.errors import Unavailable
+from strata_shared.metastore.commit_log import install_capture_tracking, session_class_kwargs
+from strata_shared.storage import ObjectStore
 
 
 class DatabaseUnavailable(Unavailable):
@@ -36,9 +38,12 @@ def create_engine(database_url: str, pool_size: int = 10) -> AsyncEngine:
         except Exception as exc:  # noqa: BLE001 - any failure to connect is the database being unavailable
             raise database_unavailable(where, exc) from exc
 
+    install_capture_tracking(engine.sync_engine)
     return engine
 
 
-def session_factory(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
+def session_factory(engine: AsyncEngine, storage: ObjectStore | None = None) -> async_sessionmaker[AsyncSession]:
+    """Sessions whose commits write the commit log (`commit_log`): to `storage` as they commit, or, without one,
+    to PostgreSQL only, for the ship pass to write to the bucket."""
     # expire_on_commit=False: responses are built after commit without reloading rows.
-    return async_sessionmaker(engine, expire_on_commit=False)
+    return async_sessionmaker(engine, expire_on_commit=False, **session_class_kwargs(storage))

@@ -52,13 +52,14 @@ def build_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         engine = create_engine(settings.database_url)
         instrument_engine(engine)
+        storage = ObjectStore(settings.resolved_storage_uri)
         state = AppState(
             service=service,
             settings=settings,
             engine=engine,
-            sessions=session_factory(engine),
+            sessions=session_factory(engine, storage),
             spark=SparkSessionFactory.for_jobs(settings) if settings.spark_remote else None,
-            storage=ObjectStore(settings.resolved_storage_uri),
+            storage=storage,
             api_keys=ApiKeyRegistry.from_json(settings.api_keys),
             registry=registry,
             object_store=object_store,

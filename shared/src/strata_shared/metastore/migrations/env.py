@@ -9,6 +9,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 from strata_shared.metastore import (  # noqa: F401 - registers the tables
     background_pass_models,
+    commit_log_models,
     compaction_models,
     indexing_models,
     maintenance_models,

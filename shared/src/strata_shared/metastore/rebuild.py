@@ -1,0 +1,135 @@
+"""`strata metastore rebuild`: the metastore restored from the bucket alone (docs/architecture.md, "The commit
+log"; README, "Losing PostgreSQL").
+
+Into an empty, migrated database: the latest checkpoint, then every entry it does not hold, in number order, in
+one transaction with capture off (replaying is not a new commitment). The counters derived from the logged
+tables (`published_totals`, `plan_generations`) are kept by their triggers as rows go in. What is work in
+progress rather than commitment is planned again: every window holding published splits is marked for the
+compaction planner, published files without a published artifact snapshot get an indexing job, and a delete's
+coverage that a rewrite job held goes back to pending for a new job (in a second transaction, logged like any
+change). Plan generations move past any value a query-api replica may have kept from before.
+
+`--from-dump` rolls a database restored from an older dump forward instead: the dump's unshipped entries are
+written to the bucket first (the dump may hold the only copy), then the logged tables are emptied and rebuilt as
+above, keeping the dump's job history, samples and skips.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from strata_shared.errors import Conflict
+from strata_shared.metastore.commit_log import LOGGED_TABLES
+from strata_shared.metastore.commit_log_passes import ship_pending
+from strata_shared.metastore.commit_log_replay import Replayer, list_log, read_entry, table_shapes
+from strata_shared.metastore.indexing_repository import IndexingRepository
+from strata_shared.storage import ObjectStore
+
+Progress = Callable[[str, int, int], None]
+# Entries read and applied as one net change (`Replayer.apply_folded`); objects read this many at once.
+FOLD_ENTRIES = 1_000
+READ_CONCURRENCY = 16
+
+
+@dataclass
+class RebuildReport:
+    checkpoint_seq: int | None
+    entries_applied: int
+    last_seq: int
+    rows: dict[str, int] = field(default_factory=dict)
+    windows_marked: int = 0
+    indexing_jobs: int = 0
+    coverage_reset: int = 0
+    objects_read: int = 0
+    seconds: float = 0.0
+
+    @property
+    def splits_per_second(self) -> float:
+        return self.rows.get("splits", 0) / self.seconds if self.seconds else 0.0
+
+
+class DatabaseNotEmpty(Conflict):
+    slug, title = "database-not-empty", "The database already holds indexes"
+
+
+async def rebuild(sessions: async_sessionmaker[AsyncSession], storage: ObjectStore, now: datetime, *,
+                  from_dump: bool = False, progress: Progress | None = None) -> RebuildReport:
+    started = time.perf_counter()
+    if from_dump:
+        await ship_pending(sessions, storage, grace=timedelta(0))
+    listing = await asyncio.to_thread(list_log, storage)
+    to_apply = listing.to_apply()
+    checkpoint_seq = listing.checkpoint.seq if listing.checkpoint else None
+    report = RebuildReport(checkpoint_seq=checkpoint_seq, entries_applied=len(to_apply),
+                           last_seq=max([*to_apply, checkpoint_seq or 0]), objects_read=listing.objects_read)
+    async with sessions() as session:
+        if not from_dump and (await session.execute(text("SELECT EXISTS (SELECT 1 FROM indexes)"))).scalar_one():
+            raise DatabaseNotEmpty("the database already holds indexes: rebuild into an empty database (created "
+                                   "and migrated), or pass --from-dump to roll a restored dump forward")
+        await session.execute(text("SET LOCAL strata.capture = 'off'"))
+        if from_dump:
+            # CASCADE empties what hangs off them too: the counters (kept again below) and the dump's jobs.
+            await session.execute(text(f"TRUNCATE {', '.join(LOGGED_TABLES)}, commit_log, commit_log_checkpoints "
+                                       f"CASCADE"))
+        replayer = Replayer(session, await table_shapes(session))
+        if listing.checkpoint is not None:
+            await replayer.load_checkpoint(storage, listing.checkpoint)
+            report.objects_read += len(listing.checkpoint.tables)
+            await session.execute(text("INSERT INTO commit_log_checkpoints (seq, missing) VALUES (:seq, :missing)"),
+                                  {"seq": listing.checkpoint.seq, "missing": sorted(listing.checkpoint.missing)})
+        for start in range(0, len(to_apply), FOLD_ENTRIES):
+            batch = to_apply[start:start + FOLD_ENTRIES]
+            entries = await _read_entries(storage, batch)
+            await replayer.apply_folded(entries)
+            # The entries are in PostgreSQL again as they were, shipped: verify finds nothing the database lacks.
+            await session.execute(text(
+                "INSERT INTO commit_log (seq, changes) SELECT r.seq, r.changes "
+                "FROM jsonb_to_recordset(CAST(:rows AS jsonb)) AS r(seq bigint, changes jsonb)"),
+                {"rows": json.dumps([{"seq": seq, "changes": c} for seq, c in zip(batch, entries, strict=True)])})
+            if progress is not None:
+                progress("entries", start + len(batch), len(to_apply))
+        report.objects_read += len(to_apply)
+        report.rows = dict(replayer.rows_applied)
+        if report.last_seq:
+            await session.execute(text("SELECT setval('commit_log_seq', GREATEST(:seq, "
+                                       "(SELECT last_value FROM commit_log_seq)))"), {"seq": report.last_seq})
+        # Equality is all a kept plan compares: numbers from the wall clock cannot repeat one kept before.
+        await session.execute(text("UPDATE plan_generations SET generation = generation + :offset"),
+                              {"offset": int(now.timestamp() * 1_000_000)})
+        report.windows_marked = (await session.execute(text("""
+            INSERT INTO compaction_windows (index_uid, window_duration_secs, window_start, dirty, final_planned)
+            SELECT DISTINCT index_uid, window_duration_secs, window_start, true, false
+              FROM splits WHERE state = 'published'
+            ON CONFLICT (index_uid, window_duration_secs, window_start)
+            DO UPDATE SET dirty = true, final_planned = false"""))).rowcount
+        await session.commit()
+    async with sessions() as session:
+        unindexed = (await session.execute(text("""
+            SELECT s.split_id, s.index_uid, s.partition_id FROM splits s
+             WHERE s.state = 'published' AND NOT EXISTS (
+                   SELECT 1 FROM artifact_snapshots a WHERE a.split_id = s.split_id AND a.published)"""))).all()
+        report.indexing_jobs = await IndexingRepository(session).enqueue(
+            [tuple(r) for r in unindexed], "rebuild", now)
+        report.coverage_reset = (await session.execute(text(
+            "UPDATE delete_splits SET state = 'pending', job_id = NULL WHERE state = 'rewriting'"))).rowcount
+        await session.commit()
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+async def _read_entries(storage: ObjectStore, seqs: list[int]) -> list[list[dict]]:
+    """The entries' changes, read concurrently (each is one GET: on S3 its latency, not its size, is the cost)."""
+    limit = asyncio.Semaphore(READ_CONCURRENCY)
+
+    async def one(seq: int) -> list[dict]:
+        async with limit:
+            return await asyncio.to_thread(read_entry, storage, seq)
+    return list(await asyncio.gather(*(one(s) for s in seqs)))
