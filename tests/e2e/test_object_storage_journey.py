@@ -1,13 +1,15 @@
-"""The main journey on each storage backend: a local directory, and S3 (moto's server, which the apps and the
-Spark executors reach through the standard AWS variables, as on a real deployment). Create an index, ingest,
-register a split written into the store by someone else, merge on Spark (the merge checks run there), build every
-file's artifacts on Spark, query on both engines with the answers DuckDB gives over the same files, then drop the
-window by retention, collect garbage (the replaced and dropped splits' objects leave the store, as a listing
-outside Strata shows) and run the janitor (the artifacts of collected files go). On S3 nothing Strata shows
+"""The main journey on each storage backend: a local directory, and S3 (moto's server, which the apps and the Spark
+executors reach through the standard AWS variables, as on a real deployment). Create an index, ingest, register a
+split written into the store by someone else, merge on Spark (the merge checks run there), build every file's
+artifacts on Spark, query on both engines with the answers DuckDB gives over the same files, check PostgreSQL
+against the bucket's commit log and rebuild the metastore from the bucket alone (its queries answer the same), then
+drop the window by retention, collect garbage (the replaced and dropped splits' objects leave the store, as a
+listing outside Strata shows) and run the janitor (the artifacts of collected files go). On S3 nothing Strata shows
 (responses, spans, logs) holds the access key id or the secret."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 import re
 import uuid
@@ -27,6 +29,8 @@ from strata_shared.config import Settings
 from strata_shared.domain.sort_key import is_sorted, sort_indices
 from strata_shared.domain.sort_schema import SortSchema
 from strata_shared.metastore import migrate
+from strata_shared.metastore.engine import create_engine, session_factory
+from strata_shared.metastore.rebuild import rebuild
 from tests.e2e.reference_answers import QUERIES, files_table, normal, row_multiset
 from tests.e2e.shown_text import watching
 from tests.fixtures.apps import AppStack, app_stack
@@ -123,17 +127,46 @@ async def _answers(stack: AppStack, keys, sql: str) -> dict[str, list[tuple]]:
 
 
 async def test_the_journey_runs_on_the_backend(backend: Backend, keys, spark_factory, caplog, tmp_path_factory,
-                                               request):
+                                               request, pg_databases):
     stack = backend.stack
     stack.clock.now = datetime.now(UTC)
     with watching(caplog, tmp_path_factory, stack.indexer, stack.planner, stack.query) as shown:
-        await _journey(backend, keys, spark_factory)
+        await _journey(backend, keys, spark_factory, pg_databases)
     if backend.name == "s3":
         s3 = request.getfixturevalue("s3_server")
         shown.assert_nowhere(s3.secret_access_key, s3.access_key_id)
 
 
-async def _journey(backend: Backend, keys, spark_factory) -> None:
+async def _rebuilt_from_the_bucket_answers_the_same(stack: AppStack, keys, pg_databases, table: str,
+                                                    split_id: str) -> None:
+    """The bucket is the record (CL-1..3): PostgreSQL agrees with its commit log, and a metastore rebuilt from the
+    bucket alone, into a new database, gives every index, split and artifact snapshot back: its query-api answers
+    every query exactly as this one does, on both engines."""
+    verified = await stack.planner.post("/v1/metastore/verify", headers=keys.header(keys.admin))
+    assert verified.status_code == 200 and verified.json()["agrees"], verified.text
+
+    def empty_database() -> str:
+        url = pg_databases.create("strata_rebuilt")
+        migrate.upgrade(url)
+        return url
+
+    url = await asyncio.to_thread(empty_database)
+    engine = create_engine(url, pool_size=2)
+    try:
+        report = await rebuild(session_factory(engine, stack.storage), stack.storage, datetime.now(UTC))
+    finally:
+        await engine.dispose()
+    assert report.rows["splits"] == 5 and report.rows["indexes"] >= 1 and report.indexing_jobs == 0, report
+    async with app_stack(stack.settings.model_copy(update={"database_url": url})) as rebuilt:
+        assert await artifacts_of(rebuilt.indexer, keys, split_id) == await artifacts_of(stack.indexer, keys, split_id)
+        for sql, _ in QUERIES:
+            assert await _answers(rebuilt, keys, sql.format(i=table)) == \
+                await _answers(stack, keys, sql.format(i=table)), sql
+        verified = await rebuilt.planner.post("/v1/metastore/verify", headers=keys.header(keys.admin))
+        assert verified.status_code == 200 and verified.json()["agrees"], verified.text
+
+
+async def _journey(backend: Backend, keys, spark_factory, pg_databases) -> None:
     stack = backend.stack
     index_id = await create_indexed_index(stack.indexer, keys, merge_policy=SMALL_POLICY,
                                           retention={"period_secs": RETENTION_SECS, "interval_secs": 3600},
@@ -180,6 +213,7 @@ async def _journey(backend: Backend, keys, spark_factory) -> None:
         answers = await _answers(stack, keys, sql.format(i=table))
         assert answers["local"] == answers["spark"] == expected, sql
     assert expected, "the full-text query finds the disk errors"
+    await _rebuilt_from_the_bucket_answers_the_same(stack, keys, pg_databases, table, output["split_id"])
 
     # The merge's inputs stay through the grace period, then go from the store.
     gc_grace = stack.settings.gc_grace_secs

@@ -8,6 +8,7 @@ from fastapi import FastAPI
 from strata_planner.compaction.background import start_background
 from strata_planner.compaction.router import router as compaction_router
 from strata_planner.deletes.router import router as deletes_router
+from strata_planner.metastore.router import router as metastore_router
 from strata_shared.clock import Clock
 from strata_shared.config import Settings
 from strata_shared.maintenance.router import passes_router
@@ -30,6 +31,6 @@ def create_app(settings: Settings, *, background: bool = True, clock: Clock | No
         title="Strata planner-api",
         description="Time-windowed sorted compaction: planning, leased jobs with fencing tokens, the worker "
                     "protocol, status and the window timeline.",
-        routers=[compaction_router, deletes_router, passes_router],
+        routers=[compaction_router, deletes_router, metastore_router, passes_router],
         on_startup=startup,
     )

@@ -26,6 +26,7 @@ from strata_services.lifecycle_cli import add_commands as add_lifecycle_commands
 from strata_services.listing import add_commands as add_listing_commands
 from strata_services.local.processes import pid_alive
 from strata_services.local.supervision import describe
+from strata_services.metastore_cli import add_commands as add_metastore_commands
 from strata_services.query_cli import add_commands as add_query_commands
 from strata_services.skips_cli import add_commands as add_skips_commands
 from strata_services.worker_cli import add_commands as add_worker_commands
@@ -330,6 +331,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_lifecycle_commands(sub)
     add_skips_commands(sub)
     add_cluster_commands(sub)
+    add_metastore_commands(sub)
     return parser
 
 

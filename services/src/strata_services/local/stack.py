@@ -159,7 +159,10 @@ class LocalStack:
         # process, which `strata status` asks and `strata down` waits for, with what the supervisor did to it
         # (`Supervised.as_state`): its pid is null while it waits to be started again.
         supervised = self.supervisor.children if self.supervisor is not None else {}
+        # The embedded database's URL, for `strata metastore` (an external one is the operator's own setting).
+        embedded_database = {} if self.settings.database_url else {"database_url": self.database_url}
         state = {"pid": os.getpid(), "urls": self.urls(), "storage": self.settings.resolved_storage_uri,
+                 **embedded_database,
                  "keys": self.keys_source, "replicas": self.replicas, "supervised": self.supervisor is not None,
                  "processes": [{"label": api.label, "serves": api.name, "url": api.url, "pid": api.pid,
                                 "flight_url": api.flight_url,

@@ -51,6 +51,9 @@ from .queue_summary import QueueSummary
 from .queue_summary_counts import QueueSummaryCounts
 from .readiness import Readiness
 from .readiness_checks import ReadinessChecks
+from .rebuild_out import RebuildOut
+from .rebuild_out_report_type_0 import RebuildOutReportType0
+from .rebuild_request import RebuildRequest
 from .receipt_split import ReceiptSplit
 from .receipt_split_state import ReceiptSplitState
 from .retention_apply_request import RetentionApplyRequest
@@ -59,8 +62,13 @@ from .skip_out import SkipOut
 from .skip_page import SkipPage
 from .status_update import StatusUpdate
 from .status_update_status import StatusUpdateStatus
+from .table_drift_out import TableDriftOut
+from .table_drift_out_examples_item import TableDriftOutExamplesItem
 from .update_result import UpdateResult
 from .verified_split import VerifiedSplit
+from .verify_out import VerifyOut
+from .verify_out_drift import VerifyOutDrift
+from .verify_out_tables import VerifyOutTables
 from .window_out import WindowOut
 from .window_out_levels import WindowOutLevels
 from .window_page import WindowPage
@@ -115,6 +123,9 @@ __all__ = (
     "QueueSummaryCounts",
     "Readiness",
     "ReadinessChecks",
+    "RebuildOut",
+    "RebuildOutReportType0",
+    "RebuildRequest",
     "ReceiptSplit",
     "ReceiptSplitState",
     "RetentionApplyRequest",
@@ -123,8 +134,13 @@ __all__ = (
     "SkipPage",
     "StatusUpdate",
     "StatusUpdateStatus",
+    "TableDriftOut",
+    "TableDriftOutExamplesItem",
     "UpdateResult",
     "VerifiedSplit",
+    "VerifyOut",
+    "VerifyOutDrift",
+    "VerifyOutTables",
     "WindowOut",
     "WindowOutLevels",
     "WindowPage",
