@@ -95,6 +95,12 @@ def test_console_shows_the_store_the_queues_and_a_pruning_funnel(observed_stack,
             assert "object store timed out" in indexing.locator(
                 f'tr[data-job-id="{observed_stack.retried_indexing_job}"]').inner_text()
 
+            # The metastore check, on demand: PostgreSQL and the bucket's commit log agree.
+            page.click("#verify-metastore")
+            page.locator('#metastore [data-agrees]').wait_for(timeout=60_000)
+            assert page.locator("#metastore [data-agrees]").get_attribute("data-agrees") == "yes", \
+                page.locator("#metastore").inner_text()
+
             page.fill("#sql", SQL)
             page.click('button[data-action="explain"]')
             page.locator(".funnel").wait_for()

@@ -1,10 +1,11 @@
 // The console's page: the key, the refresh loop, the index list with its indexing lag, and the wiring of the
-// windows picture, the debt chart, the deletes, the two queues and the query box.
+// windows picture, the debt chart, the deletes, the two queues, the metastore check and the query box.
 
-import { get, hasKey, setKey } from "./api.js";
+import { get, hasKey, post, setKey } from "./api.js";
 import { debtChart } from "./debt.js";
 import { deletesTable } from "./deletes.js";
 import { count, el, errorBox, replace, seconds } from "./dom.js";
+import { verifyResult } from "./metastore.js";
 import { explain, run } from "./query.js";
 import { showQueue } from "./queues.js";
 import { windowsChart } from "./windows.js";
@@ -154,6 +155,14 @@ function start() {
     explain($("sql").value, $("explain"));
   });
   $("run-query").addEventListener("click", () => run($("sql").value, $("result")));
+  $("verify-metastore").addEventListener("click", async () => {
+    replace($("metastore"), el("p", { class: "empty" }, "verifying..."));
+    try {
+      replace($("metastore"), verifyResult(await post("metastore/verify")));
+    } catch (error) {
+      replace($("metastore"), errorBox(error));
+    }
+  });
   $("welcome").hidden = hasKey();
   schedule();
   refresh();
