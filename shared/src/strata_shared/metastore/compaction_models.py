@@ -69,6 +69,8 @@ class CompactionJobInputRow(Base):
     __table_args__ = (
         # A split is in at most one live job: the database refuses a second claim, whatever the planner thought.
         Index("uq_compaction_job_inputs_live_split", "split_id", unique=True, postgresql_where=text("live")),
+        # Every claim on a split, ended ones too: deleting a split (GC) cascades here (migration 0018).
+        Index("ix_compaction_job_inputs_split", "split_id"),
     )
 
 

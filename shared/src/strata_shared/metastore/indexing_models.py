@@ -49,6 +49,8 @@ class IndexingJobRow(LeasedJobColumns, Base):
         # The queue, oldest first: the indexing lag is the age of its head.
         Index("ix_indexing_jobs_queue", "status", "created_at"),
         Index("ix_indexing_jobs_index", "index_uid", "job_id"),
+        # Every job of a split, finished ones too: deleting a split (GC) cascades here (migration 0018).
+        Index("ix_indexing_jobs_split", "split_id"),
     )
 
 

@@ -13,6 +13,11 @@ Measured with `bench.bench_metastore_growth` (docs/benchmarks.md, "Metastore gro
 - `ix_splits_marked_for_deletion`: GC pages through the splits marked for deletion in split id order
   (`SplitRepository.deletable`). Without it that page walked the (index, state, window) index over every row of
   the table, as long as the table whatever the backlog; partial, it holds the backlog only.
+- `ix_indexing_jobs_split`, `ix_compaction_job_inputs_split`: GC's DELETE of a page of splits cascades to their
+  indexing jobs and merge claims (ON DELETE CASCADE), one lookup by split_id per deleted split. Only live jobs and
+  live claims had an index on split_id (partial), so each lookup read the whole table, whose finished jobs number
+  about as many as the splits ever published: deleting 1,000 splits took 22 s beside 100,000 finished indexing
+  jobs, 77 ms with these indexes, and GC could not have kept the split table bounded.
 """
 
 from alembic import op
@@ -30,8 +35,12 @@ def upgrade() -> None:
         "row_group_bytes) WHERE state = 'published'")
     op.execute(
         "CREATE INDEX ix_splits_marked_for_deletion ON splits (split_id) WHERE state = 'marked_for_deletion'")
+    op.execute("CREATE INDEX ix_indexing_jobs_split ON indexing_jobs (split_id)")
+    op.execute("CREATE INDEX ix_compaction_job_inputs_split ON compaction_job_inputs (split_id)")
 
 
 def downgrade() -> None:
+    op.execute("DROP INDEX ix_compaction_job_inputs_split")
+    op.execute("DROP INDEX ix_indexing_jobs_split")
     op.execute("DROP INDEX ix_splits_marked_for_deletion")
     op.execute("DROP INDEX ix_splits_published_window")
