@@ -39,7 +39,8 @@ class CommitLogChangeRow(Base):
 
 
 class CommitLogRow(Base):
-    """A numbered entry: its transaction's captures (or, restored by a rebuild, its own copy of them)."""
+    """A numbered entry: its transaction's captures. One restored by a rebuild names no transaction: its changes
+    are the bucket's object. (`changes` holds an entry's own copy, for entries that have neither.)"""
 
     __tablename__ = "commit_log"
 

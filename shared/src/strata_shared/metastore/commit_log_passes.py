@@ -55,6 +55,7 @@ async def ship_pending(sessions: async_sessionmaker[AsyncSession], storage: Obje
         rows = (await session.execute(
             text(f"SELECT l.seq, l.committed_at, {ENTRY_CHANGES} FROM commit_log l WHERE l.seq = ANY(:seqs) "
                  f"ORDER BY l.seq"), {"seqs": missing})).all()
+    rows = [r for r in rows if r[2] is not None]  # a rebuild's restored entries are the bucket's own objects
     for row in rows:
         entry = Entry.of(*row)
         await asyncio.to_thread(storage.write_bytes, commit_log_entry_path(entry.seq), entry.body)

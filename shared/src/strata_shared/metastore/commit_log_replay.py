@@ -14,6 +14,7 @@ or an entry a checkpoint already holds, changes nothing.
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import io
 import json
@@ -38,6 +39,9 @@ CHECKPOINT_FORMAT = 1
 MANIFEST = "manifest.json"
 # Rows per statement when a checkpoint's table is loaded.
 LOAD_CHUNK = 2_000
+# Entries applied as one net change (`Replayer.apply_folded`), and read this many at once.
+FOLD_ENTRIES = 1_000
+READ_CONCURRENCY = 16
 
 
 @dataclass(frozen=True)
@@ -102,6 +106,17 @@ def read_entry(storage: ObjectStore, seq: int) -> list[dict[str, Any]]:
     if entry.get("seq") != seq:
         raise ValueError(f"commit log object {commit_log_entry_path(seq)} holds entry {entry.get('seq')!r}")
     return entry["changes"]
+
+
+async def read_entries(storage: ObjectStore, seqs: list[int]) -> list[list[dict[str, Any]]]:
+    """The entries' changes, in the order asked, read concurrently (each is one GET: on S3 its latency, not its
+    size, is the cost)."""
+    limit = asyncio.Semaphore(READ_CONCURRENCY)
+
+    async def one(seq: int) -> list[dict[str, Any]]:
+        async with limit:
+            return await asyncio.to_thread(read_entry, storage, seq)
+    return list(await asyncio.gather(*(one(s) for s in seqs)))
 
 
 def checkpoint_rows(storage: ObjectStore, checkpoint: Checkpoint, table: str,

@@ -17,7 +17,6 @@ above, keeping the dump's job history, samples and skips.
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,14 +28,12 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from strata_shared.errors import Conflict
 from strata_shared.metastore.commit_log import LOGGED_TABLES
 from strata_shared.metastore.commit_log_passes import ship_pending
-from strata_shared.metastore.commit_log_replay import Replayer, list_log, read_entry, table_shapes
+from strata_shared.metastore.commit_log_replay import FOLD_ENTRIES, Replayer, list_log, read_entries, table_shapes
 from strata_shared.metastore.indexing_repository import IndexingRepository
 from strata_shared.storage import ObjectStore
 
 Progress = Callable[[str, int, int], None]
-# Entries read and applied as one net change (`Replayer.apply_folded`); objects read this many at once.
-FOLD_ENTRIES = 1_000
-READ_CONCURRENCY = 16
+
 
 
 @dataclass
@@ -50,6 +47,8 @@ class RebuildReport:
     coverage_reset: int = 0
     objects_read: int = 0
     seconds: float = 0.0
+    # Seconds per phase: listing, checkpoint, entries, derived (windows, counters' offset, commit), jobs.
+    phases: dict[str, float] = field(default_factory=dict)
 
     @property
     def splits_per_second(self) -> float:
@@ -67,6 +66,7 @@ async def rebuild(sessions: async_sessionmaker[AsyncSession], storage: ObjectSto
         await ship_pending(sessions, storage, grace=timedelta(0))
     listing = await asyncio.to_thread(list_log, storage)
     to_apply = listing.to_apply()
+    mark = _Stopwatch(started)
     checkpoint_seq = listing.checkpoint.seq if listing.checkpoint else None
     report = RebuildReport(checkpoint_seq=checkpoint_seq, entries_applied=len(to_apply),
                            last_seq=max([*to_apply, checkpoint_seq or 0]), objects_read=listing.objects_read)
@@ -80,22 +80,24 @@ async def rebuild(sessions: async_sessionmaker[AsyncSession], storage: ObjectSto
             await session.execute(text(f"TRUNCATE {', '.join(LOGGED_TABLES)}, commit_log, commit_log_checkpoints "
                                        f"CASCADE"))
         replayer = Replayer(session, await table_shapes(session))
+        report.phases["listing"] = mark()
         if listing.checkpoint is not None:
             await replayer.load_checkpoint(storage, listing.checkpoint)
             report.objects_read += len(listing.checkpoint.tables)
             await session.execute(text("INSERT INTO commit_log_checkpoints (seq, missing) VALUES (:seq, :missing)"),
                                   {"seq": listing.checkpoint.seq, "missing": sorted(listing.checkpoint.missing)})
+        report.phases["checkpoint"] = mark()
         for start in range(0, len(to_apply), FOLD_ENTRIES):
             batch = to_apply[start:start + FOLD_ENTRIES]
-            entries = await _read_entries(storage, batch)
+            entries = await read_entries(storage, batch)
             await replayer.apply_folded(entries)
-            # The entries are in PostgreSQL again as they were, shipped: verify finds nothing the database lacks.
-            await session.execute(text(
-                "INSERT INTO commit_log (seq, changes) SELECT r.seq, r.changes "
-                "FROM jsonb_to_recordset(CAST(:rows AS jsonb)) AS r(seq bigint, changes jsonb)"),
-                {"rows": json.dumps([{"seq": seq, "changes": c} for seq, c in zip(batch, entries, strict=True)])})
+            # The entries are known to PostgreSQL again, as shipped ones: their changes are the bucket's objects, so
+            # verify finds nothing the database lacks and the ship pass nothing to write.
+            await session.execute(text("INSERT INTO commit_log (seq) SELECT unnest(CAST(:seqs AS bigint[]))"),
+                                  {"seqs": batch})
             if progress is not None:
                 progress("entries", start + len(batch), len(to_apply))
+        report.phases["entries"] = mark()
         report.objects_read += len(to_apply)
         report.rows = dict(replayer.rows_applied)
         if report.last_seq:
@@ -111,6 +113,7 @@ async def rebuild(sessions: async_sessionmaker[AsyncSession], storage: ObjectSto
             ON CONFLICT (index_uid, window_duration_secs, window_start)
             DO UPDATE SET dirty = true, final_planned = false"""))).rowcount
         await session.commit()
+    report.phases["derived"] = mark()
     async with sessions() as session:
         unindexed = (await session.execute(text("""
             SELECT s.split_id, s.index_uid, s.partition_id FROM splits s
@@ -121,15 +124,16 @@ async def rebuild(sessions: async_sessionmaker[AsyncSession], storage: ObjectSto
         report.coverage_reset = (await session.execute(text(
             "UPDATE delete_splits SET state = 'pending', job_id = NULL WHERE state = 'rewriting'"))).rowcount
         await session.commit()
+    report.phases["jobs"] = mark()
     report.seconds = time.perf_counter() - started
     return report
 
 
-async def _read_entries(storage: ObjectStore, seqs: list[int]) -> list[list[dict]]:
-    """The entries' changes, read concurrently (each is one GET: on S3 its latency, not its size, is the cost)."""
-    limit = asyncio.Semaphore(READ_CONCURRENCY)
+class _Stopwatch:
+    def __init__(self, started: float) -> None:
+        self.last = started
 
-    async def one(seq: int) -> list[dict]:
-        async with limit:
-            return await asyncio.to_thread(read_entry, storage, seq)
-    return list(await asyncio.gather(*(one(s) for s in seqs)))
+    def __call__(self) -> float:
+        now = time.perf_counter()
+        elapsed, self.last = now - self.last, now
+        return round(elapsed, 3)

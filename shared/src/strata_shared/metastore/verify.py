@@ -26,7 +26,14 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from strata_shared.metastore.commit_log import ENTRY_CHANGES, LOGGED_TABLES
 from strata_shared.metastore.commit_log_passes import SHIP_GRACE
-from strata_shared.metastore.commit_log_replay import Replayer, list_log, read_checkpoint, read_entry, table_shapes
+from strata_shared.metastore.commit_log_replay import (
+    FOLD_ENTRIES,
+    Replayer,
+    list_log,
+    read_checkpoint,
+    read_entries,
+    table_shapes,
+)
 from strata_shared.storage import ObjectStore, PathOutsideRoot
 from strata_shared.storage_layout import COMMIT_LOG_DIR
 
@@ -96,15 +103,24 @@ async def verify(sessions: async_sessionmaker[AsyncSession], storage: ObjectStor
         replayer = Replayer(session, shapes, prefix=_COPY)
         if checkpoint is not None:
             await replayer.load_checkpoint(storage, checkpoint)
-        for seq in sorted(held):
-            if seq in in_bucket:
-                changes = await asyncio.to_thread(read_entry, storage, seq)
-            else:
-                if not held[seq]:
-                    report.unshipped.append(seq)
-                changes = json.loads((await session.execute(
-                    text(f"SELECT {ENTRY_CHANGES} FROM commit_log l WHERE l.seq = :seq"), {"seq": seq})).scalar_one())
-            await replayer.apply(changes)
+        ordered = sorted(held)
+        from_bucket = dict(zip([s for s in ordered if s in in_bucket],
+                               await read_entries(storage, [s for s in ordered if s in in_bucket]), strict=True))
+        not_shipped = [s for s in ordered if s not in in_bucket]
+        from_postgres = {seq: text_ for seq, text_ in await session.execute(
+            text(f"SELECT l.seq, {ENTRY_CHANGES} FROM commit_log l WHERE l.seq = ANY(:seqs)"),
+            {"seqs": not_shipped})}
+        entries = []
+        for seq in ordered:
+            if seq in from_bucket:
+                entries.append(from_bucket[seq])
+                continue
+            if not held[seq]:
+                report.unshipped.append(seq)
+            if from_postgres.get(seq) is not None:  # None: a restored entry whose object has since gone
+                entries.append(json.loads(from_postgres[seq]))
+        for start in range(0, len(entries), FOLD_ENTRIES):
+            await replayer.apply_folded(entries[start:start + FOLD_ENTRIES])
         report.entries_checked = len(held)
         for table, shape in shapes.items():
             report.tables[table] = await _compare(session, table, shape.key)

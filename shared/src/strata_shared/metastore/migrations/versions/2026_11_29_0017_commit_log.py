@@ -13,7 +13,7 @@ after the commit it writes that entry to the bucket.
 
 The captures are written once: a `commit_log` row names its transaction (`xid`) and the entry's changes are that
 transaction's `commit_log_changes` rows, read when the entry is shipped, and deleted with it once a checkpoint
-holds it. (An entry restored by a rebuild has no transaction here and keeps its changes in `changes`.)
+holds it. (An entry restored by a rebuild names no transaction: its changes are the bucket's object.)
 
 A deferred constraint trigger refuses to commit a transaction whose captures no entry numbers: a change of committed
 state that bypasses the log fails loudly at COMMIT instead of being silently missing from the bucket. Bulk loads
@@ -61,8 +61,7 @@ def upgrade() -> None:
             seq bigint CONSTRAINT pk_commit_log PRIMARY KEY,
             xid xid8 CONSTRAINT uq_commit_log_xid UNIQUE,
             committed_at timestamptz NOT NULL DEFAULT now(),
-            changes jsonb,
-            CHECK ((xid IS NULL) <> (changes IS NULL))
+            changes jsonb
         )""")
     # The checkpoint the rows of `commit_log` start after: a checkpoint in the bucket holds every logged table as
     # of entry `seq` except the entries `missing` (numbered below `seq`, not committed when it was taken), and
