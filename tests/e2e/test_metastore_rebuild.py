@@ -137,7 +137,8 @@ async def test_the_database_dropped_under_writers_is_rebuilt_from_the_bucket(reb
             where = f"NOT ({DELETED})"
             duck = (duck_sql or sql).format(i=f"(SELECT * FROM data WHERE {where})")
             expected = normal(reference.execute(duck).fetchall())
-            for engine in ("local", "spark"):
+            # Spark once: both engines' answers after a rebuild are the object storage journey's to compare.
+            for engine in ("local", "spark") if sql == QUERIES[0][0] else ("local",):
                 assert await _answer(stack, keys, sql.format(i=f'"{index_id}"'), engine) == expected, (engine, sql)
         index = (await stack.indexer.get(f"/v1/indexes/{index_id}", headers=keys.header(keys.admin))).json()
         assert index["compaction_paused_at"] is not None
