@@ -42,11 +42,11 @@ async def collect_garbage(state: AppState, now: datetime) -> GcReport:
         while True:
             async with state.sessions() as session:
                 repo = SplitRepository(session)
-                rows = await repo.deletable(marked_before, BATCH, after_split_id=after)
+                rows = await repo.deletable(marked_before, BATCH, after=after)
                 if not rows:
                     break
                 gone = []
-                for split_id, index_uid, uri in rows:
+                for split_id, index_uid, uri, _ in rows:
                     async with skips.entry(index_uid.split(":", 1)[0], split_id) as outcome:
                         await asyncio.to_thread(state.storage.delete, uri)
                     if not outcome.skipped:
@@ -56,7 +56,7 @@ async def collect_garbage(state: AppState, now: datetime) -> GcReport:
                 await repo.delete(gone)
                 await session.commit()
                 deleted += len(gone)
-                after = rows[-1][0]
+                after = (rows[-1].marked_for_deletion_at, rows[-1].split_id)
         orphans = await _delete_unpublished_merge_outputs(state, now - grace, skips)
     if deleted or orphans:
         log.info("gc: deleted %d splits past their grace period, %d unpublished merge outputs", deleted, orphans)

@@ -115,13 +115,14 @@ class SplitRow(Base):
         Index("ix_splits_published_created", "index_uid", "created_at",
               postgresql_where=text("state = 'published'")),
         # Migration 0018: the published splits of the queried windows, with every column a plan's candidate
-        # statement and its counts read (an index-only scan, whatever else the table holds), and the backlog of
-        # replaced splits GC pages through in split id order (the backlog only, not the table).
+        # statement and its counts read (an index-only scan, whatever else the table holds), and the replaced
+        # splits GC pages through in mark order (the due ones only, not the table nor those within the grace).
         Index("ix_splits_published_window", "index_uid", "window_start", "split_id",
               postgresql_include=["partition_id", "time_range_start", "time_range_end", "num_rows", "size_bytes",
                                   "num_row_groups", "row_group_bytes"],
               postgresql_where=text("state = 'published'")),
-        Index("ix_splits_marked_for_deletion", "split_id", postgresql_where=text("state = 'marked_for_deletion'")),
+        Index("ix_splits_marked_for_deletion", "marked_for_deletion_at", "split_id",
+              postgresql_where=text("state = 'marked_for_deletion'")),
         CheckConstraint("window_duration_secs IN (60,120,180,240,300,360,600,720,900,1200,1800,3600)",
                         name="tw2_window_duration"),
         CheckConstraint("window_start % window_duration_secs = 0", name="window_aligned"),
