@@ -62,8 +62,9 @@ OURS = "2026_11_29_0018"
 
 
 def _before_ours() -> str:
-    from strata_shared.metastore.migrate import alembic_config
     from alembic.script import ScriptDirectory
+
+    from strata_shared.metastore.migrate import alembic_config
 
     script = ScriptDirectory.from_config(alembic_config("postgresql+asyncpg://unused/unused"))
     for revision in script.walk_revisions():
@@ -100,7 +101,8 @@ SELECT s.split_id, c.name, c.kind::column_value_type,
        CASE c.name WHEN 'metric_name' THEN 'metric_' || lpad((n % 20)::text, 3, '0')
                    WHEN 'service' THEN 'service-00' WHEN 'host' THEN 'host-' || lpad((n % 1800)::text, 4, '0') END,
        CASE c.name WHEN 'metric_name' THEN 'metric_' || lpad((180 + n % 20)::text, 3, '0')
-                   WHEN 'service' THEN 'service-29' WHEN 'host' THEN 'host-' || lpad((n % 1800 + 150)::text, 4, '0') END,
+                   WHEN 'service' THEN 'service-29'
+                   WHEN 'host' THEN 'host-' || lpad((n % 1800 + 150)::text, 4, '0') END,
        CASE WHEN c.name = 'timestamp_secs' THEN s.time_range_start END,
        CASE WHEN c.name = 'timestamp_secs' THEN s.time_range_end END,
        CASE WHEN c.name = 'value' THEN (n % 50)::float8 END,
@@ -136,7 +138,8 @@ async def grow(dsn: str, info: ExplainIndex, storage_uri: str, generated: int, a
         for begin in range(first, last + 1, chunk):
             end = min(last, begin + chunk - 1)
             # Newest history first in the numbering; the window of row i counts back from the loaded windows.
-            await conn.execute(_GROW_SPLITS, info.index_uid, info.doc_mapping_uid, info.sort_schema, prefix, info.first_window,
+            await conn.execute(_GROW_SPLITS, info.index_uid, info.doc_mapping_uid, info.sort_schema, prefix,
+                               info.first_window,
                                per_window, begin, end)
             await conn.execute(_GROW_STATS, _history_id(begin), _history_id(end))
             print(f"[growth] rows {begin:,}..{end:,} in {time.perf_counter() - started:.0f} s", flush=True)
@@ -220,7 +223,6 @@ def _new_splits(info: ExplainIndex, count: int, window_start: int) -> list[Any]:
 
 async def measure_register(sessions, info: ExplainIndex) -> dict[str, Any]:
     """indexer-api's `register_splits` with its footer check replaced by the metadata it would return."""
-    from sqlalchemy import select
 
     from strata_indexer.splits import service
     from strata_indexer.splits.schemas import SplitToRegister
@@ -422,7 +424,8 @@ def run(stack: Stack, *, targets: tuple[int, ...], runs: int = HTTP_RUNS) -> dic
         migrate.downgrade(url, base_revision)
         at["downgrade_secs"] = time.perf_counter() - started
         asyncio.run(_analyze(dsn))
-        at["before"] = measure_size(stack, url, storage_root, loaded["storage_uri"], info, sql, f"{target}-before", runs)
+        at["before"] = measure_size(stack, url, storage_root, loaded["storage_uri"], info, sql, f"{target}-before",
+                                    runs)
         started = time.perf_counter()
         migrate.upgrade(url)
         at["upgrade_secs"] = time.perf_counter() - started
