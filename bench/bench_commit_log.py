@@ -292,6 +292,33 @@ async def _verify(url: str, storage) -> dict[str, Any]:
             "entries_checked": report.entries_checked, "checkpoint_seq": report.checkpoint_seq}
 
 
+async def _insert_floor(url: str) -> dict[str, Any]:
+    """What PostgreSQL alone takes to insert the rebuilt database's split and statistics rows into empty copies of
+    their tables (same indexes, no foreign keys or triggers) from a table, with no JSON to parse: the floor a
+    rebuild's load stands on, measured beside it in the same run."""
+    engine = create_async_engine(url)
+    try:
+        async with engine.connect() as connection:
+            await connection.execute(text("SET strata.capture = 'off'"))
+            columns = {}
+            for table in ("splits", "split_column_stats"):
+                columns[table] = ", ".join(r for (r,) in await connection.execute(text(
+                    "SELECT attname FROM pg_attribute WHERE attrelid = CAST(:t AS regclass) AND attnum > 0 "
+                    "AND NOT attisdropped AND attgenerated = '' ORDER BY attnum"), {"t": table}))
+                await connection.execute(text(f"CREATE TEMP TABLE source_{table} AS SELECT * FROM {table}"))
+                await connection.execute(text(f"CREATE TEMP TABLE floor_{table} (LIKE {table} INCLUDING ALL)"))
+            started = time.perf_counter()
+            for table, names in columns.items():
+                await connection.execute(text(f"INSERT INTO floor_{table} ({names}) SELECT {names} "
+                                              f"FROM source_{table}"))
+            seconds = time.perf_counter() - started
+            splits = (await connection.execute(text("SELECT count(*) FROM floor_splits"))).scalar_one()
+            await connection.rollback()
+    finally:
+        await engine.dispose()
+    return {"seconds": seconds, "splits": splits, "splits_per_second": splits / seconds if seconds else 0.0}
+
+
 async def _count(url: str) -> int:
     engine = create_async_engine(url)
     try:
@@ -334,6 +361,9 @@ def run(stack: Stack, *, transactions_1: int = 500, transactions_100: int = 100,
           f"{result['rebuild']['splits_per_second']:.0f} splits/s", flush=True)
     print("[commit_log] verify (rebuilt) ...", flush=True)
     result["verify_rebuilt"] = asyncio.run(_verify(target, storage))
+    result["insert_floor"] = asyncio.run(_insert_floor(target))
+    print(f"[commit_log] floor: PostgreSQL inserting the same rows from a table: "
+          f"{result['insert_floor']['splits_per_second']:.0f} splits/s", flush=True)
     stack.drop_database(source)
     stack.drop_database(target)
     (DATA_DIR / f"last-{SECTION}.json").write_text(json.dumps(result, default=str))
@@ -406,6 +436,10 @@ def render(result: dict[str, Any]) -> str:
         f"| objects read | {fmt_int(rb['objects_read'])} (checkpoint manifest and tables, "
         f"{fmt_int(rb['entries_applied'])} entries) |",
         f"| of which: checkpoint load | {fmt_s(spent['load_checkpoint'])} ({checkpoint_rate} splits/s) |",
+        *([f"| floor: PostgreSQL inserting the same {fmt_int(result['insert_floor']['splits'])} splits and their "
+           f"statistics from a table (same indexes, no foreign keys, triggers or JSON), in the same run | "
+           f"{fmt_s(result['insert_floor']['seconds'])} (**{fmt_int(result['insert_floor']['splits_per_second'])} "
+           f"splits/s**) |"] if "insert_floor" in result else []),
         f"| of which: entries read / applied | {fmt_s(spent['read_entry'])} (summed over the concurrent reads) / "
         f"{fmt_s(spent['apply'])} ({entry_rate} entries/s, {entry_split_rate} splits/s; applied 1,000 at a time "
         f"as their net effect, each restored to `commit_log`) |",

@@ -134,7 +134,7 @@ async def start_metastore_rebuild(request: Request, body: RebuildRequest, state:
     return run.out
 
 
-@router.get("/v1/metastore/rebuild", response_model=RebuildOut, responses=problem_responses(401, 403, 404))
+@router.get("/v1/metastore/rebuild", response_model=RebuildOut, responses=problem_responses(401, 403, 404, 503))
 async def get_metastore_rebuild(request: Request,
                                 _: Annotated[Principal, Depends(require(Scope.ADMIN))]) -> RebuildOut:
     """The progress of the last rebuild this replica ran (404 if none since it started)."""
