@@ -25,8 +25,9 @@ from strata_shared.metastore.commit_log_replay import (
     CHECKPOINT_FORMAT,
     MANIFEST,
     checkpoint_file,
-    gzip_lines,
+    copy_out,
     list_log,
+    table_shapes,
 )
 from strata_shared.storage import ObjectStore
 from strata_shared.storage_layout import commit_log_checkpoint_dir, commit_log_entry_path
@@ -95,12 +96,14 @@ async def write_checkpoint(sessions: async_sessionmaker[AsyncSession], storage: 
         missing = _missing(previous, set(visible), high, now)
         rows: dict[str, int] = {}
         files: dict[str, dict[str, object]] = {}
+        shapes = await table_shapes(session)
         for table in LOGGED_TABLES:
-            lines = [r for (r,) in await session.execute(text(f'SELECT row_to_json(t)::text FROM "{table}" AS t'))]
+            columns = shapes[table].columns
+            data, count = await copy_out(session, table, columns)
             relative = checkpoint_file(high, table)
-            await asyncio.to_thread(storage.write_bytes, relative, gzip_lines(lines))
-            rows[table] = len(lines)
-            files[table] = {"file": relative, "rows": len(lines)}
+            await asyncio.to_thread(storage.write_bytes, relative, data)
+            rows[table] = count
+            files[table] = {"file": relative, "rows": count, "columns": list(columns)}
         manifest = {"format": CHECKPOINT_FORMAT, "seq": high, "missing": missing, "tables": files,
                     "written_at": now.isoformat()}
     # The manifest last: a checkpoint without one is a crash's leftover, never read.

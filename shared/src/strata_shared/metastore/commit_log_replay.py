@@ -1,13 +1,17 @@
 """Reading the commit log back from the bucket and applying it to tables: what rebuild and verify share.
 
 What the bucket holds (`storage_layout`): entries `_commit_log/entries/{seq}.json`, one per committed
-transaction (`commit_log.Entry`), and checkpoints `_commit_log/checkpoints/{seq}/`: one gzipped JSON-lines file
-per logged table (each line a row as `row_to_json` writes it) and `manifest.json`, written last, which makes the
-checkpoint count. A checkpoint holds every entry numbered up to its `seq` except those it lists as `missing`
-(numbered, not yet committed when it was taken); the state is the latest checkpoint with every later or missing
-entry applied in number order (CL-3).
+transaction (`commit_log.Entry`), and checkpoints `_commit_log/checkpoints/{seq}/`: one gzipped file per logged
+table in PostgreSQL's COPY text format, its columns named in `manifest.json`, written last, which makes the
+checkpoint count. COPY, not JSON, because a checkpoint is what a large rebuild spends its time loading: COPY
+loads at close to PostgreSQL's own insert rate, where parsing JSON rows took five times that
+(docs/benchmarks.md, "Commit log"); the columns listed make a table's file loadable after a migration added one.
 
-Rows are applied with `json_populate_recordset`, so PostgreSQL itself turns each JSON value back into its
+A checkpoint holds every entry numbered up to its `seq` except those it lists as `missing` (numbered, not yet
+committed when it was taken); the state is the latest checkpoint with every later or missing entry applied in
+number order (CL-3).
+
+An entry's rows are applied with `json_populate_recordset`, so PostgreSQL itself turns each JSON value back into its
 column's type (enums, timestamps, arrays, numerics), and an upsert sets the whole row: applying an entry twice,
 or an entry a checkpoint already holds, changes nothing.
 """
@@ -18,7 +22,7 @@ import asyncio
 import gzip
 import io
 import json
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,18 +41,26 @@ from strata_shared.storage_layout import (
 
 CHECKPOINT_FORMAT = 1
 MANIFEST = "manifest.json"
-# Rows per statement when a checkpoint's table is loaded.
+# Rows per statement when entries are applied, and bytes per read of a checkpoint's file.
 LOAD_CHUNK = 2_000
+COPY_CHUNK = 1 << 20
 # Entries applied as one net change (`Replayer.apply_folded`), and read this many at once.
 FOLD_ENTRIES = 1_000
 READ_CONCURRENCY = 16
 
 
 @dataclass(frozen=True)
+class CheckpointTable:
+    file: str  # relative to the storage root
+    columns: tuple[str, ...]
+    rows: int
+
+
+@dataclass(frozen=True)
 class Checkpoint:
     seq: int
     missing: frozenset[int]
-    tables: dict[str, str]  # table -> file, relative to the storage root
+    tables: dict[str, CheckpointTable]
 
     def holds(self, seq: int) -> bool:
         return seq <= self.seq and seq not in self.missing
@@ -71,7 +83,7 @@ class LogListing:
 
 
 def checkpoint_file(seq: int, table: str) -> str:
-    return f"{commit_log_checkpoint_dir(seq)}/{table}.jsonl.gz"
+    return f"{commit_log_checkpoint_dir(seq)}/{table}.copy.gz"
 
 
 def list_log(storage: ObjectStore) -> LogListing:
@@ -96,7 +108,8 @@ def read_checkpoint(storage: ObjectStore, seq: int) -> Checkpoint:
         raise ValueError(f"checkpoint {seq} has format {manifest.get('format')!r}; this version reads "
                          f"{CHECKPOINT_FORMAT}")
     return Checkpoint(seq=int(manifest["seq"]), missing=frozenset(manifest.get("missing", ())),
-                      tables={t: info["file"] for t, info in manifest["tables"].items()})
+                      tables={t: CheckpointTable(info["file"], tuple(info["columns"]), int(info["rows"]))
+                              for t, info in manifest["tables"].items()})
 
 
 def read_entry(storage: ObjectStore, seq: int) -> list[dict[str, Any]]:
@@ -119,31 +132,32 @@ async def read_entries(storage: ObjectStore, seqs: list[int]) -> list[list[dict[
     return list(await asyncio.gather(*(one(s) for s in seqs)))
 
 
-def checkpoint_rows(storage: ObjectStore, checkpoint: Checkpoint, table: str,
-                    chunk: int = LOAD_CHUNK) -> Iterator[list[str]]:
-    """A checkpoint's rows of one table as JSON texts, `chunk` at a time."""
-    relative = checkpoint.tables.get(table)
-    if relative is None:
-        return
-    with storage.open_input(relative) as raw, gzip.open(raw, "rt", encoding="utf-8") as lines:
-        batch: list[str] = []
-        for line in lines:
-            if line.strip():
-                batch.append(line)
-            if len(batch) >= chunk:
-                yield batch
-                batch = []
-        if batch:
-            yield batch
+async def _decompressed(storage: ObjectStore, relative: str) -> AsyncIterator[bytes]:
+    """A gzipped object's bytes, a chunk at a time, read off the event loop."""
+    raw = await asyncio.to_thread(storage.open_input, relative)
+    try:
+        stream = gzip.GzipFile(fileobj=raw, mode="rb")
+        while chunk := await asyncio.to_thread(stream.read, COPY_CHUNK):
+            yield chunk
+    finally:
+        raw.close()
 
 
-def gzip_lines(rows: list[str]) -> bytes:
+async def copy_out(session: AsyncSession, table: str, columns: tuple[str, ...]) -> tuple[bytes, int]:
+    """The table's rows in COPY text format, gzipped, and how many, read in the session's transaction."""
+    connection = await _driver_connection(session)
     buffer = io.BytesIO()
     with gzip.GzipFile(fileobj=buffer, mode="wb", compresslevel=1) as out:
-        for row in rows:
-            out.write(row.encode())
-            out.write(b"\n")
-    return buffer.getvalue()
+        async def sink(chunk: bytes) -> None:
+            out.write(chunk)
+        status = await connection.copy_from_query(f'SELECT {_quoted(columns)} FROM "{table}"', output=sink)
+    return buffer.getvalue(), int(status.split()[-1])
+
+
+async def _driver_connection(session: AsyncSession):
+    """The asyncpg connection under the session, in its transaction: COPY has no SQLAlchemy statement."""
+    raw = await (await session.connection()).get_raw_connection()
+    return raw.driver_connection
 
 
 @dataclass(frozen=True)
@@ -247,8 +261,14 @@ class Replayer:
                 await self.upsert(table, json.dumps(part), len(part))
 
     async def load_checkpoint(self, storage: ObjectStore, checkpoint: Checkpoint) -> None:
-        """Into empty tables (a rebuild's, emptied first with --from-dump; verify's copies)."""
-        # Parents before children (LOGGED_TABLES' order), so foreign keys hold as each chunk goes in.
+        """Into empty tables (a rebuild's, emptied first with --from-dump; verify's copies), with COPY."""
+        connection = await _driver_connection(self.session)
+        # Parents before children (LOGGED_TABLES' order), so foreign keys hold as the rows go in.
         for table in LOGGED_TABLES:
-            for chunk in checkpoint_rows(storage, checkpoint, table):
-                await self.upsert(table, "[" + ",".join(chunk) + "]", len(chunk), into_empty=True)
+            part = checkpoint.tables.get(table)
+            if part is None:
+                continue
+            self._target(table)
+            await connection.copy_to_table(f"{self.prefix}{table}", source=_decompressed(storage, part.file),
+                                           columns=list(part.columns), format="text")
+            self.rows_applied[table] = self.rows_applied.get(table, 0) + part.rows
