@@ -12,13 +12,18 @@ and log lines, and its query string would break the URIs made under it, so it is
 from __future__ import annotations
 
 import errno
+import io
 import posixpath
+import shutil
+from typing import BinaryIO
 from urllib.parse import urlparse
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 
 from strata_shared.object_requests import MeteredFileSystem
+
+_COPY_CHUNK = 8 << 20
 
 
 class PathOutsideRoot(ValueError):
@@ -84,12 +89,16 @@ class ObjectStore:
         return self.uri_for(path[len(self._root_prefix):] if path != self.root_path else "")
 
     def write_bytes(self, uri: str, data: bytes) -> None:
+        self.write_from(uri, io.BytesIO(data))
+
+    def write_from(self, uri: str, source: BinaryIO) -> None:
+        """The rest of `source` as the object's content, copied a chunk at a time (a file larger than memory)."""
         path = self.resolve(uri)
         self.fs.create_dir(posixpath.dirname(path), recursive=True)
         # Write under a temporary name and move: a crash never leaves a truncated file under the final name.
         tmp = f"{path}.tmp-upload"
         with self.fs.open_output_stream(tmp) as out:
-            out.write(data)
+            shutil.copyfileobj(source, out, _COPY_CHUNK)
         self.fs.move(tmp, path)
 
     def _file_info(self, uri: str) -> pafs.FileInfo | None:

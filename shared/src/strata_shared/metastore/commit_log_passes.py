@@ -99,9 +99,8 @@ async def write_checkpoint(sessions: async_sessionmaker[AsyncSession], storage: 
         shapes = await table_shapes(session)
         for table in LOGGED_TABLES:
             columns = shapes[table].columns
-            data, count = await copy_out(session, table, columns)
             relative = checkpoint_file(high, table)
-            await asyncio.to_thread(storage.write_bytes, relative, data)
+            count = await copy_out(session, table, columns, storage, relative)
             rows[table] = count
             files[table] = {"file": relative, "rows": count, "columns": list(columns)}
         manifest = {"format": CHECKPOINT_FORMAT, "seq": high, "missing": missing, "tables": files,

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import asyncio
 import gzip
-import io
 import json
+import tempfile
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -143,15 +143,19 @@ async def _decompressed(storage: ObjectStore, relative: str) -> AsyncIterator[by
         raw.close()
 
 
-async def copy_out(session: AsyncSession, table: str, columns: tuple[str, ...]) -> tuple[bytes, int]:
-    """The table's rows in COPY text format, gzipped, and how many, read in the session's transaction."""
+async def copy_out(session: AsyncSession, table: str, columns: tuple[str, ...], storage: ObjectStore,
+                   relative: str) -> int:
+    """The table's rows, read in the session's transaction, written to `relative` in COPY text format, gzipped,
+    through a local temporary file (a table larger than memory); how many."""
     connection = await _driver_connection(session)
-    buffer = io.BytesIO()
-    with gzip.GzipFile(fileobj=buffer, mode="wb", compresslevel=1) as out:
-        async def sink(chunk: bytes) -> None:
-            out.write(chunk)
-        status = await connection.copy_from_query(f'SELECT {_quoted(columns)} FROM "{table}"', output=sink)
-    return buffer.getvalue(), int(status.split()[-1])
+    with tempfile.TemporaryFile() as spool:
+        with gzip.GzipFile(fileobj=spool, mode="wb", compresslevel=1) as out:
+            async def sink(chunk: bytes) -> None:
+                out.write(chunk)
+            status = await connection.copy_from_query(f'SELECT {_quoted(columns)} FROM "{table}"', output=sink)
+        spool.seek(0)
+        await asyncio.to_thread(storage.write_from, relative, spool)
+    return int(status.split()[-1])
 
 
 async def _driver_connection(session: AsyncSession):
