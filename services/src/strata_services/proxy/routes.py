@@ -1,10 +1,10 @@
 """Which API serves a /v1 path: the proxy is one entry point (and the console's one origin) for all three.
 
-Decided by the path alone, from the routes each API declares: planner-api owns compaction, the window
-timeline, debt, retention, row-level deletes, the background passes (`maintenance`: one table of leases for
-planner-api's and indexer-api's replicas, so one API lists them all) and the metastore's verify and rebuild, indexer-api the index catalog, ingestion
-(OTLP's /v1/logs, /v1/traces and /v1/metrics too), splits, artifacts and indexing, query-api the rest (queries,
-plans, and every path no API knows, so an unknown route still answers query-api's problem+json 404)."""
+Decided by the path alone, from the routes each API declares: planner-api owns compaction, the window timeline,
+debt, retention, row-level deletes, the background passes (`maintenance`: one table of leases for planner-api's and
+indexer-api's replicas, so one API lists them all) and the metastore's verify and rebuild, indexer-api the index
+catalog, ingestion (OTLP's /v1/logs, /v1/traces and /v1/metrics too), splits, artifacts and indexing, query-api the
+rest (queries, plans, and every path no API knows, so an unknown route still answers query-api's problem+json 404)."""
 
 from __future__ import annotations
 
