@@ -115,9 +115,10 @@ def _counted(metrics: str, operation: str, kind: str) -> float:
     return float(found.group(1)) if found else 0.0
 
 
-async def _answers(stack: AppStack, keys, sql: str) -> dict[str, list[tuple]]:
+async def _answers(stack: AppStack, keys, sql: str,
+                   engines: tuple[str, ...] = ("local", "spark")) -> dict[str, list[tuple]]:
     answers = {}
-    for engine in ("local", "spark"):
+    for engine in engines:
         response = await stack.query.post("/v1/query", json={"sql": sql, "engine": engine},
                                           headers={**keys.header(keys.admin), "Accept": "application/json"})
         assert response.status_code == 200, (engine, response.text)
@@ -159,9 +160,11 @@ async def _rebuilt_from_the_bucket_answers_the_same(stack: AppStack, keys, pg_da
     assert report.rows["splits"] == 5 and report.rows["indexes"] >= 1 and report.indexing_jobs == 0, report
     async with app_stack(stack.settings.model_copy(update={"database_url": url})) as rebuilt:
         assert await artifacts_of(rebuilt.indexer, keys, split_id) == await artifacts_of(stack.indexer, keys, split_id)
+        # Every query on the local engine, the first on Spark too (the journey above compared the two engines).
         for sql, _ in QUERIES:
-            assert await _answers(rebuilt, keys, sql.format(i=table)) == \
-                await _answers(stack, keys, sql.format(i=table)), sql
+            engines = ("local", "spark") if sql == QUERIES[0][0] else ("local",)
+            assert await _answers(rebuilt, keys, sql.format(i=table), engines) == \
+                await _answers(stack, keys, sql.format(i=table), engines), sql
         verified = await rebuilt.planner.post("/v1/metastore/verify", headers=keys.header(keys.admin))
         assert verified.status_code == 200 and verified.json()["agrees"], verified.text
 
