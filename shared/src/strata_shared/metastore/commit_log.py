@@ -65,14 +65,14 @@ _WRITES_LOGGED = re.compile(
     + "|".join(LOGGED_TABLES) + r")\b", re.IGNORECASE)
 _CAPTURED = "strata_commit_log_captured"
 
-# An entry's changes as JSON text, in capture order: its transaction's captures, or (restored by a rebuild) its
-# own copy. `l` is the commit_log row.
-# Concatenated as text: the captures are JSON text already, and parsing them to build the entry would cost more
-# than the rest of the commit (docs/benchmarks.md, "Commit log").
-ENTRY_CHANGES = """coalesce(l.changes::text, (
+# An entry's changes as JSON text, in capture order: its transaction's captures (NULL for an entry restored by a
+# rebuild, whose changes are the bucket's object). `l` is the commit_log row. Concatenated as text: the captures
+# are JSON text already, and parsing them to build the entry would cost more than the rest of the commit
+# (docs/benchmarks.md, "Commit log").
+ENTRY_CHANGES = """(
     SELECT '[' || string_agg('{"table": ' || to_json(c.table_name)::text || ', "op": "' || c.op || '", "rows": '
                              || c.rows::text || '}', ', ' ORDER BY c.id) || ']'
-      FROM commit_log_changes c WHERE c.xid = l.xid))"""
+      FROM commit_log_changes c WHERE c.xid = l.xid)"""
 # One statement: the transaction's captures become one numbered entry, read back. No entry (and no number drawn)
 # when a statement matched but changed no row.
 _DRAIN = text(f"""
@@ -80,7 +80,7 @@ _DRAIN = text(f"""
         INSERT INTO commit_log (seq, xid)
         SELECT nextval('commit_log_seq'), t.xid FROM (SELECT pg_current_xact_id_if_assigned() AS xid) t
          WHERE EXISTS (SELECT 1 FROM commit_log_changes c WHERE c.xid = t.xid)
-        RETURNING seq, xid, committed_at, NULL::jsonb AS changes
+        RETURNING seq, xid, committed_at
     )
     SELECT l.seq, l.committed_at, {ENTRY_CHANGES} FROM l
 """)

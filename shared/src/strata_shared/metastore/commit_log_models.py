@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import JSON, BigInteger, DateTime, Index, Text, func, text
-from sqlalchemy.dialects.postgresql import ARRAY, JSONB
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Mapped, mapped_column
 from sqlalchemy.types import UserDefinedType
 
@@ -40,14 +40,13 @@ class CommitLogChangeRow(Base):
 
 class CommitLogRow(Base):
     """A numbered entry: its transaction's captures. One restored by a rebuild names no transaction: its changes
-    are the bucket's object. (`changes` holds an entry's own copy, for entries that have neither.)"""
+    are the bucket's object."""
 
     __tablename__ = "commit_log"
 
     seq: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
     xid: Mapped[Any | None] = mapped_column(Xid8, unique=True, nullable=True)
     committed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
-    changes: Mapped[Any | None] = mapped_column(JSONB, nullable=True)
 
 
 class CommitLogCheckpointRow(Base):

@@ -60,8 +60,7 @@ def upgrade() -> None:
         CREATE TABLE commit_log (
             seq bigint CONSTRAINT pk_commit_log PRIMARY KEY,
             xid xid8 CONSTRAINT uq_commit_log_xid UNIQUE,
-            committed_at timestamptz NOT NULL DEFAULT now(),
-            changes jsonb
+            committed_at timestamptz NOT NULL DEFAULT now()
         )""")
     # The checkpoint the rows of `commit_log` start after: a checkpoint in the bucket holds every logged table as
     # of entry `seq` except the entries `missing` (numbered below `seq`, not committed when it was taken), and
