@@ -54,7 +54,7 @@ def cmd_rebuild(args: argparse.Namespace, settings: Settings) -> int:
     report = asyncio.run(_with_sessions(settings, lambda sessions, storage: rebuild(
         sessions, storage, datetime.now(UTC), from_dump=args.from_dump, progress=_progress)))
     if args.json:
-        print(json.dumps({**report.__dict__, "splits_per_second": report.splits_per_second}, default=str))
+        print(json.dumps(report.as_json(), default=str))
         return 0
     start = f"checkpoint {report.checkpoint_seq}" if report.checkpoint_seq is not None else "the first entry"
     print(f"rebuilt from {start} and {report.entries_applied:,} entries after it, through entry {report.last_seq} "

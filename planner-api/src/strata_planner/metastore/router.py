@@ -19,10 +19,9 @@ from weakref import WeakKeyDictionary
 from fastapi import APIRouter, Depends, Request
 from prometheus_client import CollectorRegistry, Gauge
 from pydantic import BaseModel
-from sqlalchemy import text
 
 from strata_shared.errors import Conflict, NotFound
-from strata_shared.metastore.rebuild import DatabaseNotEmpty, RebuildReport, rebuild
+from strata_shared.metastore.rebuild import rebuild, refuse_a_database_with_indexes
 from strata_shared.metastore.verify import verify
 from strata_shared.web.auth import Principal, Scope, require
 from strata_shared.web.deps import State
@@ -95,10 +94,6 @@ class _Run:
     task: asyncio.Task | None = field(default=None, repr=False)
 
 
-def _report_json(report: RebuildReport) -> dict[str, Any]:
-    return {**report.__dict__, "splits_per_second": report.splits_per_second}
-
-
 @router.post("/v1/metastore/rebuild", response_model=RebuildOut, status_code=202,
              responses=problem_responses(401, 403, 409, 503))
 async def start_metastore_rebuild(request: Request, body: RebuildRequest, state: State,
@@ -109,10 +104,8 @@ async def start_metastore_rebuild(request: Request, body: RebuildRequest, state:
     if current is not None and current.out.status == "running":
         raise Conflict("a rebuild is already running on this replica")
     if not body.from_dump:
-        async with state.sessions() as session:
-            if (await session.execute(text("SELECT EXISTS (SELECT 1 FROM indexes)"))).scalar_one():
-                raise DatabaseNotEmpty("the database already holds indexes: rebuild into an empty database, or "
-                                       "set from_dump to roll a restored dump forward")
+        async with state.sessions() as session:  # refused now, as a 409, not later in the background
+            await refuse_a_database_with_indexes(session)
     run = _Run(RebuildOut(status="running", from_dump=body.from_dump, started_at=datetime.now(UTC)))
 
     def progress(_what: str, done: int, total: int) -> None:
@@ -122,7 +115,7 @@ async def start_metastore_rebuild(request: Request, body: RebuildRequest, state:
         try:
             report = await rebuild(state.sessions, state.storage, state.clock(), from_dump=body.from_dump,
                                    progress=progress)
-            run.out.report, run.out.status = _report_json(report), "succeeded"
+            run.out.report, run.out.status = report.as_json(), "succeeded"
         except Exception as exc:  # noqa: BLE001 - the run's outcome is reported on GET, not raised into nowhere
             log.exception("metastore rebuild failed")
             run.out.error, run.out.status = f"{type(exc).__name__}: {exc}", "failed"

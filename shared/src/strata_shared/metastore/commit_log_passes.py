@@ -26,6 +26,7 @@ from strata_shared.metastore.commit_log_replay import (
     MANIFEST,
     checkpoint_file,
     copy_out,
+    list_entries,
     list_log,
     table_shapes,
 )
@@ -48,7 +49,7 @@ async def ship_pending(sessions: async_sessionmaker[AsyncSession], storage: Obje
             {"grace": grace})]
     if not pending:
         return []
-    shipped = set(list_log_entries(storage, min(pending)))
+    shipped = set(await asyncio.to_thread(list_entries, storage))
     missing = [s for s in pending if s not in shipped]
     if not missing:
         return []
@@ -64,10 +65,6 @@ async def ship_pending(sessions: async_sessionmaker[AsyncSession], storage: Obje
         log.warning("shipped %d commit log entries their writers had not written to the bucket (%s..%s)",
                     len(rows), rows[0][0], rows[-1][0])
     return [r[0] for r in rows]
-
-
-def list_log_entries(storage: ObjectStore, from_seq: int = 0) -> list[int]:
-    return [s for s in list_log(storage).entries if s >= from_seq]
 
 
 @dataclass(frozen=True)

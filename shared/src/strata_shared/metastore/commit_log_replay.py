@@ -86,9 +86,13 @@ def checkpoint_file(seq: int, table: str) -> str:
     return f"{commit_log_checkpoint_dir(seq)}/{table}.copy.gz"
 
 
+def list_entries(storage: ObjectStore) -> list[int]:
+    """The numbers of the entries in the bucket, in order: one listing, no object read."""
+    return sorted(s for uri in storage.list_files(COMMIT_LOG_ENTRIES_DIR) if (s := commit_log_seq_of(uri)) is not None)
+
+
 def list_log(storage: ObjectStore) -> LogListing:
-    entries = sorted(s for uri in storage.list_files(COMMIT_LOG_ENTRIES_DIR)
-                     if (s := commit_log_seq_of(uri)) is not None)
+    entries = list_entries(storage)
     manifests = {}
     for uri in storage.list_files(COMMIT_LOG_CHECKPOINTS_DIR):
         directory, _, name = uri.rpartition("/")

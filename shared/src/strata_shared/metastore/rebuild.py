@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 
 from sqlalchemy import text
@@ -54,9 +54,19 @@ class RebuildReport:
     def splits_per_second(self) -> float:
         return self.rows.get("splits", 0) / self.seconds if self.seconds else 0.0
 
+    def as_json(self) -> dict[str, object]:
+        return {**asdict(self), "splits_per_second": self.splits_per_second}
+
 
 class DatabaseNotEmpty(Conflict):
     slug, title = "database-not-empty", "The database already holds indexes"
+
+
+async def refuse_a_database_with_indexes(session: AsyncSession) -> None:
+    """DatabaseNotEmpty unless the database holds no index: a rebuild without --from-dump only fills an empty one."""
+    if (await session.execute(text("SELECT EXISTS (SELECT 1 FROM indexes)"))).scalar_one():
+        raise DatabaseNotEmpty("the database already holds indexes: rebuild into an empty database (created and "
+                               "migrated), or roll a restored dump forward with --from-dump (from_dump)")
 
 
 async def rebuild(sessions: async_sessionmaker[AsyncSession], storage: ObjectStore, now: datetime, *,
@@ -71,9 +81,8 @@ async def rebuild(sessions: async_sessionmaker[AsyncSession], storage: ObjectSto
     report = RebuildReport(checkpoint_seq=checkpoint_seq, entries_applied=len(to_apply),
                            last_seq=max([*to_apply, checkpoint_seq or 0]), objects_read=listing.objects_read)
     async with sessions() as session:
-        if not from_dump and (await session.execute(text("SELECT EXISTS (SELECT 1 FROM indexes)"))).scalar_one():
-            raise DatabaseNotEmpty("the database already holds indexes: rebuild into an empty database (created "
-                                   "and migrated), or pass --from-dump to roll a restored dump forward")
+        if not from_dump:
+            await refuse_a_database_with_indexes(session)
         await session.execute(text("SET LOCAL strata.capture = 'off'"))
         if from_dump:
             # CASCADE empties what hangs off them too: the counters (kept again below) and the dump's jobs.
