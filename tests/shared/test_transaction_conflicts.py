@@ -1,5 +1,6 @@
 """A transaction PostgreSQL aborts for a concurrent one (a real deadlock here) is recognized, run again by
-`retrying_conflicts`, and otherwise answered as a 503 naming it, never a bare 500."""
+`retrying_conflicts`, and otherwise answered as a 503 naming it, never a bare 500. So is a statement whose
+connection PostgreSQL ends under it (a backend terminated, as `DROP DATABASE ... WITH (FORCE)` does)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
 from strata_shared.metastore.conflicts import TransactionConflict, conflict_of, retrying_conflicts
-from strata_shared.metastore.engine import create_engine, session_factory
+from strata_shared.metastore.engine import DatabaseUnavailable, create_engine, session_factory
 from strata_shared.web.problems import database_problem
 
 
@@ -95,3 +96,32 @@ async def test_an_error_that_is_no_conflict_is_not_retried(sessions):
         with pytest.raises(DBAPIError):
             await retrying_conflicts(session, attempt)
     assert calls == 1
+
+
+async def test_a_statement_whose_backend_is_terminated_is_a_503_naming_the_lost_connection(sessions):
+    async with sessions() as victim, sessions() as admin:
+        pid = (await victim.execute(text("SELECT pg_backend_pid()"))).scalar_one()
+        sleeping = asyncio.create_task(victim.execute(text("SELECT pg_sleep(30)")))
+        await asyncio.sleep(0.3)
+        await admin.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+        with pytest.raises(DBAPIError) as raised:
+            await asyncio.wait_for(sleeping, 20)
+    problem = database_problem(raised.value)
+    assert isinstance(problem, DatabaseUnavailable) and problem.status == 503, raised.value
+    assert "lost" in problem.detail and "terminating connection" in problem.detail
+    assert database_problem(ValueError("no")) is None
+
+
+def test_a_connection_closed_mid_statement_that_sqlalchemy_did_not_invalidate_is_a_503_too():
+    """As seen when a database is dropped WITH (FORCE) under an executemany: SQLAlchemy wraps asyncpg's error
+    without marking the connection invalidated; the SQLSTATE of what caused it (08003) says the connection was
+    lost."""
+    import asyncpg
+
+    closed = asyncpg.exceptions.ConnectionDoesNotExistError("connection was closed in the middle of operation")
+    wrapped = RuntimeError("connection was closed in the middle of operation")
+    wrapped.__cause__ = closed
+    error = DBAPIError("INSERT INTO splits ...", {}, wrapped, connection_invalidated=False)
+    problem = database_problem(error)
+    assert isinstance(problem, DatabaseUnavailable) and "lost" in problem.detail
+    assert database_problem(DBAPIError("SELECT 1", {}, RuntimeError("syntax"), connection_invalidated=False)) is None

@@ -30,9 +30,11 @@ import time
 from collections.abc import Sequence
 from contextlib import suppress
 
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from strata_query.registry import AsyncPlan, RunningQuery, replica_stopped
+from strata_shared.metastore.engine import DatabaseUnavailable
 from strata_shared.metastore.query_registry_repository import (
     RUNNING_ALIVE_SECS,
     QueryRegistryRepository,
@@ -173,10 +175,16 @@ class SharedQueryRegistry:
             self._writer.cancel()
             with suppress(asyncio.CancelledError):
                 await self._writer
-        async with self.sessions() as session:
-            await QueryRegistryRepository(session).forget_running_of(self.owner)
-            await session.commit()
-        self.reads.close()
+        try:
+            async with self.sessions() as session:
+                await QueryRegistryRepository(session).forget_running_of(self.owner)
+                await session.commit()
+        except (DatabaseUnavailable, DBAPIError) as exc:
+            # A replica stops even while PostgreSQL is away; rows it leaves stop being refreshed, so they read as a
+            # dead replica's and the next writer deletes them.
+            log.warning("running queries of %s left for the next writer to delete: %s", self.owner, exc)
+        finally:
+            self.reads.close()
 
     def _write_soon(self) -> None:
         if self._writer is None or self._writer.done():

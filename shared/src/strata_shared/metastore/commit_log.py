@@ -110,7 +110,10 @@ def install_capture_tracking(engine: Engine) -> None:
     @event.listens_for(engine, "commit")
     @event.listens_for(engine, "rollback")
     def _clear(conn):
-        conn.info.pop(_CAPTURED, None)
+        # An invalidated connection (PostgreSQL ended it) has no info to read, and reading it would raise over the
+        # error that ended it; the pool's checkin below clears its record.
+        if not conn.invalidated:
+            conn.info.pop(_CAPTURED, None)
 
     @event.listens_for(engine.pool, "checkin")
     def _clear_on_return(_dbapi_connection, record):

@@ -23,6 +23,26 @@ def database_unavailable(where: str, exc: BaseException, what: str = "is unavail
     return DatabaseUnavailable(f"PostgreSQL at {where} {what}: {type(exc).__name__}: {str(exc).strip()[:300]}")
 
 
+# SQLSTATE classes of a connection PostgreSQL ended or never kept: 08 (connection exception, e.g. asyncpg's
+# "connection was closed in the middle of operation") and 57P (the server shutting down, a database dropped WITH
+# FORCE, a backend terminated). SQLAlchemy marks only some of these `connection_invalidated`.
+_CONNECTION_LOST = ("08", "57P")
+
+
+def connection_lost(exc: BaseException) -> bool:
+    """Whether `exc` (or what caused it) is the connection to PostgreSQL ending under a statement: the request may
+    be retried once the database is back, so it is a 503, not a defect."""
+    seen: BaseException | None = exc
+    for _ in range(8):  # the driver's error, SQLAlchemy's wrapping of it, and their causes
+        if seen is None:
+            break
+        code = getattr(seen, "sqlstate", None) or getattr(seen, "pgcode", None)
+        if isinstance(code, str) and code.startswith(_CONNECTION_LOST):
+            return True
+        seen = getattr(seen, "orig", None) or seen.__cause__
+    return False
+
+
 def create_engine(database_url: str, pool_size: int = 10) -> AsyncEngine:
     """The engine of a unit of work: its connections pinged before each checkout, so one PostgreSQL dropped is
     replaced unseen. (Single statements on a hot read path use `single_reads.SingleReads` instead.)"""

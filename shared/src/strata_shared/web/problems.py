@@ -16,7 +16,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from strata_shared.errors import PROBLEM_BASE, BadRequest, StrataError
 from strata_shared.metastore.conflicts import conflict_problem
-from strata_shared.metastore.engine import DatabaseUnavailable
+from strata_shared.metastore.engine import DatabaseUnavailable, connection_lost
 
 PROBLEM_MEDIA_TYPE = "application/problem+json"
 log = logging.getLogger("strata")
@@ -111,7 +111,7 @@ def database_problem(exc: BaseException) -> StrataError | None:
     if isinstance(exc, PoolTimeout):
         return DatabaseUnavailable("no PostgreSQL connection became free in time: the API is overloaded",
                                    headers={"Retry-After": "1"})
-    if isinstance(exc, DBAPIError) and exc.connection_invalidated:
+    if isinstance(exc, DBAPIError) and (exc.connection_invalidated or connection_lost(exc)):
         return DatabaseUnavailable(f"the connection to PostgreSQL was lost: {str(exc.orig).strip()[:300]}")
     return None
 
