@@ -214,6 +214,16 @@ class Settings(BaseSettings):
     query_local_max_files: int = Field(512, description="The local engine's limit on the files a plan reads.")
     query_local_threads: int = Field(2, description="Threads of the in-process engine, shared by every local query "
                                                     "(admission bounds how many run at once).")
+    # DuckDB's own default is 80% of the machine's memory per database: one query joining the index with itself
+    # could take the memory the RAM tier and every other query need. 2 GiB is eight times the most compressed data
+    # a local plan may read (`query_local_max_bytes`).
+    query_local_memory_limit_bytes: int = Field(2048 * MIB, ge=1, description="What the in-process engine may hold "
+                                                                              "for its queries at once, per "
+                                                                              "database (hash tables, sorts, "
+                                                                              "materialized results; not the "
+                                                                              "scanned data): a query that needs "
+                                                                              "more is answered 422, nothing "
+                                                                              "spills to disk.")
     query_hot_cache_bytes: int = Field(512 * MIB, description="Decoded row groups of hot files kept in memory as "
                                                               "Arrow (the RAM tier); 0 turns it off.")
     query_footer_cache_bytes: int = Field(64 * MIB, description="Parquet footers planning reads, kept across "
@@ -518,6 +528,7 @@ class QuerySettings(SettingsGroup):
     local_max_rows: int
     local_max_files: int
     local_threads: int
+    local_memory_limit_bytes: int
     hot_cache_bytes: int
     footer_cache_bytes: int
     artifact_cache_bytes: int

@@ -90,7 +90,7 @@ class QueryRuntime:
         self.artifacts = ArtifactCache(storage, query.artifact_cache_bytes)
         self.footers = FooterCache(storage, query.footer_cache_bytes)
         self.hot = HotTier(storage, self.footers, query.hot_cache_bytes)
-        self.local = LocalEngine(self.hot, query.local_threads)
+        self.local = LocalEngine(self.hot, query.local_threads, memory_limit_bytes=query.local_memory_limit_bytes)
         self.engines = Engines(self.local, None if spark is None else SparkEngine(spark))
         self.local_limits = LocalLimits(query.local_max_bytes, query.local_max_rows, query.local_max_files)
         self.plan_cache = PlanCache(max_result_bytes=query.result_cache_bytes)
