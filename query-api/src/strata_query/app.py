@@ -21,7 +21,8 @@ from strata_shared.web.state import AppState
 
 async def _install_service(app: FastAPI) -> None:
     state: AppState[QueryService] = app.state.strata
-    runtime = QueryRuntime(state.storage, state.registry, state.settings, state.spark, state.object_store)
+    runtime = QueryRuntime(state.storage, state.registry, state.settings.query, state.settings.database_url,
+                           state.spark, state.object_store)
     registry = SharedQueryRegistry(state.sessions, SingleReads(state.settings.database_url, "strata-query-registry"),
                                    replica_id(), state.settings.query_timeout_secs)
     state.parts = QueryService(runtime, state.sessions, state.settings, registry)

@@ -189,7 +189,7 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     from strata_shared.observability.logs import configure_logging
     from strata_shared.observability.tracing import SERVICE_NAMES, configure_tracing, shutdown_tracing
 
-    configure_logging(SERVICE_NAMES[args.name], settings.log_format, os.environ.get("STRATA_LOG_LEVEL", "INFO"))
+    configure_logging(SERVICE_NAMES[args.name], settings.log_format, settings.log_level or "INFO")
     configure_tracing(args.name)
 
     if args.name == "planner-api":
@@ -336,10 +336,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    logging.basicConfig(level=os.environ.get("STRATA_LOG_LEVEL", "WARNING"),
-                        format="%(asctime)s %(levelname)s %(name)s %(message)s")
     args = build_parser().parse_args(argv)
     settings = Settings()
+    logging.basicConfig(level=settings.log_level or "WARNING", format="%(asctime)s %(levelname)s %(name)s %(message)s")
     if getattr(args, "log_format", None):
         settings = settings.model_copy(update={"log_format": args.log_format})
     try:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -38,10 +37,9 @@ def api_url(settings: Settings, name: str) -> str:
 
 
 def api_key(settings: Settings, *scopes: str) -> str:
-    explicit = os.environ.get("STRATA_API_KEY")
-    if explicit:
-        return explicit
-    keys = local_keys(settings.home)
+    if settings.api_key:
+        return settings.api_key
+    keys = local_keys(settings)
     key = key_with_scope(keys, *scopes) if keys else None
     if not key:
         raise CliError(f"no API key with scope {'/'.join(scopes)}: set STRATA_API_KEY, or run `strata up` to "

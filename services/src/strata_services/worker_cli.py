@@ -54,7 +54,7 @@ def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
     base = args.url or api_url(settings, QUEUE_API[args.kind])
     key = api_key(settings, "worker")
     worker_id = args.worker_id or f"{socket.gethostname()}:{os.getpid()}:{args.kind}"
-    configure_logging(f"strata-{args.kind}-worker", settings.log_format, os.environ.get("STRATA_LOG_LEVEL", "INFO"))
+    configure_logging(f"strata-{args.kind}-worker", settings.log_format, settings.log_level or "INFO")
 
     async def main() -> None:
         stop = asyncio.Event()

@@ -26,6 +26,7 @@ from strata_query.execution.result_stream import ResultStream
 from strata_query.execution.scan_request import ScanRequest
 from strata_query.execution.text_rows import rows_that_may_match
 from strata_query.planning.caches import StorageUnavailable
+from strata_shared.config import Settings
 from strata_shared.domain.fields import FieldType
 from strata_shared.errors import StrataError
 from strata_shared.object_requests import Meter, counting_into, current_meter
@@ -50,13 +51,9 @@ TABLE_SCAN_MAX_ROWS = 4_000_000
 SMALL_SCAN_ROWS = 300_000
 # DuckDB warns that a statement's Arrow output copies its result once: wanted, as said above.
 warnings.filterwarnings("ignore", message="Arrow output on a DB-API result", category=UserWarning)
-# What DuckDB may hold for the queries of one database at once (hash tables, sorts, materialized results; the scan's
-# Arrow data is query-api's own memory, not counted). DuckDB's default is 80% of the machine's memory per database:
-# one query joining the index with itself could take the memory the RAM tier and every other query need. 2 GiB is
-# eight times the most compressed data a local plan may read (`query_local_max_bytes`); a query that needs more is
-# answered 422 naming this limit. Nothing spills to disk (`temp_directory` empty): a query's disk use would be
-# unbounded otherwise.
-LOCAL_MEMORY_LIMIT_BYTES = 2 * 1024**3
+# The engine's working memory when built on its own (tests, benchmarks); query-api passes its setting. Nothing spills
+# to disk (`temp_directory` empty): a query's disk use would be unbounded otherwise.
+LOCAL_MEMORY_LIMIT_BYTES: int = Settings.model_fields["query_local_memory_limit_bytes"].default
 def _locked_config(threads: int, memory_limit_bytes: int) -> dict[str, object]:
     """A database for users' SQL (validated, but the engine must not rely on it): it reaches nothing but the scans
     registered on it. No files (read_parquet, COPY, ATTACH), no extension loaded or installed on demand, and the

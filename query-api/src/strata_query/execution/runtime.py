@@ -16,7 +16,7 @@ from strata_query.execution.spark_query import SparkEngine
 from strata_query.planning.caches import ArtifactCache, ByteLru, FooterCache
 from strata_query.planning.plan import QueryPlan
 from strata_query.query_cache import PlanCache
-from strata_shared.config import Settings
+from strata_shared.config import QuerySettings
 from strata_shared.metastore.single_reads import SingleReads
 from strata_shared.spark.session import SparkSessionFactory
 from strata_shared.storage import ObjectStore
@@ -85,20 +85,19 @@ class CacheCollector:
 
 
 class QueryRuntime:
-    def __init__(self, storage: ObjectStore, registry: CollectorRegistry, settings: Settings,
+    def __init__(self, storage: ObjectStore, registry: CollectorRegistry, query: QuerySettings, database_url: str,
                  spark: SparkSessionFactory | None, object_store: ObjectStoreMetrics) -> None:
-        self.artifacts = ArtifactCache(storage, settings.query_artifact_cache_bytes)
-        self.footers = FooterCache(storage, settings.query_footer_cache_bytes)
-        self.hot = HotTier(storage, self.footers, settings.query_hot_cache_bytes)
-        self.local = LocalEngine(self.hot, settings.query_local_threads)
+        self.artifacts = ArtifactCache(storage, query.artifact_cache_bytes)
+        self.footers = FooterCache(storage, query.footer_cache_bytes)
+        self.hot = HotTier(storage, self.footers, query.hot_cache_bytes)
+        self.local = LocalEngine(self.hot, query.local_threads, memory_limit_bytes=query.local_memory_limit_bytes)
         self.engines = Engines(self.local, None if spark is None else SparkEngine(spark))
-        self.local_limits = LocalLimits(settings.query_local_max_bytes, settings.query_local_max_rows,
-                                        settings.query_local_max_files)
-        self.plan_cache = PlanCache(max_result_bytes=settings.query_result_cache_bytes)
+        self.local_limits = LocalLimits(query.local_max_bytes, query.local_max_rows, query.local_max_files)
+        self.plan_cache = PlanCache(max_result_bytes=query.result_cache_bytes)
         # Checking a cached plan is one statement on every repeated query: one round trip on a kept connection.
-        self.plan_checks = SingleReads(settings.database_url, "strata-query-plan-check")
-        self.admission = FairAdmission(settings.query_max_concurrent, settings.query_max_concurrent_per_tenant,
-                                       settings.query_max_waiting_per_tenant)
+        self.plan_checks = SingleReads(database_url, "strata-query-plan-check")
+        self.admission = FairAdmission(query.max_concurrent, query.max_concurrent_per_tenant,
+                                       query.max_waiting_per_tenant)
         self.metrics = QueryMetrics(registry)
         self.object_store = object_store
         Gauge("strata_query_result_cache_bytes", "Bytes of the results in the result cache",

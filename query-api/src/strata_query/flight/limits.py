@@ -48,7 +48,7 @@ class Charge(enum.Enum):
 
 class FlightLimits:
     def __init__(self, settings: Settings, registry: CollectorRegistry | None) -> None:
-        self.limits = TenantLimits.from_settings(settings)
+        self.limits = TenantLimits.from_settings(settings.proxy)
         self.rejections = Counter("strata_flight_rejections",
                                   "Flight SQL calls refused over the tenant's limits, by limit and tenant",
                                   ["reason", "tenant"], registry=registry)

@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 
 from strata_services.local.processes import Spawner, die_with_parent_hook
+from strata_shared.config import process_environment
 
 
 class ApiProcess:
@@ -53,7 +54,7 @@ class ApiProcess:
         with open(self.log_path, "ab") as logfile:
             self._proc = Spawner.spawn(lambda: subprocess.Popen(
                 cmd, stdin=subprocess.DEVNULL, stdout=logfile, stderr=subprocess.STDOUT,
-                env={**os.environ, **self.env}, start_new_session=True, preexec_fn=hook))
+                env={**process_environment(), **self.env}, start_new_session=True, preexec_fn=hook))
 
     def alive(self) -> bool:
         return self._proc is not None and self._proc.poll() is None

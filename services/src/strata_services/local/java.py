@@ -12,6 +12,8 @@ import os
 import shutil
 from pathlib import Path
 
+from strata_shared.config import java_home
+
 log = logging.getLogger(__name__)
 
 
@@ -30,7 +32,7 @@ def is_java_home(home: Path) -> bool:
 
 
 def _from_env() -> Path | None:
-    value = os.environ.get("JAVA_HOME")
+    value = java_home()
     if not value:
         return None
     home = Path(value).expanduser()

@@ -20,6 +20,7 @@ import pyspark
 
 from strata_services.local.java import resolve_java_home
 from strata_services.local.processes import Spawner, die_with_parent_hook, session_members, signal_group
+from strata_shared.config import process_environment
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +35,7 @@ def spark_home() -> Path:
 
 def spark_environment(**overrides: str) -> dict[str, str]:
     """Our environment for a Spark launcher: SPARK_HOME and JAVA_HOME set, client-side variables removed."""
-    env = {k: v for k, v in os.environ.items() if k not in _CLIENT_VARIABLES}
+    env = {k: v for k, v in process_environment().items() if k not in _CLIENT_VARIABLES}
     env.update(SPARK_HOME=str(spark_home()), JAVA_HOME=str(resolve_java_home()))
     env.update(overrides)
     return env

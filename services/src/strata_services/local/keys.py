@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 from strata_shared.config import Settings
 from strata_shared.web.auth import ApiKeyRegistry, generate_keys
@@ -39,9 +38,8 @@ def key_with_scope(keys_json: str, *scopes: str) -> str | None:
     return None
 
 
-def local_keys(home: Path) -> str | None:
-    env = os.environ.get("STRATA_API_KEYS")
-    if env:
-        return env
-    path = home / KEYS_FILE
+def local_keys(settings: Settings) -> str | None:
+    if settings.api_keys:
+        return settings.api_keys
+    path = settings.home / KEYS_FILE
     return path.read_text() if path.exists() else None

@@ -4,9 +4,10 @@ STRATA_DATABASE_URL is unset."""
 from __future__ import annotations
 
 import logging
-import os
 import warnings
 from pathlib import Path
+
+from strata_shared.config import set_environment_default
 
 log = logging.getLogger("strata.local.postgres")
 
@@ -20,7 +21,7 @@ class EmbeddedPostgres:
 
     def start(self) -> None:
         # pgserver picks a runtime dir through platformdirs, which warns when XDG_RUNTIME_DIR is unset.
-        os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
+        set_environment_default("XDG_RUNTIME_DIR", "/tmp")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             import pgserver

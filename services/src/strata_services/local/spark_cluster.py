@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import importlib.metadata
 import logging
-import os
 import shutil
 import subprocess
 import sys
@@ -22,6 +21,7 @@ from pathlib import Path
 from strata_services.local.jvm import JavaProcess, JavaProcessError, spark_environment, spark_home
 from strata_services.local.processes import free_port
 from strata_services.local.spark_server import LocalSparkConnectServer
+from strata_shared.config import uv_executable
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +37,7 @@ class SparkClusterError(RuntimeError):
 
 def _find_uv() -> str | None:
     # `uv run` exports UV; `make` puts uv in .tools/bin.
-    for candidate in (os.environ.get("UV"), shutil.which("uv"), str(Path(".tools/bin/uv").resolve())):
+    for candidate in (uv_executable(), shutil.which("uv"), str(Path(".tools/bin/uv").resolve())):
         if candidate and Path(candidate).is_file():
             return candidate
     return None

@@ -98,7 +98,7 @@ async def _body(request: Request) -> bytes | AsyncIterator[bytes]:
 def create_proxy_app(settings: Settings) -> FastAPI:
     """The proxy in front of the replicas `settings.upstream_urls` lists for each API."""
     keys = ApiKeyRegistry.from_json(settings.api_keys)
-    limits = TenantLimits.from_settings(settings)
+    limits = TenantLimits.from_settings(settings.proxy)
     pacer = RejectionPacer(settings.proxy_reject_delay_secs, settings.proxy_max_held_rejections, anyio.sleep)
 
     @asynccontextmanager

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -21,6 +20,7 @@ from typing import Any, TypeVar
 
 from opentelemetry import trace
 
+from strata_shared.config import otel_environment
 from strata_shared.observability.context import current_fields
 
 # The service.name each process reports, by the name it is served under.
@@ -62,7 +62,7 @@ def exporter_from_env(environ: Mapping[str, str]) -> str | None:
 def configure_tracing(service: str, environ: Mapping[str, str] | None = None) -> bool:
     """Installs the process's tracer provider when the environment asks for traces; returns whether it did. Once
     per process (the provider is global): `service` is the name it is served under (`SERVICE_NAMES`)."""
-    environ = os.environ if environ is None else environ
+    environ = otel_environment() if environ is None else environ
     exporter_name = exporter_from_env(environ)
     if exporter_name is None:
         return False

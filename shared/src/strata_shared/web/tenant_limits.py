@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from strata_shared.config import Settings
+from strata_shared.config import ProxySettings
 from strata_shared.web.auth import Principal
 
 
@@ -166,8 +166,8 @@ class TenantLimits:
         self.cap = ConcurrencyCap(max_concurrent)
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> TenantLimits:
-        return cls(settings.proxy_rate_per_sec, settings.proxy_burst, settings.proxy_max_concurrent_per_tenant)
+    def from_settings(cls, proxy: ProxySettings) -> TenantLimits:
+        return cls(proxy.rate_per_sec, proxy.burst, proxy.max_concurrent_per_tenant)
 
     def admit(self, principal: Principal, *, takes_token: bool = True) -> Slot | Refusal:
         """The caller's slot under its limits, or why not. A request refused by the cap has still taken a token:
