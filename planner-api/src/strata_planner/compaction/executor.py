@@ -7,6 +7,7 @@ from opentelemetry import trace
 
 from strata_jobs.merge import MergeInput, MergeResult, MergeSpec
 from strata_jobs.spark_merge import run_merge_locally, submit_merges
+from strata_planner.compaction.lineage import lineage_of
 from strata_planner.compaction.schemas import Assignment
 from strata_shared.config import Settings
 from strata_shared.jobqueue.local_jobs import LocalJobPool
@@ -20,9 +21,7 @@ class MergeFailed(Exception):
 
 
 def merge_spec(assignment: Assignment) -> MergeSpec:
-    roots = sorted({r for i in assignment.inputs for r in (i.root_split_ids or [i.split_id])})
-    # A rewrite replaces its split at the same level: it merges nothing.
-    step = 0 if assignment.delete_predicate is not None else 1
+    lineage = lineage_of(assignment.inputs, rewrite=assignment.delete_predicate is not None)
     return MergeSpec(
         job_id=assignment.job_id,
         fencing_token=assignment.fencing_token,
@@ -40,9 +39,9 @@ def merge_spec(assignment: Assignment) -> MergeSpec:
         doc_mapping_uid=assignment.doc_mapping_uid,
         window_start=assignment.window_start,
         window_duration_secs=assignment.window_duration_secs,
-        num_merge_ops=max((i.num_merge_ops for i in assignment.inputs), default=0) + step,
-        generation=max((i.generation for i in assignment.inputs), default=0) + step,
-        root_split_ids=roots,
+        num_merge_ops=lineage.num_merge_ops,
+        generation=lineage.generation,
+        root_split_ids=lineage.root_split_ids,
         delete_predicate=assignment.delete_predicate,
     )
 
