@@ -1,5 +1,5 @@
 """A query's plan as query-api keeps, reuses and runs it. The API's view of it (`schemas.PlanOut`) is built from
-this only where a plan leaves the service (EXPLAIN, an asynchronous plan's status)."""
+this only in the router, where a plan leaves the service (EXPLAIN, an asynchronous plan's record)."""
 
 from __future__ import annotations
 
