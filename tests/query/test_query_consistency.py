@@ -12,8 +12,8 @@ import pytest
 
 from strata_planner.compaction.executor import MergeExecutor
 from strata_planner.compaction.runner import CompactionRunner
+from strata_query.calls import QueryCall
 from strata_query.execution.scan_request import scan_request
-from strata_query.service import QueryCall
 from tests.planner.compaction_helpers import create_index, ingest_split, open_window
 
 pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("clock_at_present")]

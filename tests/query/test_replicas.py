@@ -77,7 +77,7 @@ async def test_a_plan_cancelled_on_the_other_replica_stops_planning_where_it_run
     admin = keys.header(keys.admin)
     async with _replicas(settings, fault_query_plan_delay_secs=60.0) as (a, b):
         plan_id = (await a.post("/v1/query/plans", json={"sql": sql}, headers=admin)).json()["plan_id"]
-        planning = a.app.state.strata.own()._plan_tasks
+        planning = a.app.state.strata.own().plans.tasks
         assert plan_id in planning
         assert (await b.get(f"/v1/query/plans/{plan_id}", headers=admin)).json()["status"] == "submitted"
         assert (await b.delete(f"/v1/query/plans/{plan_id}",

@@ -9,6 +9,7 @@ from fastapi import FastAPI
 
 from strata_query.execution.runtime import QueryRuntime
 from strata_query.flight.lifecycle import start_flight_server, stop_flight_server
+from strata_query.router import ASYNC_PLAN_FORMS
 from strata_query.router import router as query_router
 from strata_query.service import QueryService
 from strata_query.shared_registry import SharedQueryRegistry
@@ -25,7 +26,7 @@ async def _install_service(app: FastAPI) -> None:
                            state.spark, state.object_store)
     registry = SharedQueryRegistry(state.sessions, SingleReads(state.settings.database_url, "strata-query-registry"),
                                    replica_id(), state.settings.query_timeout_secs)
-    state.parts = QueryService(runtime, state.sessions, state.settings, registry)
+    state.parts = QueryService(runtime, state.sessions, state.settings, registry, ASYNC_PLAN_FORMS)
     app.state.flight = start_flight_server(state.settings, state.parts, state.api_keys, asyncio.get_running_loop(),
                                            state.registry)
 

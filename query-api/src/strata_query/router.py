@@ -1,21 +1,25 @@
 """HTTP routes of query-api: EXPLAIN, asynchronous plans (after Iceberg's REST scan planning), execution with
 streamed results, and cancellation. HTTP only: each route reads its request and headers, calls the query service
-(`service.py`) and builds its response."""
+(`service.py`) and builds its response from the plain objects it returns; the bodies of an asynchronous plan's
+record are built here too (`ASYNC_PLAN_FORMS`)."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import StreamingResponse
 
+from strata_query.async_plans import RecordForms
+from strata_query.cache_directives import ResultCacheDirectives
+from strata_query.calls import PlannedQuery, QueryCall
 from strata_query.execution.formats import ARROW, JSON, NDJSON, negotiate, serialize
 from strata_query.schemas import PlanOut, PlanStatus, QueryRequest, QueryResult, ResultSummary, plan_out, plan_status
-from strata_query.service import QueryCall, QueryService, ResultCacheDirectives
+from strata_query.service import QueryService
 from strata_shared.domain.wire_types import Ulid
 from strata_shared.web.auth import Principal, Scope, require_any
 from strata_shared.web.deps import app_state
-from strata_shared.web.problems import problem_responses
+from strata_shared.web.problems import problem_of, problem_responses
 from strata_shared.web.state import AppState
 
 router = APIRouter(tags=["query"])
@@ -29,6 +33,15 @@ async def query_service(state: Annotated[AppState, Depends(app_state)]) -> Query
 
 
 Service = Annotated[QueryService, Depends(query_service)]
+
+
+def _plan_body(planned: PlannedQuery) -> dict[str, Any]:
+    return plan_out(planned.plan, planned.engine).model_dump(mode="json")
+
+
+# An asynchronous plan's record keeps what these routes answer for it, as JSON, for whichever replica is polled:
+# the body of a completed plan (as EXPLAIN answers it), the problem of a failed one.
+ASYNC_PLAN_FORMS = RecordForms(plan=_plan_body, problem=problem_of)
 
 
 def _call(request: QueryRequest, principal: Principal, cache: ResultCacheDirectives | None = None) -> QueryCall:

@@ -9,8 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from strata_query.execution.engine_choice import EngineChoice
-from strata_query.planning.cascade import FilePart
-from strata_query.planning.plan import QueryPlan
+from strata_query.planning.plan import FilePart, QueryPlan
 from strata_query.registry import AsyncPlan
 from strata_shared.domain.wire_types import INT64_MAX
 from strata_shared.query.predicate import describe

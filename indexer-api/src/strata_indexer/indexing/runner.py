@@ -1,77 +1,56 @@
 """The indexing runner: the shared polling worker loop speaking `/v1/indexing/poll`, executing each assigned
-file's build as a Spark job through Spark Connect, or, for a tiny file, in a local process with the same kernel
-(`STRATA_INDEXING_LOCAL_MAX_BYTES`). It runs inside indexer-api (slots configurable, 0 = off)."""
+file's build with the job queue's executor (`strata_shared.jobqueue.executor`) as a Spark job through Spark
+Connect, or, for a tiny file, in a local process with the same kernel (`STRATA_INDEXING_LOCAL_MAX_BYTES`). It runs
+inside indexer-api (slots configurable, 0 = off)."""
 
 from __future__ import annotations
 
+import functools
+
 import httpx
-from opentelemetry import trace
 
 from strata_indexer.indexing.schemas import IndexingAssignment, IndexingPollResponse
 from strata_jobs.index_build import IndexBuildResult, IndexBuildSpec
 from strata_jobs.spark_index import run_build_locally, submit_index_builds
 from strata_shared.config import Settings
+from strata_shared.jobqueue.executor import JobExecutor, JobKind
 from strata_shared.jobqueue.local_jobs import LocalJobPool
 from strata_shared.jobqueue.runner import PollingRunner, PollProtocol
-from strata_shared.observability.tracing import record_phases, traced
+from strata_shared.observability.tracing import record_phases
 from strata_shared.spark.session import SparkSessionFactory
-from strata_shared.web.object_store_metrics import count_job_requests
 
 
 class IndexBuildFailed(Exception):
     pass
 
 
-class IndexBuildExecutor:
+def index_build_spec(assignment: IndexingAssignment, *, upload_attempts: int, upload_backoff_secs: float,
+                     fault_upload_failures: int = 0) -> IndexBuildSpec:
+    return IndexBuildSpec(
+        job_id=assignment.job_id, fencing_token=assignment.fencing_token, split_id=assignment.split_id,
+        uri=assignment.uri, artifact_prefix=assignment.artifact_prefix,
+        config=assignment.artifacts.model_dump(mode="json"), field_types=assignment.field_types,
+        zstd_level=assignment.zstd_level, upload_attempts=upload_attempts,
+        upload_backoff_secs=upload_backoff_secs, fault_upload_failures=fault_upload_failures)
+
+
+def _record_phases(result: IndexBuildResult) -> None:
+    record_phases([("build_artifacts", result.build_secs), ("upload_artifacts", result.upload_secs)],
+                  {"strata.artifacts": len(result.artifacts), "strata.upload_retries": result.upload_retries})
+
+
+INDEX_BUILD: JobKind[IndexingAssignment, IndexBuildSpec, IndexBuildResult] = JobKind(
+    span="artifact_build", noun="artifact build", failed=IndexBuildFailed, input_bytes=lambda a: a.size_bytes,
+    run_locally=run_build_locally, submit=submit_index_builds, record=_record_phases)
+
+
+class IndexBuildExecutor(JobExecutor[IndexingAssignment, IndexBuildSpec, IndexBuildResult]):
     def __init__(self, spark: SparkSessionFactory, *, upload_attempts: int, upload_backoff_secs: float,
                  fault_upload_failures: int = 0, local: LocalJobPool | None = None,
                  local_max_bytes: int = 0) -> None:
-        self.spark = spark
-        self.local = local
-        self.local_max_bytes = local_max_bytes
-        self.upload_attempts = upload_attempts
-        self.upload_backoff_secs = upload_backoff_secs
-        self.fault_upload_failures = fault_upload_failures
-
-    def spec(self, assignment: IndexingAssignment) -> IndexBuildSpec:
-        return IndexBuildSpec(
-            job_id=assignment.job_id, fencing_token=assignment.fencing_token, split_id=assignment.split_id,
-            uri=assignment.uri, artifact_prefix=assignment.artifact_prefix,
-            config=assignment.artifacts.model_dump(mode="json"), field_types=assignment.field_types,
-            zstd_level=assignment.zstd_level, upload_attempts=self.upload_attempts,
-            upload_backoff_secs=self.upload_backoff_secs, fault_upload_failures=self.fault_upload_failures)
-
-    def runs_locally(self, assignment: IndexingAssignment) -> bool:
-        """Whether the file is small enough that a Spark job's fixed cost would be most of the build's time."""
-        return self.local is not None and assignment.size_bytes <= self.local_max_bytes
-
-    @traced("artifact_build")
-    def run(self, assignment: IndexingAssignment) -> IndexBuildResult:
-        """Blocking: runs the build and waits for it (call from a worker thread)."""
-        local = self.runs_locally(assignment)
-        trace.get_current_span().set_attribute("strata.engine", "local" if local else "spark")
-        if local:
-            outcome = run_build_locally(self.local, self.spec(assignment))
-        else:
-            [outcome] = submit_index_builds(self.spark.session(), [self.spec(assignment)],
-                                            assignment.spark_operation_tag)
-        count_job_requests(outcome.requests)
-        if outcome.result is None:
-            raise IndexBuildFailed(outcome.error or "artifact build failed without a reason")
-        result = outcome.result
-        record_phases([("build_artifacts", result.build_secs), ("upload_artifacts", result.upload_secs)],
-                      {"strata.artifacts": len(result.artifacts), "strata.upload_retries": result.upload_retries})
-        return result
-
-    def close(self) -> None:
-        if self.local is not None:
-            self.local.close()
-
-    def interrupt(self, assignment: IndexingAssignment) -> None:
-        # A local build is not interrupted: it is small (seconds at most), and a stale token's artifacts are never
-        # published (the janitor removes unregistered objects).
-        if not self.runs_locally(assignment):
-            self.spark.session().interruptTag(assignment.spark_operation_tag)
+        spec = functools.partial(index_build_spec, upload_attempts=upload_attempts,
+                                 upload_backoff_secs=upload_backoff_secs, fault_upload_failures=fault_upload_failures)
+        super().__init__(INDEX_BUILD, spec, spark, local=local, local_max_bytes=local_max_bytes)
 
 
 def index_build_executor(spark: SparkSessionFactory, settings: Settings) -> IndexBuildExecutor:

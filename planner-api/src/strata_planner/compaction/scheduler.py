@@ -9,6 +9,7 @@ from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from strata_planner.compaction.lineage import lineage_of
 from strata_planner.compaction.planning import WindowRange, plan_index
 from strata_planner.compaction.schemas import AssignedInput, Assignment, StatusUpdate
 from strata_shared.domain.column_stats import ColumnStats
@@ -105,10 +106,7 @@ async def _outputs_as_splits(session: AsyncSession, storage: ObjectStore, job: C
     input_ids = sorted(job.input_split_ids)
     # Lineage only: no column statistics needed.
     inputs = (await SplitRepository(session).get_many(input_ids, stats_columns=set())).values()
-    roots = sorted({r for s in inputs for r in (s.root_split_ids or [s.split_id])})
-    step = 0 if job.kind == REWRITE_KIND else 1
-    num_merge_ops = max((s.num_merge_ops for s in inputs), default=0) + step
-    generation = max((s.generation for s in inputs), default=0) + step
+    lineage = lineage_of(inputs, rewrite=job.kind == REWRITE_KIND)
     prefix = merge_output_prefix(storage, job)
     splits = []
     for out in update.outputs:
@@ -124,7 +122,8 @@ async def _outputs_as_splits(session: AsyncSession, storage: ObjectStore, job: C
             time_range_end=out.time_range_end, num_rows=out.num_rows, uri=uri, size_bytes=out.size_bytes,
             row_groups=[RowGroupSpan(**rg.model_dump()) for rg in out.row_groups],
             column_stats={name: ColumnStats.from_json(name, st.model_dump()) for name, st in out.column_stats.items()},
-            num_merge_ops=num_merge_ops, generation=generation, root_split_ids=roots,
+            num_merge_ops=lineage.num_merge_ops, generation=lineage.generation,
+            root_split_ids=lineage.root_split_ids,
             parent_split_ids=sorted(input_ids), state=SplitState.STAGED,
         ))
     return splits

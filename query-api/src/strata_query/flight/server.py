@@ -23,6 +23,8 @@ import pyarrow.flight as flight
 from google.protobuf import any_pb2
 from google.protobuf.message import DecodeError, Message
 
+from strata_query.cache_directives import ResultCacheDirectives
+from strata_query.calls import QueryCall, QueryCancelled
 from strata_query.execution.result_stream import ResultStream
 from strata_query.flight import catalog
 from strata_query.flight.auth import MIDDLEWARE_KEY, Authenticated, HeaderHandshake, KeyAuthFactory
@@ -33,7 +35,7 @@ from strata_query.flight.sql_info import SCHEMA as SQL_INFO_SCHEMA
 from strata_query.flight.sql_info import sql_info_table
 from strata_query.flight.status import flight_error
 from strata_query.query_run import QueryRun
-from strata_query.service import QueryCall, QueryCancelled, QueryService, ResultCacheDirectives
+from strata_query.service import QueryService
 from strata_shared.errors import BadRequest, NotFound, StrataError, Unavailable
 from strata_shared.web.auth import ApiKeyRegistry, Principal
 from strata_shared.web.problems import database_problem, problem_of

@@ -16,40 +16,9 @@ from typing import Protocol
 
 from strata_query.planning.caches import ArtifactCache, FooterCache
 from strata_query.planning.candidates import NOTHING, CandidateFile, CandidateRead, Tally
+from strata_query.planning.plan import FilePart, StageCount
 from strata_shared.domain.split import SplitSummary
 from strata_shared.query.predicate import Predicate, Value, columns_of
-
-
-@dataclass(frozen=True, slots=True)
-class StageCount:
-    stage: str
-    files_before: int
-    files_after: int
-    row_groups_before: int
-    row_groups_after: int
-    bytes_before: int
-    bytes_after: int
-
-
-@dataclass(slots=True)
-class FilePart:
-    """What a scan reads of one file: the kept row groups, their column chunks' byte ranges, the columns."""
-
-    split_id: str
-    partition_id: str
-    uri: str
-    row_groups: list[int]
-    row_group_rows: list[int]
-    byte_ranges: list[list[tuple[int, int]]]
-    # Per kept row group, the (offset, length) of each GET a scan makes: the byte ranges as the reader coalesces
-    # them.
-    ranged_gets: list[list[tuple[int, int]]]
-    columns: list[str]
-    bytes: int
-    rows: int
-    pruned_with: str
-    # Deletes in force on the split (accepted, not yet rewritten): the scan hides the rows they match.
-    pending_deletes: list[str] = field(default_factory=list)
 
 
 @dataclass(slots=True)

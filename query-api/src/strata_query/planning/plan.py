@@ -1,5 +1,5 @@
 """A query's plan as query-api keeps, reuses and runs it. The API's view of it (`schemas.PlanOut`) is built from
-this only where a plan leaves the service (EXPLAIN, an asynchronous plan's status)."""
+this only in the router, where a plan leaves the service (EXPLAIN, an asynchronous plan's record)."""
 
 from __future__ import annotations
 
@@ -8,12 +8,45 @@ from typing import Literal
 
 from sqlglot import exp
 
-from strata_query.planning.cascade import FilePart, StageCount
 from strata_shared.domain.fields import FieldType
 from strata_shared.domain.index_config import IndexSettings
 from strata_shared.object_requests import ObjectRequests
 from strata_shared.query.predicate import Predicate, disjunction
 from strata_shared.sql import ParsedQuery
+
+
+@dataclass(frozen=True, slots=True)
+class StageCount:
+    """One stage of the pruning cascade as EXPLAIN shows it: what was left before and after it."""
+
+    stage: str
+    files_before: int
+    files_after: int
+    row_groups_before: int
+    row_groups_after: int
+    bytes_before: int
+    bytes_after: int
+
+
+@dataclass(slots=True)
+class FilePart:
+    """What a scan reads of one file: the kept row groups, their column chunks' byte ranges, the columns."""
+
+    split_id: str
+    partition_id: str
+    uri: str
+    row_groups: list[int]
+    row_group_rows: list[int]
+    byte_ranges: list[list[tuple[int, int]]]
+    # Per kept row group, the (offset, length) of each GET a scan makes: the byte ranges as the reader coalesces
+    # them.
+    ranged_gets: list[list[tuple[int, int]]]
+    columns: list[str]
+    bytes: int
+    rows: int
+    pruned_with: str
+    # Deletes in force on the split (accepted, not yet rewritten): the scan hides the rows they match.
+    pending_deletes: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,7 +23,8 @@ without a published snapshot passes the artifact stages untouched.
 from __future__ import annotations
 
 from strata_query.planning.caches import FooterCache
-from strata_query.planning.cascade import Candidates, CascadeContext, FilePart, LiveFile
+from strata_query.planning.cascade import Candidates, CascadeContext, LiveFile
+from strata_query.planning.plan import FilePart
 from strata_query.planning.row_group_ranges import (
     absent_columns,
     coalesced_reads,

@@ -17,7 +17,7 @@ How a job moves, who moves it, and where:
    progress (`LeaseQueue.lease_within`, `domain.scheduler_rules.choose_within_limits`). `LeaseQueue.lease` gives each
    job a lease deadline and a **fencing token** from one PostgreSQL sequence
    (`metastore.job_columns.fencing_token_seq`), larger than any earlier token of either queue.
-4. **Heartbeats**. The worker (`runner.PollingRunner`) runs the job through its queue's executor, on Spark or, for
+4. **Heartbeats**. The worker (`runner.PollingRunner`) runs the job through `executor.JobExecutor`, on Spark or, for
    tiny inputs, in a child process (`local_jobs.LocalJobPool`), and polls at least every half lease, reporting
    each running job; `service.apply_update` -> `LeaseQueue.refresh` extends its lease. A worker that stops gives
    its jobs back (`released`: `LeaseQueue.release`, `unassigned` again without a failure), those not started at
@@ -49,7 +49,8 @@ The invariants it keeps (named as docs/architecture.md names them):
 
 Modules, one thing each: `service` the scheduler behind every poll (`QueueSpec` says what differs between queues);
 `schemas` and `router` the worker protocol's bodies and every queue's HTTP routes; `runner` the worker loop;
-`local_jobs` the worker's pool of local processes for small jobs. What they stand on lies below this package, so the
+`executor` how it runs one job, on Spark or locally (`JobKind` says what differs between queues); `local_jobs` the
+worker's pool of local processes for small jobs. What they stand on lies below this package, so the
 metastore never imports it: the pure rules, `domain.job_statuses` and `domain.scheduler_rules` (no SQLAlchemy,
 FastAPI or Pydantic, so `strata_jobs` could import them); the SQLAlchemy columns every job table mixes in,
 `metastore.job_columns`; the lease and fencing SQL, `metastore.lease_queue.LeaseQueue`. The job tables themselves
