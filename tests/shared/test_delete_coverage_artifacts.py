@@ -170,3 +170,6 @@ def test_one_users_delete_rules_out_exactly_the_splits_without_that_user():
             assert splits_ruled_out(Compare("user_id", "=", USERS[0]), ("partition_id",), [spoilt], store) == set()
         sound = _split(store, 200, rows, "published", "host")
         assert splits_ruled_out(Compare("user_id", "=", USERS[0]), ("partition_id",), [sound], store) == {"split-200"}
+        # Past its time budget, a split not examined yet stays covered.
+        assert splits_ruled_out(Compare("user_id", "=", USERS[0]), ("partition_id",), [sound], store,
+                                budget_secs=0) == set()

@@ -12,7 +12,9 @@ None) rules nothing out, so a file without artifacts keeps every row group.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -160,14 +162,14 @@ def full_text_row_groups(pred: Predicate, artifact_of: ArtifactOf, row_groups: S
 
 def artifact_row_groups(pred: Predicate, columns: Iterable[str], artifact_of: ArtifactOf,
                         row_groups: Sequence[int]) -> list[int]:
-    """The artifact stages in the cascade's order (zone map, blooms and bitmaps, full text) on one file with
-    published artifacts: the row groups none of them rules out."""
+    """The artifact stages on one file with published artifacts: the row groups none of them rules out. Each
+    decides a row group on its own evidence, so the order changes what is read, not the answer: blooms and
+    bitmaps first, since for `=` and IN they rule most files out with one object, then the zone map and the
+    full-text index only for what is left."""
     columns = frozenset(columns)
-    kept = list(row_groups)
-    if (zone_map := artifact_of("zone_map", "")) is not None:
+    kept = membership_row_groups(pred, columns, artifact_of, row_groups)
+    if kept and (zone_map := artifact_of("zone_map", "")) is not None:
         kept = ranged_row_groups(pred, ranges_from_zone_map(zone_map, columns), kept)
-    if kept:
-        kept = membership_row_groups(pred, columns, artifact_of, kept)
     if kept:
         kept = full_text_row_groups(pred, artifact_of, kept)
     return kept
@@ -185,27 +187,41 @@ class ArtifactCandidate:
     artifacts: Sequence[PublishedArtifact] | None
 
 
+# Artifacts are read for this many candidates at a time (object-store latency, not CPU, is what a delete over a
+# long time range waits on), and no longer than the budget: a candidate not examined by then stays covered.
+EXAMINE_THREADS = 8
+EXAMINE_BUDGET_SECS = 20.0
+
+
 def splits_ruled_out(pred: Predicate, split_constants: Iterable[str], candidates: Iterable[ArtifactCandidate],
-                     storage: ObjectStore) -> set[str]:
+                     storage: ObjectStore, *, budget_secs: float = EXAMINE_BUDGET_SECS) -> set[str]:
     """The ids of the candidates whose published artifacts prove that no row matches `pred` (negation normal
     form): every row group ruled out by the cascade's artifact stages. A split without a published snapshot, or
-    whose artifacts do not cover the predicate's columns or cannot be read, is never among them. Blocking: reads
-    artifacts from storage, only those the predicate's columns need."""
+    whose artifacts do not cover the predicate's columns or cannot be read, is never among them, nor is one not
+    examined within `budget_secs`. Blocking: reads artifacts from storage, only those the predicate's columns
+    need, on a few threads."""
     columns = frozenset(columns_of(pred)) - frozenset(split_constants)
-    out = set()
-    for candidate in candidates:
-        if candidate.artifacts is None or candidate.num_row_groups <= 0:
-            continue
+    deadline = time.monotonic() + budget_secs
+
+    def ruled_out(candidate: ArtifactCandidate) -> bool:
+        if candidate.artifacts is None or candidate.num_row_groups <= 0 or time.monotonic() >= deadline:
+            return False
         by_key = {(a.artifact_type, a.column): a for a in candidate.artifacts}
         loaded: dict[tuple[str, str], Any] = {}
 
-        def artifact_of(artifact_type: str, column: str, by_key=by_key, loaded=loaded) -> Any:
+        def artifact_of(artifact_type: str, column: str) -> Any:
             key = (artifact_type, column)
             if key not in loaded:
                 found = by_key.get(key)
                 loaded[key] = None if found is None else read_artifact(storage, found.uri, found.content_hash)[0]
             return loaded[key]
 
-        if not artifact_row_groups(pred, columns, artifact_of, range(candidate.num_row_groups)):
-            out.add(candidate.split_id)
-    return out
+        return not artifact_row_groups(pred, columns, artifact_of, range(candidate.num_row_groups))
+
+    examined = list(candidates)
+    if not examined:
+        return set()
+    with ThreadPoolExecutor(max_workers=min(EXAMINE_THREADS, len(examined)),
+                            thread_name_prefix="strata-delete-artifacts") as pool:
+        verdicts = list(pool.map(ruled_out, examined))
+    return {c.split_id for c, out in zip(examined, verdicts, strict=True) if out}
