@@ -399,7 +399,8 @@ def coverage_section(result: dict[str, Any], command: str) -> str:
         f"| splits covered, statistics then artifacts (now) | {median(artifacts):g} | {min(artifacts)} | "
         f"{max(artifacts)} | {sum(artifacts)} |",
         f"| splits that hold the user | {median(holders):g} | {min(holders)} | {max(holders)} | {sum(holders)} |",
-        f"| time to read and probe the candidates' artifacts (zone map, bloom; local disk, no cache) | "
+        f"| time to read and probe the candidates' artifacts (each bloom, then the zone map of a split it keeps; "
+        "8 threads, local disk, no cache) | "
         f"{fmt_s(median([u['examine_seconds'] for u in users]))} | "
         f"{fmt_s(min(u['examine_seconds'] for u in users))} | {fmt_s(max(u['examine_seconds'] for u in users))} | |",
         "",
