@@ -24,6 +24,16 @@ every file builds it (the scan also reads the delete's column and hides the rows
 `--runs` x 5 runs each, interleaved, the RAM tier warm (masked row groups included). Goal: within 1.2x. Reported
 beside it, without a goal: the first query after the delete is accepted, over a RAM tier warm with the plain
 columns only (it computes the masks and keeps them), once per run on a fresh engine.
+
+(3) Coverage of a delete of one user's rows (its own section, `deletes_coverage`; `--coverage-only` runs just it):
+    .tools/bin/uv run python -m bench.bench_deletes --coverage-only
+64 splits of the merge benchmark's data (sorted by metric, service, host, time), each given a `user_id` column
+drawn from 8 of 256 users (each user in ~2 splits), a bloom built on it as the indexer builds one (with the zone
+map), written to a local object store. For 16 users, a delete `user_id = '<user>'`: the splits its coverage takes
+with split statistics only (`split_may_match`, the reference PostgreSQL's SQL form is tested against: what
+acceptance did before), with the published artifacts as well (`artifact_pruning.splits_ruled_out` on those, what
+acceptance does now), and the splits that really hold the user. For the middle one of these users, every covered
+split is then rewritten by the rewrite kernel, before and after: what the delete's rewrite jobs read and cost.
 """
 
 from __future__ import annotations
@@ -248,20 +258,186 @@ def section(result: dict[str, Any], command: str) -> str:
     return "\n".join(lines)
 
 
+# --- (3) coverage of one user's delete ----------------------------------------------------------------------
+
+COVERAGE_SECTION = "deletes_coverage"
+USERS = tuple(f"user-{i:05d}" for i in range(256))
+USERS_PER_SPLIT = 8
+DELETED_USERS = USERS[::16]
+
+
+def _coverage_dataset(directory: Path, splits: int, rows: int, seed: int):
+    """The splits with their user ids, statistics and artifacts published under a local object store."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from bench.bench_merge import generate_split
+    from strata_shared.artifacts import build_artifacts
+    from strata_shared.domain.column_stats import compute_column_stats
+    from strata_shared.domain.fields import FieldType
+    from strata_shared.domain.index_config import ArtifactConfig
+    from strata_shared.domain.split import SplitMetadata
+    from strata_shared.query.artifact_pruning import ArtifactCandidate, PublishedArtifact
+    from strata_shared.storage import ObjectStore
+
+    store = ObjectStore(directory.resolve().as_uri())
+    rng = np.random.default_rng(seed)
+    config = ArtifactConfig(bloom_columns=[{"column": "user_id", "false_positive_rate": 0.01}])
+    types = {"user_id": FieldType.STRING, "host": FieldType.STRING, "metric_name": FieldType.STRING}
+    found = []
+    for number in range(splits):
+        table = generate_split(rows, rng)
+        holding = np.asarray(USERS)[rng.choice(len(USERS), USERS_PER_SPLIT, replace=False)]
+        # Appended after the sort: a user's rows are spread through the split, as a user id is through logs sorted
+        # by service and host, so its min/max spans most users.
+        table = table.append_column("user_id", pa.array(holding[rng.integers(0, len(holding), rows)]))
+        path = directory / f"split_{number:03d}.parquet"
+        write_parquet(table, path)
+        split_id = f"split-{number:03d}"
+        parquet = pq.ParquetFile(path)
+        published = []
+        for artifact in build_artifacts(parquet, split_id, config, types).artifacts:
+            uri = store.uri_for(f"artifacts/{split_id}/{artifact.artifact_type}.{artifact.column}")
+            store.write_bytes(uri, artifact.data)
+            published.append(PublishedArtifact(str(artifact.artifact_type), artifact.column, uri,
+                                               artifact.content_hash))
+        metadata = SplitMetadata(
+            split_id=split_id, index_uid="bench:1", source_id="bench", partition_id="tenant", doc_mapping_uid="d",
+            sort_schema="metric_name,service,host,timestamp_secs@v1", window_start=0, window_duration_secs=900,
+            time_range_start=None, time_range_end=None, num_rows=table.num_rows,
+            column_stats=compute_column_stats(table))
+        found.append((path, metadata.summary(), ArtifactCandidate(split_id, parquet.metadata.num_row_groups,
+                                                                   published), set(holding.tolist())))
+    return store, found
+
+
+def coverage(splits: int, rows: int) -> dict[str, Any]:
+    from strata_shared.query.artifact_pruning import splits_ruled_out
+    from strata_shared.query.predicate import Compare
+    from strata_shared.query.pruning import split_may_match
+
+    constants = {"partition_id": lambda s: s.partition_id}
+    directory = Path(tempfile.mkdtemp(prefix="strata-bench-delete-coverage-"))
+    try:
+        store, found = _coverage_dataset(directory, splits, rows, seed=11)
+        per_user = []
+        for user in DELETED_USERS:
+            predicate = Compare("user_id", "=", user)
+            by_statistics = [f for f in found if split_may_match(predicate, f[1], constants)]
+            started = time.perf_counter()
+            ruled_out = splits_ruled_out(predicate, constants, [f[2] for f in by_statistics], store)
+            examine = time.perf_counter() - started
+            covered = [f for f in by_statistics if f[2].split_id not in ruled_out]
+            holders = [f for f in found if user in f[3]]
+            if any(f[2].split_id in ruled_out for f in holders):
+                raise RuntimeError(f"a split holding {user} was ruled out")
+            per_user.append({"user": user, "statistics": len(by_statistics), "artifacts": len(covered),
+                             "holders": len(holders), "examine_seconds": examine,
+                             "before": [f[0] for f in by_statistics], "after": [f[0] for f in covered]})
+        # The rewrites are compared on a user from the middle of the range, where statistics rule out least.
+        first = per_user[len(per_user) // 2]
+        out_root = directory / "out"
+        rewrites: dict[str, tuple[float, int]] = {}
+        for label in ("before", "after"):
+            out = out_root / label
+            out.mkdir(parents=True)
+            started = time.perf_counter()
+            removed = _rewrite(first[label], out, Compare("user_id", "=", first["user"]))
+            rewrites[label] = (time.perf_counter() - started, removed)
+        if rewrites["before"][1] != rewrites["after"][1]:
+            raise RuntimeError(f"rows removed differ: {rewrites}")
+        for entry in per_user:
+            del entry["before"], entry["after"]
+        return {"splits": splits, "rows": rows, "per_user": per_user, "rewrites": rewrites, "rewritten": first,
+                "machine": machine_facts()}
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def _rewrite(paths: list[Path], out_dir: Path, predicate) -> int:
+    """The covered splits through the rewrite kernel, one after the other; the rows removed."""
+    from dataclasses import replace
+
+    from strata_jobs.merge import run_merge
+    from strata_shared.query.predicate_json import predicate_to_json
+
+    drop = predicate_to_json(predicate)
+    removed = 0
+    for number, path in enumerate(paths):
+        spec = replace(merge_spec([path], out_dir, f"bench-coverage-{number}"), delete_predicate=drop,
+                       num_merge_ops=0)
+        removed += run_merge(spec).stats["rows_removed"]
+    return removed
+
+
+def coverage_section(result: dict[str, Any], command: str) -> str:
+    machine, users = result["machine"], result["per_user"]
+    statistics = [u["statistics"] for u in users]
+    artifacts = [u["artifacts"] for u in users]
+    holders = [u["holders"] for u in users]
+    (before, removed), (after, _) = result["rewrites"]["before"], result["rewrites"]["after"]
+    first = result["rewritten"]
+    lines = [
+        "## Deletes: splits read per delete of one user's rows",
+        "",
+        f"`{command}` on {machine['date']}: {machine['cpu']}, {machine['nproc']} CPUs, {machine['memory']}, "
+        f"load average at start {machine['load_average_at_start']}.",
+        "",
+        f"{result['splits']} sorted splits of {fmt_int(result['rows'])} rows (the merge benchmark's data), each "
+        f"holding {USERS_PER_SPLIT} of {len(USERS)} users in a `user_id` column spread through its rows, with a "
+        "bloom on `user_id` (1% false positives) and a zone map built as the indexer builds them. A delete "
+        f"`user_id = '<user>'` for {len(users)} users: the splits its coverage takes (each read by a rewrite job) "
+        "with split statistics only, as acceptance did before (`split_may_match`, the reference of the SQL it "
+        "runs), and with the published artifacts as well, as it does now (`artifact_pruning.splits_ruled_out` on "
+        "the statistics' candidates).",
+        "",
+        "| per delete | median | min | max | total over the deletes |",
+        "|---|---|---|---|---|",
+        f"| splits covered, split statistics only (before) | {median(statistics):g} | {min(statistics)} | "
+        f"{max(statistics)} | {sum(statistics)} |",
+        f"| splits covered, statistics then artifacts (now) | {median(artifacts):g} | {min(artifacts)} | "
+        f"{max(artifacts)} | {sum(artifacts)} |",
+        f"| splits that hold the user | {median(holders):g} | {min(holders)} | {max(holders)} | {sum(holders)} |",
+        f"| time to read and probe the candidates' artifacts (each bloom, then the zone map of a split it keeps; "
+        "8 threads, local disk, no cache) | "
+        f"{fmt_s(median([u['examine_seconds'] for u in users]))} | "
+        f"{fmt_s(min(u['examine_seconds'] for u in users))} | {fmt_s(max(u['examine_seconds'] for u in users))} | |",
+        "",
+        f"Splits read per delete: **{sum(statistics) / len(users):.1f} before, {sum(artifacts) / len(users):.1f} "
+        f"now** (mean; {sum(holders) / len(users):.1f} hold the user). No split holding its user was ruled out "
+        "(the run checks it).",
+        "",
+        f"The rewrites of one of these deletes (`{first['user']}`, {fmt_int(removed)} rows removed), every "
+        "covered split through the rewrite kernel one after the other: "
+        f"{first['statistics']} splits in {fmt_s(before)} before, {first['artifacts']} in {fmt_s(after)} now "
+        "(a split without the user costs its read and one evaluation of the predicate, nothing written; each "
+        "covered split is also one rewrite job, whose lease, task and publish these times leave out).",
+    ]
+    return "\n".join(lines)
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description="Row-level deletes: rewrite cost and query latency while pending")
+    parser = argparse.ArgumentParser(description="Row-level deletes: rewrite cost and query latency while pending, "
+                                                 "and the splits a delete of one user's rows covers")
     parser.add_argument("--rows", type=int, default=4_000_000)
     parser.add_argument("--splits", type=int, default=16)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--coverage-splits", type=int, default=64)
+    parser.add_argument("--coverage-rows", type=int, default=16_384, help="rows per split of the coverage data")
+    parser.add_argument("--coverage-only", action="store_true", help="run only the coverage of one user's delete")
     parser.add_argument("--no-write", action="store_true", help="print the section, leave docs/benchmarks.md")
     args = parser.parse_args()
     from bench.report import invocation, update_sections
 
-    result = run(args.rows, args.splits, args.runs)
-    text = section(result, invocation())
-    print(text)
+    sections = {}
+    if not args.coverage_only:
+        sections[SECTION] = section(run(args.rows, args.splits, args.runs), invocation())
+    sections[COVERAGE_SECTION] = coverage_section(coverage(args.coverage_splits, args.coverage_rows), invocation())
+    for text in sections.values():
+        print(text)
     if not args.no_write:
-        update_sections({SECTION: text})
+        update_sections(sections)
 
 
 if __name__ == "__main__":

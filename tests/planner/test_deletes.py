@@ -16,7 +16,9 @@ import pytest
 
 from strata_planner.compaction.executor import MergeExecutor
 from strata_planner.compaction.runner import CompactionRunner
-from strata_services.sample_data import metrics_rows
+from strata_services.client import arrow_ipc
+from strata_services.sample_data import metrics_index_config, metrics_rows
+from tests.helpers import ARROW
 from tests.planner.compaction_helpers import create_index, ingest_split, open_window, poll
 
 pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("clock_at_present")]
@@ -479,3 +481,76 @@ async def test_a_delete_while_ingestion_and_compaction_run_removes_exactly_the_r
                                   headers=keys.header(keys.admin))).json()
     assert verified["verified"] is True
     assert all(s["published_after_delete"] for s in verified["splits_with_matches"]), verified
+
+
+async def test_one_users_delete_covers_only_the_splits_whose_artifacts_may_hold_the_user(
+        indexer, planner, query, keys, storage, runner, spark_factory):
+    """Each split holds a few users, the rows sorted by metric and host, so split statistics on user_id rule out
+    only a split whose user range misses the user. Blooms, once published, rule out the indexed splits without the
+    user; a split whose artifacts are not built yet stays covered. Only the splits covered are rewritten (the one
+    holding the user) or read and left unchanged (the one without artifacts), and the answers are exact after."""
+    from tests.indexer.indexing_helpers import make_runner, run_until_indexed
+
+    artifacts = {"bloom_columns": [{"column": "user_id", "false_positive_rate": 0.01}]}
+    index_id = await create_index(indexer, keys, fields=metrics_index_config(
+        "fields", extra_fields=("user_id",))["fields"], artifacts=artifacts)
+    window = open_window()
+
+    async def ingest(seed: int, holding: tuple[str, ...]) -> tuple[str, int]:
+        table = metrics_rows(300, start=window, span_secs=900, seed=seed, extra={"user_id": holding})
+        response = await indexer.post(f"/v1/indexes/{index_id}/ingest", content=arrow_ipc(table),
+                                      params={"partition_id": "default"},
+                                      headers={**keys.header(keys.writer), "Content-Type": ARROW})
+        assert response.status_code == 200, response.text
+        [split] = response.json()["splits"]
+        return split["split_id"], int(pc.sum(pc.equal(table.column("user_id"), "u-05")).as_py() or 0)
+
+    # u-05 lies inside the user range of every split but the last, and only the third holds it.
+    without_a, _ = await ingest(61, ("u-01", "u-08"))
+    without_b, _ = await ingest(62, ("u-02", "u-06"))
+    holder, removed = await ingest(63, ("u-03", "u-05", "u-07"))
+    after_range, _ = await ingest(64, ("u-06", "u-07"))
+    assert removed > 0
+    indexed = await run_until_indexed(indexer, keys, make_runner(indexer, spark_factory),
+                                      [without_a, without_b, holder, after_range])
+    assert all(j["status"] == "success" for j in indexed), indexed
+    # Published once the indexing runner has stopped: no artifact snapshot yet when the delete is accepted.
+    unindexed, _ = await ingest(65, ("u-04", "u-06"))
+
+    registry = planner.app.state.strata.registry
+
+    def examined(decision: str) -> float:
+        return registry.get_sample_value("strata_delete_splits_examined_total", {"decision": decision}) or 0.0
+
+    before = {d: examined(d) for d in ("covered", "ruled_out_by_statistics", "ruled_out_by_artifacts")}
+    where = "user_id = 'u-05'"
+    assert await _count(query, keys, index_id, where, "local") == removed
+    accepted = await _delete(planner, keys, index_id, {"where": where, "reason": "erasure of one user"})
+    assert accepted.status_code == 202, accepted.text
+    delete = accepted.json()
+    assert delete["progress"]["splits_covered"] == 2, delete
+    assert {d: examined(d) - before[d] for d in before} == {
+        "covered": 2, "ruled_out_by_statistics": 1, "ruled_out_by_artifacts": 2}
+    plan = (await query.post("/v1/query/explain", headers=keys.header(keys.admin),
+                             json={"sql": f'SELECT count(*) FROM "{index_id}"'})).json()
+    pending = {f["split_id"] for f in plan["files"] if f["pending_deletes"] == [delete["delete_id"]]}
+    assert pending == {holder, unindexed}
+    for engine in ENGINES:
+        assert await _count(query, keys, index_id, where, engine) == 0
+
+    done = await _run_until_done(planner, keys, runner, index_id, delete["delete_id"])
+    assert done["status"] == "succeeded", done
+    receipt = done["receipt"]
+    assert {s["split_id"]: s["state"] for s in receipt["splits"]} == {holder: "rewritten", unindexed: "unchanged"}
+    assert receipt["rows_removed"] == removed and receipt["splits_rewritten"] == 1
+    rewrites = [j for j in (await planner.get(
+        "/v1/compaction/jobs", params={"index_id": index_id, "limit": 100},
+        headers=keys.header(keys.worker))).json()["jobs"] if j["kind"] == "rewrite"]
+    assert sorted(j["input_split_ids"][0] for j in rewrites) == sorted([holder, unindexed])
+    for engine in ENGINES:
+        assert await _count(query, keys, index_id, where, engine) == 0
+        assert await _count(query, keys, index_id, "TRUE", engine) == 1500 - removed
+        assert await _count(query, keys, index_id, "user_id = 'u-06'", engine) > 0
+    verified = (await planner.get(f"/v1/indexes/{index_id}/deletes/{delete['delete_id']}/verify",
+                                  headers=keys.header(keys.admin))).json()
+    assert verified["verified"] is True and verified["matching_rows"] == 0, verified

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from strata_query.planning.caches import ArtifactCache, FooterCache
-from strata_query.planning.candidates import CandidateFile, CandidateQuery, PublishedArtifact
+from strata_query.planning.candidates import CandidateFile, CandidateQuery
 from strata_query.planning.cascade import CascadeContext, CascadeResult, run_cascade
 from strata_query.planning.stages import CASCADE
 from strata_shared.artifacts import build_artifacts
@@ -23,6 +23,7 @@ from strata_shared.domain.column_stats import compute_column_stats
 from strata_shared.domain.fields import FieldType
 from strata_shared.domain.index_config import ArtifactConfig, ParquetConfig
 from strata_shared.domain.split import SplitMetadata
+from strata_shared.query.artifact_pruning import PublishedArtifact
 from strata_shared.query.predicate import (
     And,
     Compare,

@@ -6,6 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query
 
+from strata_planner.deletes.metrics import delete_metrics
 from strata_planner.deletes.schemas import DeleteOut, DeletePage, DeleteRequest, DeleteVerification
 from strata_planner.deletes.service import (
     accept_delete,
@@ -32,7 +33,8 @@ async def create_delete(index_id: IndexId, request: DeleteRequest, session: Sess
                         principal: Writer) -> DeleteOut:
     """Accept a row-level delete: from this answer on, no query returns a row it matches among the splits
     published before it; fenced rewrite jobs then remove those rows from the files."""
-    return await accept_delete(session, index_id, request, principal, state.clock())
+    return await accept_delete(session, state.storage, index_id, request, principal, state.clock(),
+                               delete_metrics(state.registry))
 
 
 @router.get("/v1/indexes/{index_id}/deletes", response_model=DeletePage, responses=problem_responses(401, 403, 404))

@@ -10,12 +10,14 @@ compaction queue's housekeeping (`compaction/scheduler.py`, `plan_rewrites`).
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Sequence
 from datetime import datetime
 
 import pyarrow.parquet as pq
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from strata_planner.deletes.metrics import DeleteMetrics
 from strata_planner.deletes.schemas import (
     DeleteCutoff,
     DeleteOut,
@@ -37,6 +39,7 @@ from strata_shared.metastore.delete_models import DeleteRow, DeleteSplitRow
 from strata_shared.metastore.delete_repository import DeleteRepository
 from strata_shared.metastore.indexing_repository import IndexingRepository
 from strata_shared.metastore.repositories import load_live_index
+from strata_shared.query.artifact_pruning import splits_ruled_out
 from strata_shared.query.predicate import Predicate, columns_of, describe
 from strata_shared.query.predicate_json import predicate_from_data
 from strata_shared.query.row_filter import matching_rows
@@ -45,6 +48,8 @@ from strata_shared.sql.delete_where import parse_delete_where
 from strata_shared.sql.index_columns import PARTITION_COLUMN
 from strata_shared.storage import ObjectStore
 from strata_shared.web.auth import Principal
+
+log = logging.getLogger("strata.deletes")
 
 DONE_STATES = ("rewritten", "merged", "unchanged")
 
@@ -63,18 +68,31 @@ def _partition_of(principal: Principal, requested: str | None) -> str | None:
     return principal.tenant
 
 
-async def accept_delete(session: AsyncSession, index_id: str, request: DeleteRequest, principal: Principal,
-                        now: datetime) -> DeleteOut:
+async def accept_delete(session: AsyncSession, storage: ObjectStore, index_id: str, request: DeleteRequest,
+                        principal: Principal, now: datetime, metrics: DeleteMetrics | None = None) -> DeleteOut:
     index = await load_live_index(session, index_id)
     settings = IndexSettings.model_validate(index.config)
     predicate = parse_delete_where(request.where, index_id=index_id, settings=settings)
     partition_id = _partition_of(principal, request.partition_id)
-    delete, _ = await DeleteRepository(session).accept(
-        index_uid=index.index_uid, partition_id=partition_id, where_sql=request.where, predicate=predicate,
-        ranges_secs=_ranges_in_seconds(predicate, settings), window_duration_secs=settings.window_duration_secs,
-        reason=request.reason, requested_by=principal.tenant or principal.key_id, now=now)
+    ranges, window = _ranges_in_seconds(predicate, settings), settings.window_duration_secs
+    repo = DeleteRepository(session)
+    examined = await repo.examinable(index.index_uid, partition_id, predicate, ranges, window)
+    # The artifacts are read with no transaction open, so neither a connection nor the delete lock waits on
+    # object storage; only the splits examined here can be left out by the acceptance (the repository's docstring
+    # says why that is safe against publishes in between).
     await session.commit()
-    return await describe_delete(session, delete)
+    ruled_out = await asyncio.to_thread(splits_ruled_out, predicate, (PARTITION_COLUMN,), examined, storage)
+    accepted = await repo.accept(
+        index_uid=index.index_uid, partition_id=partition_id, where_sql=request.where, predicate=predicate,
+        ranges_secs=ranges, window_duration_secs=window, reason=request.reason,
+        requested_by=principal.tenant or principal.key_id, now=now, ruled_out=ruled_out)
+    await session.commit()
+    log.info("delete %s accepted on %s: covers %d splits; %d ruled out by split statistics, %d by artifacts",
+             accepted.delete.delete_id, index_id, accepted.covered, accepted.ruled_out_by_statistics,
+             accepted.ruled_out_by_artifacts)
+    if metrics is not None:
+        metrics.observe_acceptance(accepted)
+    return await describe_delete(session, accepted.delete)
 
 
 async def get_delete(session: AsyncSession, index_id: str, delete_id: str, principal: Principal) -> DeleteRow:
@@ -167,8 +185,8 @@ async def verify_delete(session: AsyncSession, storage: ObjectStore, delete: Del
     candidates = await repo.candidates(delete.index_uid, delete.partition_id, predicate,
                                        _ranges_in_seconds(predicate, settings), settings.window_duration_secs)
     # What the delete is answerable for: the splits it covers and the splits its rewrites wrote. A split outside
-    # both holding matching rows was published after the delete (split statistics rule out a covered split only
-    # when it holds no such row).
+    # both holding matching rows was published after the delete (split statistics and published artifacts leave a
+    # split out of the coverage only when it holds no such row).
     covered = set()
     for row in await repo.splits_of(delete.delete_id):
         covered.add(row.split_id)

@@ -5,7 +5,6 @@ stale."""
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -13,12 +12,9 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from strata_shared.artifacts import ArtifactFormatError, load_artifact
 from strata_shared.errors import Unavailable
+from strata_shared.query.artifact_pruning import read_artifact
 from strata_shared.storage import ObjectStore
-
-log = logging.getLogger("strata.query")
-
 
 _ABSENT = object()
 
@@ -84,20 +80,7 @@ class ArtifactCache:
         self.lru = ByteLru(capacity_bytes)
 
     def get(self, uri: str, content_hash: str) -> Any | None:
-        def load() -> tuple[Any, int]:
-            try:
-                with self.storage.open_input(uri) as source:
-                    data = source.read()
-                header, artifact = load_artifact(data)
-            except (OSError, ArtifactFormatError) as exc:
-                log.warning("artifact %s unusable, planning without it: %s", uri, exc)
-                return None, 1
-            if header.content_hash != content_hash:
-                log.warning("artifact %s changed since it was registered, planning without it", uri)
-                return None, 1
-            # Decoded artifacts are larger than their compressed bytes; a factor keeps the bound honest.
-            return artifact, len(data) * 4
-        return self.lru.get_or_load((uri, content_hash), load)
+        return self.lru.get_or_load((uri, content_hash), lambda: read_artifact(self.storage, uri, content_hash))
 
 
 class FooterCache:

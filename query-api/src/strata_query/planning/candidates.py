@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from strata_shared.domain.split import SplitMetadata, SplitSummary
 from strata_shared.metastore.indexing_repository import IndexingRepository
 from strata_shared.metastore.repositories import SplitRepository
+from strata_shared.query.artifact_pruning import PublishedArtifact
 from strata_shared.query.predicate import Predicate
 from strata_shared.query.time_range import TimeRanges
 
@@ -48,14 +49,6 @@ class Tally:
 
 
 NOTHING = Tally(0, 0, 0)
-
-
-@dataclass(frozen=True, slots=True)
-class PublishedArtifact:
-    artifact_type: str
-    column: str
-    uri: str
-    content_hash: str
 
 
 @dataclass(slots=True)

@@ -1,5 +1,6 @@
-"""Per row group column ranges for the zone-map stage: from a file's published zone map, or, while its artifacts
-are not published yet, from the Parquet footer's statistics (bounds that may be loose but are never wrong)."""
+"""Per row group column ranges for the zone-map stage while a file's artifacts are not published yet: from the
+Parquet footer's statistics (bounds that may be loose but are never wrong). A published zone map's ranges are
+`strata_shared.query.artifact_pruning.ranges_from_zone_map`."""
 
 from __future__ import annotations
 
@@ -18,18 +19,6 @@ def _scalar(value):
     if isinstance(value, bytes):
         return None
     return value
-
-
-def ranges_from_zone_map(zone_map, columns: set[str]) -> list[dict[str, ColumnRange]]:
-    out = []
-    for group in zone_map.row_groups:
-        ranges = {}
-        for name, zone in group.columns.items():
-            if name in columns:
-                # The zone map counts NaNs (left out of min/max), so float columns prune from above too.
-                ranges[name] = ColumnRange(zone.min, zone.max, zone.null_count, group.num_rows, zone.nan_count)
-        out.append(ranges)
-    return out
 
 
 def ranges_from_footer(metadata: pq.FileMetaData, columns: set[str]) -> list[dict[str, ColumnRange]]:

@@ -17,7 +17,8 @@ Where each decision lives:
 - `read_shaping`: per kept file, its row groups' column-chunk byte ranges and the columns a scan reads.
 
 The oracles (`strata_shared.query.pruning`) answer "may match" unless their evidence rules the unit out; a file
-without a published snapshot passes the artifact stages untouched.
+without a published snapshot passes the artifact stages untouched. The artifact stages' decisions per file are
+`strata_shared.query.artifact_pruning`'s, which a delete's coverage runs too.
 """
 
 from __future__ import annotations
@@ -31,10 +32,15 @@ from strata_query.planning.row_group_ranges import (
     column_byte_ranges,
     column_bytes,
     ranges_from_footer,
-    ranges_from_zone_map,
 )
 from strata_shared.domain.split import SplitMetadata
-from strata_shared.query.pruning import MembershipOracle, RangeOracle, TextOracle, may_match, split_may_match
+from strata_shared.query.artifact_pruning import (
+    full_text_row_groups,
+    membership_row_groups,
+    ranged_row_groups,
+    ranges_from_zone_map,
+)
+from strata_shared.query.pruning import split_may_match
 
 
 def _num_groups(split: SplitMetadata, footers: FooterCache) -> int:
@@ -70,15 +76,12 @@ class ZoneMaps:
         kept = []
         for f in candidates.files:
             zone_map = f.artifact(context.artifacts, "zone_map", "") if f.candidate.artifacts is not None else None
-            absent: frozenset[str] = frozenset()
             if zone_map is not None:
-                ranges = ranges_from_zone_map(zone_map, columns)
+                f.row_groups = ranged_row_groups(pred, ranges_from_zone_map(zone_map, columns), f.row_groups)
             else:
                 metadata = context.footers.get(f.candidate.split.uri)
-                ranges = ranges_from_footer(metadata, columns)
-                absent = absent_columns(metadata, columns)
-            if len(ranges) == len(f.row_groups):
-                f.row_groups = [g for g in f.row_groups if may_match(pred, RangeOracle(ranges[g], absent))]
+                f.row_groups = ranged_row_groups(pred, ranges_from_footer(metadata, columns), f.row_groups,
+                                                 absent_columns(metadata, columns))
             if f.row_groups:
                 kept.append(f)
         return Candidates(kept)
@@ -90,37 +93,15 @@ class Membership:
     name = "blooms_bitmaps"
 
     def narrow(self, candidates: Candidates, context: CascadeContext) -> Candidates:
-        return Candidates([f for f in candidates.files
-                           if f.candidate.artifacts is None or self._narrow_file(f, context)])
-
-    @staticmethod
-    def _narrow_file(f: LiveFile, context: CascadeContext) -> bool:
-        """Narrow f.row_groups with its blooms and bitmaps; False when the whole file is ruled out."""
-        pred, cache, columns = context.predicate, context.artifacts, context.predicate_columns
-        blooms = {c: b for c in columns if (b := f.artifact(cache, "bloom", c)) is not None}
-        bitmaps = {c: b for c in columns if (b := f.artifact(cache, "bitmap", c)) is not None}
-        if not blooms and not bitmaps:
-            return bool(f.row_groups)
-        file_probes = {}
-        for column, bloom in blooms.items():
-            file_probes[column] = lambda values, bloom=bloom: bloom.might_contain(list(values))
-        for column, bitmap in bitmaps.items():
-            file_probes[column] = lambda values, bitmap=bitmap: bool(bitmap.row_groups_containing(list(values)))
-        if not may_match(pred, MembershipOracle(file_probes)):
-            return False
-        memo: dict[tuple[str, tuple], set[int]] = {}
-
-        def groups(column: str, values: tuple) -> set[int]:
-            if (column, values) not in memo:
-                if column in bitmaps:
-                    memo[(column, values)] = bitmaps[column].row_groups_containing(list(values))
-                else:
-                    memo[(column, values)] = blooms[column].row_groups_maybe_containing(list(values))
-            return memo[(column, values)]
-
-        f.row_groups = [g for g in f.row_groups if may_match(pred, MembershipOracle(
-            {c: (lambda values, c=c, g=g: g in groups(c, tuple(values))) for c in (*blooms, *bitmaps)}))]
-        return bool(f.row_groups)
+        kept = []
+        for f in candidates.files:
+            if f.candidate.artifacts is not None:
+                f.row_groups = membership_row_groups(context.predicate, context.predicate_columns,
+                                                     lambda t, c, f=f: f.artifact(context.artifacts, t, c),
+                                                     f.row_groups)
+            if f.row_groups:
+                kept.append(f)
+        return Candidates(kept)
 
 
 class FullText:
@@ -131,18 +112,10 @@ class FullText:
     def narrow(self, candidates: Candidates, context: CascadeContext) -> Candidates:
         kept = []
         for f in candidates.files:
-            full_text = (f.artifact(context.artifacts, "full_text", "")
-                         if f.candidate.artifacts is not None else None)
-            if full_text is not None:
-                memo: dict[tuple[str, tuple[str, ...]], set[int] | None] = {}
-
-                def groups_of(column: str, terms: tuple[str, ...], index=full_text, memo=memo) -> set[int] | None:
-                    if (column, terms) not in memo:
-                        memo[(column, terms)] = index.row_groups_matching(column, list(terms))
-                    return memo[(column, terms)]
-
-                f.row_groups = [g for g in f.row_groups if may_match(context.predicate, TextOracle(
-                    lambda column, terms, g=g: None if (found := groups_of(column, terms)) is None else g in found))]
+            if f.candidate.artifacts is not None:
+                f.row_groups = full_text_row_groups(context.predicate,
+                                                    lambda t, c, f=f: f.artifact(context.artifacts, t, c),
+                                                    f.row_groups)
             if f.row_groups:
                 kept.append(f)
         return Candidates(kept)

@@ -7,11 +7,19 @@ Accepting a delete and publishing a compaction job (merge or rewrite) serialize 
 committed, and a publish checks coverage after every delete before it. Without it a merge publishing while a delete
 is accepted could leave the delete covering the merge's inputs but not its output, and the deleted rows would be
 readable again in the output (DL-4).
+
+Coverage leaves out the splits whose published index artifacts prove they hold no row the predicate matches
+(`strata_shared.query.artifact_pruning`, the cascade's artifact stages). Reading artifacts is object-store I/O, so
+it is done before the acceptance's transaction, without the lock, and only its verdict enters it (`accept`'s
+`ruled_out`): a split id it names holds no matching row whatever happened since (a split's file never changes
+under its id), and a split published in between was not examined, so it is covered as before. A publish passes
+coverage from its inputs to its outputs only for deletes covering an input; an input left out held no matching
+row, so neither do the rows it gave an output.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -23,8 +31,10 @@ from ulid import ULID
 from strata_shared.domain.split import SplitMetadata, SplitState
 from strata_shared.metastore.compaction_models import CompactionJobInputRow, CompactionJobRow
 from strata_shared.metastore.delete_models import DeleteRow, DeleteSplitRow
+from strata_shared.metastore.indexing_repository import IndexingRepository
 from strata_shared.metastore.models import SplitRow
-from strata_shared.metastore.repositories import SplitRepository
+from strata_shared.metastore.repositories import PublishedCandidates, SplitRepository
+from strata_shared.query.artifact_pruning import ArtifactCandidate, PublishedArtifact
 from strata_shared.query.predicate import Predicate, columns_of
 from strata_shared.query.predicate_json import predicate_from_data, predicate_to_data
 from strata_shared.query.time_range import TimeRanges
@@ -57,6 +67,18 @@ class RewriteClaim:
 
 
 @dataclass(frozen=True, slots=True)
+class Accepted:
+    """A delete just recorded, and how its coverage was decided among the published splits of its scope whose
+    time range meets its predicate's: the splits it covers, those split statistics ruled out, and of the rest those
+    published artifacts ruled out."""
+
+    delete: DeleteRow
+    covered: int
+    ruled_out_by_statistics: int
+    ruled_out_by_artifacts: int
+
+
+@dataclass(frozen=True, slots=True)
 class DeleteCounts:
     pending: int
     running: int
@@ -77,11 +99,13 @@ class DeleteRepository:
 
     async def accept(self, *, index_uid: str, partition_id: str | None, where_sql: str, predicate: Predicate,
                      ranges_secs: TimeRanges, window_duration_secs: int, reason: str | None,
-                     requested_by: str | None, now: datetime) -> tuple[DeleteRow, int]:
+                     requested_by: str | None, now: datetime, ruled_out: Collection[str] = frozenset()) -> Accepted:
         """Record a delete and the splits it covers: the published splits of the index (of `partition_id` when
         given) in the predicate's time range that split statistics cannot rule out (the cascade's split stage,
-        in PostgreSQL: never a false negative). Raises the index's plan generation so no kept plan or cached
-        result from before it is served again. Returns the delete and how many splits it covers."""
+        in PostgreSQL: never a false negative), less those in `ruled_out`, which the caller's reading of their
+        published artifacts proved hold no matching row (`examinable`, then
+        `artifact_pruning.splits_ruled_out`). Raises the index's plan generation so no kept plan or cached result
+        from before it is served again."""
         await self.lock_index(index_uid, exclusive=True)
         generation = (await self.session.execute(_BUMP_GENERATION, {"uid": index_uid})).scalar_one()
         delete = DeleteRow(delete_id=str(ULID()), index_uid=index_uid, partition_id=partition_id,
@@ -89,25 +113,43 @@ class DeleteRepository:
                            requested_by=requested_by, cutoff_generation=int(generation), status="pending",
                            accepted_at=now)
         self.session.add(delete)
-        covered = await self.candidates(index_uid, partition_id, predicate, ranges_secs, window_duration_secs)
+        found = await self._candidates(index_uid, partition_id, predicate, ranges_secs, window_duration_secs)
+        splits = [] if found is None else found.splits
+        covered = [s for s in splits if s.split_id not in ruled_out]
         self.session.add_all([DeleteSplitRow(delete_id=delete.delete_id, split_id=s.split_id, index_uid=index_uid,
                                              state="pending", rows_before=s.num_rows) for s in covered])
         if not covered:
             delete.status, delete.finished_at = "succeeded", now
         await self.session.flush()
-        return delete, len(covered)
+        return Accepted(delete, len(covered), 0 if found is None else found.files - len(splits),
+                        len(splits) - len(covered))
 
     async def candidates(self, index_uid: str, partition_id: str | None, predicate: Predicate,
-                          ranges: TimeRanges, window: int) -> list[SplitMetadata]:
+                         ranges: TimeRanges, window: int) -> list[SplitMetadata]:
+        """The published splits of the scope in the time range that split statistics cannot rule out."""
+        found = await self._candidates(index_uid, partition_id, predicate, ranges, window)
+        return [] if found is None else found.splits
+
+    async def examinable(self, index_uid: str, partition_id: str | None, predicate: Predicate,
+                         ranges: TimeRanges, window: int) -> list[ArtifactCandidate]:
+        """The candidates with the artifacts of their published snapshots (None: none published yet), for the
+        caller to read outside any transaction before accepting."""
+        splits = await self.candidates(index_uid, partition_id, predicate, ranges, window)
+        published = await IndexingRepository(self.session).published_artifacts([s.split_id for s in splits])
+        return [ArtifactCandidate(s.split_id, len(s.row_groups), None if s.split_id not in published else [
+            PublishedArtifact(a.artifact_type, a.column_name, a.uri, a.content_hash)
+            for a in published[s.split_id]]) for s in splits]
+
+    async def _candidates(self, index_uid: str, partition_id: str | None, predicate: Predicate,
+                          ranges: TimeRanges, window: int) -> PublishedCandidates | None:
         if ranges.is_empty:
-            return []
+            return None
         lo, hi = ranges.lower, ranges.upper
         stats_columns = set(columns_of(predicate)) - {"partition_id"}
-        found = await SplitRepository(self.session).published_candidates(
+        return await SplitRepository(self.session).published_candidates(
             index_uid, partition_id, None if lo is None else lo - lo % window, hi,
             include_window_zero=ranges.includes_null, ranges=ranges, predicate=predicate,
             split_columns={"partition_id": "partition_id"}, stats_columns=stats_columns, limit=_NO_LIMIT)
-        return found.splits
 
     # --- what query plans apply -----------------------------------------------------------------------------
 
