@@ -4,6 +4,10 @@
 PYTHON ?= python3
 UV_VERSION ?= 0.13.9
 UV := .tools/bin/uv
+# The suite's workers (pytest-xdist), one test file at a time each. Most of a test's time is waiting on processes
+# it started (APIs, Spark jobs, PostgreSQL), so two workers fill CI's 2 cores; each worker is its own pytest
+# session with its own PostgreSQL and Spark Connect server (tests/fixtures). TEST_WORKERS=0 runs in one process.
+TEST_WORKERS ?= 2
 
 .PHONY: up down status test test-fast bench lint install browser
 
@@ -28,7 +32,7 @@ status: install
 
 test: install browser
 	$(UV) run ruff check .
-	$(UV) run pytest -p no:cacheprovider
+	$(UV) run pytest -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # The console's browser test drives Debian's Chromium (never a downloaded browser). Installed here when missing and
 # apt-get can (as root, ~1 minute); elsewhere the test skips and says why. Under CI=true a failed install fails.
