@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field
 
 from strata_indexer.ingest.body import read_limited
 from strata_indexer.ingest.decode import ARROW_STREAM_TYPES, NDJSON_TYPES, media_kind
+from strata_indexer.ingest.dependencies import IngestWrites
 from strata_indexer.ingest.service import ingest_table
 from strata_shared.domain.wire_types import IndexId, Name
 from strata_shared.metastore.repositories import load_live_index
@@ -61,6 +62,7 @@ async def ingest(
     request: Request,
     session: Session,
     state: State,
+    ingest: IngestWrites,
     principal: Annotated[Principal, Depends(require(Scope.WRITER))],
     partition_id: Name | None = None,
     source_id: Name = "ingest-api",
@@ -80,7 +82,7 @@ async def ingest(
     await session.commit()  # end the read transaction now: the ingest below must not hold a connection idle
     kind = media_kind(request.headers.get("content-type"))
     body = await read_limited(request, state.settings.max_ingest_bytes)
-    outcome = await ingest_table(state, state.own().ingest, index, body, kind, partition_id=partition,
+    outcome = await ingest_table(ingest, index, body, kind, partition_id=partition,
                                  source_id=source_id)
     return IngestResponse(
         index_id=index_id,

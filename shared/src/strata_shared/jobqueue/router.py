@@ -45,8 +45,8 @@ from strata_shared.metastore.lease_queue import JobFilter
 from strata_shared.metastore.repositories import load_live_index
 from strata_shared.web.auth import Principal, Scope, require, require_any
 from strata_shared.web.deps import Session, State
+from strata_shared.web.object_store_metrics import ObjectStoreMetrics
 from strata_shared.web.problems import problem_responses
-from strata_shared.web.state import AppState
 
 Worker = Annotated[Principal, Depends(require(Scope.WORKER))]
 Reader = Annotated[Principal, Depends(require_any(Scope.WORKER, Scope.WRITER))]
@@ -72,7 +72,8 @@ class JobAction:
 class JobQueueApi:
     # Paths /v1/{name}/... and operationIds (list_{name}_jobs, ...); the including router gives the tag.
     name: str
-    queue: Callable[[AppState], QueueSpec]
+    # A FastAPI dependency returning the app's queue (built once in its `create_app`).
+    queue: Callable[..., Awaitable[QueueSpec]]
     jobs: Callable[[AsyncSession], JobRepository]
     poll_request: type[PollFields]
     poll_response: type[BaseModel]
@@ -119,16 +120,16 @@ def job_queue_router(api: JobQueueApi) -> APIRouter:
     router = APIRouter()
     base = f"/v1/{api.name}"
 
-    def record_reported(state: AppState, updates: Sequence[JobUpdate]) -> None:
+    def record_reported(object_store: ObjectStoreMetrics, updates: Sequence[JobUpdate]) -> None:
         """The requests each finished job made, whichever worker ran it and whether or not its update is then
         accepted: they were made either way."""
         for update in updates:
             if update.object_requests is not None:
-                state.object_store.record(api.requests_operation, update.object_requests.requests())
+                object_store.record(api.requests_operation, update.object_requests.requests())
 
-    async def poll(request: api.poll_request, state: State, _: Worker) -> BaseModel:
-        spec = api.queue(state)
-        record_reported(state, request.updates)
+    async def poll(request: api.poll_request, state: State, _: Worker,
+                   spec: Annotated[QueueSpec, Depends(api.queue)]) -> BaseModel:
+        record_reported(state.object_store, request.updates)
         assignments, results = await service.poll(state.sessions, spec, request, request.updates, state.clock)
         return api.poll_response(assignments=assignments, updates=results, lease_secs=spec.lease_secs)
 
@@ -140,11 +141,12 @@ def job_queue_router(api: JobQueueApi) -> APIRouter:
                     f"accepted=false.")
 
     if api.status_update is not None:
-        async def report_status(job_id: Ulid, update: api.status_update, state: State, _: Worker) -> UpdateResult:
+        async def report_status(job_id: Ulid, update: api.status_update, state: State, _: Worker,
+                                spec: Annotated[QueueSpec, Depends(api.queue)]) -> UpdateResult:
             if update.job_id != job_id:
                 raise InvalidInput.field("job_id", "does not match the path")
-            record_reported(state, [update])
-            result = await service.apply_update(state.sessions, api.queue(state), update, state.clock())
+            record_reported(state.object_store, [update])
+            result = await service.apply_update(state.sessions, spec, update, state.clock())
             if not result.accepted:
                 raise Conflict(result.reason or "update refused")
             return result

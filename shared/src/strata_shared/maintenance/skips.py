@@ -43,7 +43,7 @@ from strata_shared.metastore.maintenance_models import MAINTENANCE_PASSES
 from strata_shared.metastore.maintenance_repository import MaintenanceSkipRepository, SkippedEntry
 from strata_shared.storage import ObjectStore, PathOutsideRoot
 from strata_shared.web.maintenance_metrics import MaintenanceMetrics
-from strata_shared.web.state import AppState
+from strata_shared.web.object_store_metrics import ObjectStoreMetrics
 
 log = logging.getLogger("strata.maintenance")
 
@@ -182,14 +182,27 @@ class PassSkips:
                         LISTING_HEAD[self.pass_name], pass_name)
 
 
+@dataclass(frozen=True, slots=True)
+class PassRecorder:
+    """What every run of a pass needs besides its own work: the database its record goes to, the store whose root
+    tells an outage from an entry's fault, and the metrics of its skips and of its object-store requests. Each API
+    that runs passes builds one and hands it to them."""
+
+    sessions: async_sessionmaker[AsyncSession]
+    storage: ObjectStore
+    maintenance: MaintenanceMetrics | None
+    object_store: ObjectStoreMetrics
+
+
 @asynccontextmanager
-async def maintenance_pass(state: AppState, pass_name: MaintenancePass, now: datetime, *,
+async def maintenance_pass(recorder: PassRecorder, pass_name: MaintenancePass, now: datetime, *,
                            faults: tuple[type[BaseException], ...] = STORAGE_FAULTS,
                            covers_everything: bool = True) -> AsyncIterator[PassSkips]:
     """One run of a pass; its record is written when the block ends normally (an outage raises through). Its
     object-store requests are counted under the pass's name."""
-    skips = PassSkips(pass_name, state.sessions, state.storage, state.maintenance, now, faults, covers_everything)
-    with state.object_store.measure(str(pass_name)):
+    skips = PassSkips(pass_name, recorder.sessions, recorder.storage, recorder.maintenance, now, faults,
+                      covers_everything)
+    with recorder.object_store.measure(str(pass_name)):
         yield skips
         await skips.finish()
 
