@@ -26,7 +26,7 @@ from strata_shared.domain.ingest_batch import AdmittedRows, admit_rows, cut_admi
 from strata_shared.domain.split import SplitMetadata
 from strata_shared.errors import Unavailable
 from strata_shared.metastore.models import IndexRow
-from strata_shared.metastore.repositories import SplitRepository
+from strata_shared.metastore.repositories import SplitRepository, load_live_index
 from strata_shared.splitfile.writer import encode_split, row_group_spans
 from strata_shared.storage import ObjectStore
 from strata_shared.storage_layout import split_path
@@ -134,6 +134,14 @@ def build_splits(
         metadata.row_groups = row_group_spans(footer)
         encoded.append(EncodedSplit(metadata, data))
     return encoded
+
+
+async def index_to_ingest(session: AsyncSession, index_id: str) -> IndexRow:
+    """The live index a request writes to, its read transaction ended at once: the write that follows must not hold
+    a connection idle."""
+    index = await load_live_index(session, index_id)
+    await session.commit()
+    return index
 
 
 async def ingest_table(

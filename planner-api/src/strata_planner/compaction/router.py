@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from strata_planner.compaction.debt import HISTORY_KEPT, debt_history, index_debt
 from strata_planner.compaction.dependencies import Planner
-from strata_planner.compaction.planning import WindowRange, plan_index, skipped_summary
+from strata_planner.compaction.planning import WindowRange, create_planned_jobs, plan_index, skipped_summary
 from strata_planner.compaction.retention import RetentionOutcome
 from strata_planner.compaction.scheduler import cancel_job
 from strata_planner.compaction.schemas import (
@@ -64,11 +64,12 @@ async def _plan(index_id: str, request: PlanRequest, session: AsyncSession, serv
     if window_range.start_gte is not None and window_range.start_lt is not None \
             and window_range.start_gte >= window_range.start_lt:
         raise InvalidInput.field("to", "must be after from")
-    outcome = await plan_index(session, index, services.clock(), window_range=window_range, force_final=request.final,
-                               create_jobs=create_jobs,
-                               max_new_jobs=services.settings.queue_bound if create_jobs else None)
     if create_jobs:
-        await session.commit()
+        outcome = await create_planned_jobs(session, index, services.clock(), window_range=window_range,
+                                            force_final=request.final, max_new_jobs=services.settings.queue_bound)
+    else:
+        outcome = await plan_index(session, index, services.clock(), window_range=window_range,
+                                   force_final=request.final, create_jobs=False)
     return PlanResponse(
         index_id=index_id, dry_run=not create_jobs, windows_examined=outcome.windows_examined,
         operations=[PlannedOperation(window_start=op.window_start, partition_id=op.scope.partition_id,

@@ -205,16 +205,8 @@ def _add_index_controls(router: APIRouter, api: JobQueueApi) -> None:
     async def pause(index_id: IndexId, session: Session, state: State, _: Admin,
                     cancel_running: Annotated[bool, Query(description="also cancel the index's running jobs")]
                     = False) -> PauseState:
-        index = await load_live_index(session, index_id, for_update=True)
-        repo, now = api.jobs(session), state.clock()
-        paused_at = await repo.queue.set_paused(index.index_uid, True, now)
-        cancelled = []
-        if cancel_running:
-            # Jobs one at a time through the queue's own cancel (compaction releases the claims of each).
-            for job in await repo.queue.in_progress_of_index(index.index_uid):
-                await repo.cancel(job.job_id, now)
-                cancelled.append(job.job_id)
-        await session.commit()
+        paused_at, cancelled = await service.pause_index(session, api.jobs(session), index_id, state.clock(),
+                                                         cancel_running=cancel_running)
         return PauseState(index_id=index_id, queue=api.name, paused=True, paused_at=paused_at,
                           cancelled_job_ids=cancelled)
 
@@ -226,9 +218,7 @@ def _add_index_controls(router: APIRouter, api: JobQueueApi) -> None:
                     f"finish, or are cancelled with cancel_running. Pausing a paused index keeps its first time.")
 
     async def resume(index_id: IndexId, session: Session, state: State, _: Admin) -> PauseState:
-        index = await load_live_index(session, index_id, for_update=True)
-        await api.jobs(session).queue.set_paused(index.index_uid, False, state.clock())
-        await session.commit()
+        await service.resume_index(session, api.jobs(session), index_id, state.clock())
         return PauseState(index_id=index_id, queue=api.name, paused=False, paused_at=None)
 
     router.add_api_route(
@@ -237,13 +227,7 @@ def _add_index_controls(router: APIRouter, api: JobQueueApi) -> None:
         description=f"Resume {api.name} of one index: its waiting jobs are handed out again from the next poll.")
 
     async def retry_all(index_id: IndexId, session: Session, state: State, _: Admin) -> BulkRetryResult:
-        index = await load_live_index(session, index_id)
-        repo, now = api.jobs(session), state.clock()
-        retried, cancelled = [], []
-        for job_id in await repo.queue.excluded_of_index(index.index_uid):
-            job = await repo.retry(job_id, now)
-            (retried if job.status is JobStatus.UNASSIGNED else cancelled).append(job_id)
-        await session.commit()
+        retried, cancelled = await service.retry_excluded(session, api.jobs(session), index_id, state.clock())
         return BulkRetryResult(index_id=index_id, queue=api.name, retried=retried, cancelled=cancelled)
 
     router.add_api_route(
@@ -269,12 +253,11 @@ def _retry(api: JobQueueApi) -> JobAction:
 def _action_route(api: JobQueueApi, action: JobAction) -> Callable[..., Awaitable[LeasedJobOut]]:
     async def act(job_id: Ulid, session: Session, state: State, _: Admin) -> LeasedJobOut:
         try:
-            job = await action.run(session, job_id, state.clock())
+            job = await service.act_on_job(session, action.run, job_id, state.clock())
         except InvalidTransition as exc:
             raise Conflict(str(exc)) from exc
         if job is None:
             raise NotFound(f"{api.name} job {job_id!r} does not exist")
-        await session.commit()
         return api.job_out.of(job)
 
     return act
