@@ -15,9 +15,9 @@ from strata_indexer.services import build_indexer_services, indexer_services_of
 from strata_indexer.splits.router import router as splits_router
 from strata_shared.clock import Clock
 from strata_shared.config import Settings
+from strata_shared.maintenance.metrics import MaintenanceMetrics
 from strata_shared.maintenance.skips import PassRecorder
 from strata_shared.web.app import build_app
-from strata_shared.web.maintenance_metrics import install_maintenance_metrics
 from strata_shared.web.state import AppState
 
 
@@ -31,7 +31,8 @@ def create_app(settings: Settings, *, background: bool = True, clock: Clock | No
 
     async def install_services(app: FastAPI) -> None:
         state: AppState = app.state.strata
-        passes = PassRecorder(state.sessions, state.storage, state.maintenance, state.object_store)
+        passes = PassRecorder(state.sessions, state.storage, MaintenanceMetrics(state.registry),
+                              state.object_store.measure)
         app.state.indexer = build_indexer_services(
             state.sessions, state.storage, state.clock, settings.ingest, settings.indexing, passes, state.registry,
             state.object_store.measure)
@@ -40,7 +41,7 @@ def create_app(settings: Settings, *, background: bool = True, clock: Clock | No
         state: AppState = app.state.strata
         await start_otlp_grpc(app, settings, state.api_keys, state.sessions, indexer_services_of(app).ingest)
 
-    startup = [install_clock, install_maintenance_metrics, install_services,
+    startup = [install_clock, install_services,
                *([start_background] if background else []), start_otlp]
     return build_app(
         settings,

@@ -13,10 +13,10 @@ from strata_planner.deletes.router import router as deletes_router
 from strata_planner.metastore.router import router as metastore_router
 from strata_shared.clock import Clock
 from strata_shared.config import Settings
+from strata_shared.maintenance.metrics import MaintenanceMetrics
 from strata_shared.maintenance.router import passes_router
 from strata_shared.maintenance.skips import PassRecorder
 from strata_shared.web.app import build_app
-from strata_shared.web.maintenance_metrics import install_maintenance_metrics
 from strata_shared.web.state import AppState
 
 
@@ -30,12 +30,13 @@ def create_app(settings: Settings, *, background: bool = True, clock: Clock | No
 
     async def install_services(app: FastAPI) -> None:
         state: AppState = app.state.strata
-        passes = PassRecorder(state.sessions, state.storage, state.maintenance, state.object_store)
+        passes = PassRecorder(state.sessions, state.storage, MaintenanceMetrics(state.registry),
+                              state.object_store.measure)
         app.state.planner = build_planner_services(
             state.sessions, state.storage, state.clock, settings.compaction, passes,
             CompactionMetrics(state.registry) if background else None)
 
-    startup = [install_clock, install_maintenance_metrics, install_services,
+    startup = [install_clock, install_services,
                *([start_background] if background else [])]
     return build_app(
         settings,

@@ -15,7 +15,6 @@ from strata_shared.spark.session import SparkSessionFactory
 from strata_shared.storage import ObjectStore
 from strata_shared.web.auth import ApiKeyRegistry
 from strata_shared.web.background import Background
-from strata_shared.web.maintenance_metrics import MaintenanceMetrics
 from strata_shared.web.object_store_metrics import ObjectStoreMetrics
 
 
@@ -34,5 +33,3 @@ class AppState:
     # Leases, planning and GC read time here, so tests can move it by hand.
     clock: Clock = system_clock
     background: Background | None = None
-    # Skips of the maintenance passes (GC, retention, janitor, planning), in the APIs that run them.
-    maintenance: MaintenanceMetrics | None = None
