@@ -43,9 +43,9 @@ from strata_shared.jobqueue.schemas import (
 from strata_shared.jobqueue.service import JobRepository, QueueSpec
 from strata_shared.metastore.lease_queue import JobFilter
 from strata_shared.metastore.repositories import load_live_index
+from strata_shared.object_store_metrics import ObjectStoreMetrics
 from strata_shared.web.auth import Principal, Scope, require, require_any
 from strata_shared.web.deps import Session, State
-from strata_shared.web.object_store_metrics import ObjectStoreMetrics
 from strata_shared.web.problems import problem_responses
 
 Worker = Annotated[Principal, Depends(require(Scope.WORKER))]
