@@ -27,6 +27,7 @@ import httpx
 from asgi_lifespan import LifespanManager
 
 from bench.harness import Stack
+from strata_query.dependencies import query_service_of
 from strata_query.shared_registry import SharedQueryRegistry
 from strata_services.client import arrow_ipc
 from strata_services.sample_data import metrics_index_config, metrics_rows
@@ -71,7 +72,7 @@ async def _measure(settings: Settings, keys, queries: int) -> dict[str, list[flo
                 **admin, "Content-Type": "application/vnd.apache.arrow.stream"},
                 content=arrow_ipc(metrics_rows(ROWS, start=now - 1800, span_secs=900)))
             assert ingested.status_code == 200, ingested.text
-            service = query.state.strata.own()
+            service = query_service_of(query)
             shared = service.registry
             registries = {
                 "local only": LocalOnlyRegistry(shared.sessions, shared.reads, shared.owner,

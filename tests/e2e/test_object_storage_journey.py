@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 import pytest
 from ulid import ULID
 
-from strata_planner.compaction.gc import collect_garbage
+from strata_planner.compaction.dependencies import planner_services_of
 from strata_services.sample_data import METRICS_SORT_SCHEMA
 from strata_shared.config import Settings
 from strata_shared.domain.sort_key import is_sorted, sort_indices
@@ -220,10 +220,10 @@ async def _journey(backend: Backend, keys, spark_factory, pg_databases) -> None:
 
     # The merge's inputs stay through the grace period, then go from the store.
     gc_grace = stack.settings.gc_grace_secs
-    planner_state = stack.planner.app.state.strata
-    await collect_garbage(planner_state, stack.clock())
+    planner_gc = planner_services_of(stack.planner.app).gc
+    await planner_gc.collect(stack.clock())
     assert input_keys <= backend.objects("")
-    report = await collect_garbage(planner_state, stack.clock() + timedelta(seconds=gc_grace + 1))
+    report = await planner_gc.collect(stack.clock() + timedelta(seconds=gc_grace + 1))
     assert report.splits_deleted == 4
     assert not input_keys & backend.objects(""), "the replaced splits' objects are deleted"
     assert _relative(stack, output["uri"]) in backend.objects("")
@@ -235,7 +235,7 @@ async def _journey(backend: Backend, keys, spark_factory, pg_databases) -> None:
     assert applied.status_code == 200, applied.text
     assert [w["window_start"] for w in applied.json()["windows"]] == [window] and applied.json()["splits"] == 1
     assert await _splits(stack, keys, index_id, "published") == []
-    report = await collect_garbage(planner_state, stack.clock() + timedelta(seconds=gc_grace + 1))
+    report = await planner_gc.collect(stack.clock() + timedelta(seconds=gc_grace + 1))
     assert report.splits_deleted == 1
     left = backend.objects(f"indexes/{index_id}")
     assert artifact_keys <= left and all(f"/artifacts/{output['split_id']}/" in k for k in left), \

@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 from asgi_lifespan import LifespanManager
 
+from strata_query.dependencies import query_service_of
 from strata_services.local.spark_cluster import ClusterShape, LocalSparkCluster, bare_executor_python
 from strata_shared.config import Settings
 from strata_shared.domain.sort_key import is_sorted
@@ -162,7 +163,8 @@ async def test_without_the_bundle_a_query_answers_502_naming_the_missing_module(
     state = cluster_query.app.state.strata
     state.spark.close()
     state.spark = SparkSessionFactory(cluster.remote)  # no bundle_dir
-    state.own().runtime.engines.distributed.spark = state.spark  # the engine that runs the app's Spark queries
+    # The engine that runs the app's Spark queries.
+    query_service_of(cluster_query.app).runtime.engines.distributed.spark = state.spark
     query = {"sql": f'SELECT count(*) FROM "{index_id}"', "engine": "spark"}
     response = await cluster_query.post("/v1/query", json=query, headers=keys.header(keys.admin))
     problem = assert_problem(response, 502, "spark-job-failed")

@@ -11,6 +11,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
+from strata_indexer.services import indexer_services_of
 from strata_shared.artifacts import load_artifact
 from tests.indexer.indexing_helpers import (
     EXPECTED,
@@ -67,7 +68,8 @@ async def test_every_published_file_gets_a_published_snapshot(indexer, keys, sto
 
     lag = (await indexer.get("/v1/indexing/lag", headers=keys.header(keys.writer))).json()["indexes"]
     assert not [entry for entry in lag if entry["index_id"] == index_id]
-    await indexer.app.state.strata.own().metrics.refresh(indexer.app.state.strata)
+    state = indexer.app.state.strata
+    await indexer_services_of(indexer.app).metrics.refresh(state.sessions, state.clock())
     metrics = (await indexer.get("/metrics")).text
     assert "strata_indexing_lag_files" in metrics and f'index_id="{index_id}"' not in metrics
 

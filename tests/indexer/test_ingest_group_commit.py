@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 import pytest
 from asgi_lifespan import LifespanManager
 
+from strata_indexer.services import indexer_services_of
 from strata_services.sample_data import metrics_index_config
 from strata_shared.domain.sort_key import is_sorted
 from strata_shared.domain.sort_schema import SortSchema
@@ -88,7 +89,7 @@ class HeldStorage:
     def __init__(self, monkeypatch, app, *, fail_after_first: bool = False) -> None:
         self.entered = threading.Event()
         self.release = threading.Event()
-        self.committer = app.state.strata.own().ingest
+        self.committer = indexer_services_of(app).ingest.committer
         storage = app.state.strata.storage
         real = storage.write_bytes
         calls = itertools.count()

@@ -108,7 +108,7 @@ async def test_gauges_in_every_replica_and_history_sampled_by_the_pass(indexer, 
     replicas = [CompactionMetrics(registry) for registry in registries]
     planner_clock.now = planner_clock.now.replace(microsecond=0) - timedelta(seconds=planner_clock.now.second % 10)
     for replica in replicas:
-        await replica.refresh(state)
+        await replica.refresh(state.sessions, state.clock())
     text = generate_latest(registries[0]).decode()
     label = f'index_id="{index_id}"'
     assert f'strata_compaction_debt_splits{{{label},level="0"}} 4.0' in text
@@ -123,7 +123,8 @@ async def test_gauges_in_every_replica_and_history_sampled_by_the_pass(indexer, 
     from strata_indexer.indexing.lag import IndexingMetrics
 
     indexing_registry = CollectorRegistry()
-    await IndexingMetrics(indexing_registry).refresh(indexer.app.state.strata)
+    indexer_state = indexer.app.state.strata
+    await IndexingMetrics(indexing_registry).refresh(indexer_state.sessions, indexer_state.clock())
     indexing = generate_latest(indexing_registry).decode()
     for name in ("strata_indexing_debt_files", "strata_indexing_lag_files"):
         assert f"{name}{{{label}}} 5.0" in indexing, name
@@ -132,20 +133,20 @@ async def test_gauges_in_every_replica_and_history_sampled_by_the_pass(indexer, 
     # The refreshes only read: the history is the debt samples pass's (run once across replicas).
     history = f"/v1/indexes/{index_id}/debt/history"
     assert (await planner.get(history, headers=keys.header(keys.writer))).json()["samples"] == []
-    await sample_debts(state, planner_clock())
+    await sample_debts(state.sessions, planner_clock())
     samples = (await planner.get(history, headers=keys.header(keys.writer))).json()["samples"]
     assert [(s["splits_waiting"], s["closed_windows_not_final"], s["indexing_files_waiting"]) for s in samples] \
         == [(5, 1, 5)]
     first = datetime.fromisoformat(samples[0]["sampled_at"])
     # Two runs in one bucket (a holder that stalled past its lease and the one that took over) keep one sample.
     planner_clock.advance(10)
-    await sample_debts(state, planner_clock())
+    await sample_debts(state.sessions, planner_clock())
     planner_clock.advance(9.5)
-    await sample_debts(state, planner_clock())
+    await sample_debts(state.sessions, planner_clock())
     samples = (await planner.get(history, params={"minutes": 1}, headers=keys.header(keys.writer))).json()["samples"]
     assert [datetime.fromisoformat(s["sampled_at"]) for s in samples] == [first, first + timedelta(seconds=10)]
     planner_clock.advance(120)
-    await sample_debts(state, planner_clock())
+    await sample_debts(state.sessions, planner_clock())
     samples = (await planner.get(history, params={"minutes": 1}, headers=keys.header(keys.writer))).json()["samples"]
     assert len(samples) == 1
 

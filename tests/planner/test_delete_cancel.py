@@ -54,7 +54,7 @@ async def test_a_pending_delete_cancelled_shows_its_rows_again(indexer, planner,
     matching = sum(_matching(200, window, seed) for seed in (51, 52))
     registry = CollectorRegistry()
     metrics = CompactionMetrics(registry)
-    await metrics.refresh(planner.app.state.strata)
+    await metrics.refresh(planner.app.state.strata.sessions, planner.app.state.strata.clock())
     cancelled_before = registry.get_sample_value("strata_deletes", {"status": "cancelled"})
 
     delete_id = (await _delete(planner, keys, index_id, {"where": DELETED})).json()["delete_id"]
@@ -75,7 +75,7 @@ async def test_a_pending_delete_cancelled_shows_its_rows_again(indexer, planner,
     await poll(planner, keys, "idle-worker", 1)
     assert await _rewrite_jobs(planner, keys, index_id) == []
     assert (await _status(planner, keys, index_id, delete_id))["status"] == "cancelled"
-    await metrics.refresh(planner.app.state.strata)
+    await metrics.refresh(planner.app.state.strata.sessions, planner.app.state.strata.clock())
     assert registry.get_sample_value("strata_deletes", {"status": "cancelled"}) == cancelled_before + 1
     unknown = await _cancel(planner, keys, index_id, "01" + "Z" * 24)
     assert unknown.status_code == 404, unknown.text

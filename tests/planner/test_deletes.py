@@ -418,11 +418,11 @@ async def test_metrics_count_deletes_waiting_and_the_oldest_age(indexer, planner
     await ingest_split(indexer, keys, index_id, open_window(), 50, seed=41)
     registry = CollectorRegistry()
     metrics = CompactionMetrics(registry)
-    await metrics.refresh(planner.app.state.strata)
+    await metrics.refresh(planner.app.state.strata.sessions, planner.app.state.strata.clock())
     pending_before = registry.get_sample_value("strata_deletes", {"status": "pending"})
     assert (await _delete(planner, keys, index_id, {"where": "TRUE"})).status_code == 202
     planner_clock.advance(30)
-    await metrics.refresh(planner.app.state.strata)
+    await metrics.refresh(planner.app.state.strata.sessions, planner.app.state.strata.clock())
     assert registry.get_sample_value("strata_deletes", {"status": "pending"}) == pending_before + 1
     assert registry.get_sample_value("strata_delete_oldest_pending_age_seconds") >= 30
     assert "strata_delete_rows_removed" in generate_latest(registry).decode()

@@ -12,8 +12,8 @@ from sqlalchemy import text
 from ulid import ULID
 
 from strata_jobs.merge import run_merge
+from strata_planner.compaction.dependencies import planner_services_of
 from strata_planner.compaction.executor import merge_spec
-from strata_planner.compaction.gc import collect_garbage
 from strata_planner.compaction.runner import output_splits
 from strata_planner.compaction.schemas import Assignment
 from tests.planner.compaction_helpers import create_index, ingest_split, open_window, poll
@@ -41,14 +41,15 @@ async def test_gc_waits_for_the_grace_period_then_deletes_inputs_and_orphans(ind
     orphan = f"{assignment.output_uri_prefix}/{ULID()}.parquet"
     storage.write_bytes(orphan, b"unpublished")
     state = planner.app.state.strata
+    gc = planner_services_of(planner.app).gc
     inputs = [i.uri for i in assignment.inputs]
 
-    report = await collect_garbage(state, planner_clock())
+    report = await gc.collect(planner_clock())
     assert all(storage.exists(u) for u in inputs), "inside the grace period"
 
     old = time.time() - state.settings.gc_grace_secs - 60
     os.utime(storage.resolve(orphan), (old, old))
-    report = await collect_garbage(state, planner_clock() + timedelta(seconds=state.settings.gc_grace_secs + 1))
+    report = await gc.collect(planner_clock() + timedelta(seconds=state.settings.gc_grace_secs + 1))
     # Other tests' merges may have inputs past the grace too: the GC is global, so count at least ours.
     assert report.splits_deleted >= 3 and report.orphans_deleted >= 1
     assert not any(storage.exists(u) for u in inputs) and not storage.exists(orphan)
@@ -56,7 +57,7 @@ async def test_gc_waits_for_the_grace_period_then_deletes_inputs_and_orphans(ind
     listed = (await indexer.get(f"/v1/indexes/{index_id}/splits", headers=keys.header(keys.writer))).json()["splits"]
     assert [s["split_id"] for s in listed] == [o["split_id"] for o in outputs]
 
-    again = await collect_garbage(state, planner_clock() + timedelta(seconds=state.settings.gc_grace_secs + 1))
+    again = await gc.collect(planner_clock() + timedelta(seconds=state.settings.gc_grace_secs + 1))
     assert (again.splits_deleted, again.orphans_deleted) == (0, 0)
     job = (await planner.get(f"/v1/compaction/jobs/{assignment.job_id}", headers=keys.header(keys.worker))).json()
     assert len(job["input_split_ids"]) == 3, "the job keeps its history after its inputs are collected"
@@ -71,6 +72,7 @@ async def test_gc_keeps_the_files_a_query_still_running_may_read(indexer, planne
     for i in range(3):
         await ingest_split(indexer, keys, index_id, window, 10, seed=i)
     state = planner.app.state.strata
+    gc = planner_services_of(planner.app).gc
     before_merge = ULID.from_datetime(planner_clock() - timedelta(seconds=5))
     async with state.sessions() as session:
         await session.execute(text("INSERT INTO running_queries (query_id, tenant, owner) VALUES (:q, NULL, 'q-1')"),
@@ -88,11 +90,11 @@ async def test_gc_keeps_the_files_a_query_still_running_may_read(indexer, planne
         inputs = [i.uri for i in assignment.inputs]
         past_grace = planner_clock() + timedelta(seconds=state.settings.gc_grace_secs + 1)
 
-        await collect_garbage(state, past_grace)
+        await gc.collect(past_grace)
         assert all(storage.exists(u) for u in inputs), "a query that started before the merge still runs"
 
         later = past_grace + timedelta(seconds=state.settings.gc_max_query_hold_secs)
-        await collect_garbage(state, later)
+        await gc.collect(later)
         assert not any(storage.exists(u) for u in inputs), "held no longer than gc_max_query_hold_secs"
     finally:
         async with state.sessions() as session:
@@ -107,6 +109,7 @@ async def test_gc_ignores_a_dead_replicas_running_queries_and_collects_once_the_
     for i in range(3):
         await ingest_split(indexer, keys, index_id, window, 10, seed=i)
     state = planner.app.state.strata
+    gc = planner_services_of(planner.app).gc
     dead, ending = (str(ULID.from_datetime(planner_clock() - timedelta(seconds=s))) for s in (9, 8))
     async with state.sessions() as session:
         await session.execute(text("INSERT INTO running_queries (query_id, tenant, owner, seen_at) VALUES "
@@ -123,13 +126,13 @@ async def test_gc_ignores_a_dead_replicas_running_queries_and_collects_once_the_
              "outputs": outputs}])
         inputs = [i.uri for i in assignment.inputs]
         past_grace = planner_clock() + timedelta(seconds=state.settings.gc_grace_secs + 1)
-        await collect_garbage(state, past_grace)
+        await gc.collect(past_grace)
         assert all(storage.exists(u) for u in inputs), "the live replica's query still runs"
 
         async with state.sessions() as session:
             await session.execute(text("DELETE FROM running_queries WHERE owner = 'q-2'"))
             await session.commit()
-        await collect_garbage(state, past_grace)
+        await gc.collect(past_grace)
         assert not any(storage.exists(u) for u in inputs), "only a dead replica's row is left: it holds nothing"
     finally:
         async with state.sessions() as session:

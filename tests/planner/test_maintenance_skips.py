@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from strata_planner.compaction.gc import collect_garbage
+from strata_planner.compaction.dependencies import planner_services_of
 from strata_planner.compaction.retention import RetentionSchedule
 from strata_shared.maintenance.skips import quiet_on_outage
 from strata_shared.metastore.engine import create_engine, session_factory
@@ -51,10 +51,10 @@ async def test_gc_skips_what_it_cannot_delete_and_deletes_the_rest(indexer, plan
     in_the_way.unlink()
     (in_the_way / "left-by-hand").mkdir(parents=True)
     await _mark_for_deletion(database_url, [outside, undeletable, healthy])
-    state = planner.app.state.strata
+    gc = planner_services_of(planner.app).gc
     before = {r: await skipped_total(planner, "gc", r) for r in ("PathOutsideRoot", "IsADirectoryError")}
     try:
-        report = await collect_garbage(state, planner_clock())
+        report = await gc.collect(planner_clock())
         assert report.skipped >= 2
         assert not storage.exists(uris[healthy]) and elsewhere.exists() and in_the_way.is_dir()
         assert set(await _split_uris(indexer, keys, index_id)) == {outside, undeletable}, "a skipped row stays"
@@ -68,7 +68,7 @@ async def test_gc_skips_what_it_cannot_delete_and_deletes_the_rest(indexer, plan
         assert (await recorded_gauge(planner, "gc")) >= 2
 
         planner_clock.advance(1)
-        await collect_garbage(state, planner_clock())
+        await gc.collect(planner_clock())
         second = {s["entry"]: s for s in await listed_skips(planner, keys, "compaction", index_id=index_id,
                                                            **{"pass": "gc"})}
         assert {e: (s["skip_id"], s["attempts"]) for e, s in second.items()} == \
@@ -76,7 +76,7 @@ async def test_gc_skips_what_it_cannot_delete_and_deletes_the_rest(indexer, plan
         assert all(second[e]["last_seen_at"] > first[e]["last_seen_at"] for e in first)
 
         shutil.rmtree(in_the_way)
-        await collect_garbage(state, planner_clock())
+        await gc.collect(planner_clock())
         third = await listed_skips(planner, keys, "compaction", index_id=index_id)
         assert [(s["entry"], s["attempts"]) for s in third] == [(outside, 3)], "a deleted entry's record goes"
     finally:
@@ -97,7 +97,7 @@ async def test_an_object_store_outage_stops_the_pass_without_recording(indexer, 
     index_id = await create_index(indexer, keys)
     split_ids = [await ingest_split(indexer, keys, index_id, open_window(), 10, seed=i) for i in range(3)]
     await _mark_for_deletion(database_url, split_ids)
-    state = planner.app.state.strata
+    gc = planner_services_of(planner.app).gc
     root = Path(storage.root_path)
     away = root.with_name(root.name + "-away")
     # The whole store stops answering: its root is no longer a directory.
@@ -105,7 +105,7 @@ async def test_an_object_store_outage_stops_the_pass_without_recording(indexer, 
     root.write_bytes(b"")
     try:
         with caplog.at_level(logging.WARNING, logger="strata.maintenance"):
-            assert await quiet_on_outage("gc", lambda: collect_garbage(state, planner_clock()))() is None
+            assert await quiet_on_outage("gc", lambda: gc.collect(planner_clock()))() is None
     finally:
         root.unlink()
         away.rename(root)
@@ -113,20 +113,23 @@ async def test_an_object_store_outage_stops_the_pass_without_recording(indexer, 
     assert len(stopped) == 1 and stopped[0].exc_info is None, "one line, no traceback"
     assert await listed_skips(planner, keys, "compaction", index_id=index_id) == []
     # Nothing was judged: the rows wait for the next pass, which deletes them once the store answers.
-    report = await collect_garbage(state, planner_clock())
+    report = await gc.collect(planner_clock())
     assert report.splits_deleted >= 3
     assert await listed_skips(planner, keys, "compaction", index_id=index_id) == []
 
 
 async def test_a_database_outage_stops_the_pass_with_one_line(planner, planner_clock, caplog):
-    state = planner.app.state.strata
     # Nothing listens on port 9 of the loopback: every connection is refused.
     engine = create_engine("postgresql+asyncpg://strata@127.0.0.1:9/strata")
-    unreachable = replace(state, sessions=session_factory(engine))
+    services = planner_services_of(planner.app)
+    sessions = session_factory(engine)
+    passes = replace(services.gc.passes, sessions=sessions)
+    gc = replace(services.gc, sessions=sessions, passes=passes)
+    retention = replace(services.retention, sessions=sessions, passes=passes)
     try:
         with caplog.at_level(logging.WARNING, logger="strata.maintenance"):
-            assert await quiet_on_outage("gc", lambda: collect_garbage(unreachable, planner_clock()))() is None
-            assert await quiet_on_outage("retention", RetentionSchedule(unreachable).tick)() is None
+            assert await quiet_on_outage("gc", lambda: gc.collect(planner_clock()))() is None
+            assert await quiet_on_outage("retention", RetentionSchedule(retention).tick)() is None
     finally:
         await engine.dispose()
     lines = [r for r in caplog.records if r.name == "strata.maintenance"]
@@ -138,19 +141,19 @@ async def test_retention_skips_an_index_whose_config_no_longer_validates(indexer
     retention = {"period_secs": 86_400, "interval_secs": 60}
     bad, good = [await create_index(indexer, keys, retention=retention) for _ in range(2)]
     await break_config(database_url, bad)
-    state = planner.app.state.strata
+    retention = planner_services_of(planner.app).retention
     try:
-        first_outcomes = await RetentionSchedule(state).tick()
+        first_outcomes = await RetentionSchedule(retention).tick()
         assert good in {o.index_id for o in first_outcomes} and bad not in {o.index_id for o in first_outcomes}
         [first] = await listed_skips(planner, keys, "compaction", index_id=bad, **{"pass": "retention"})
         assert (first["reason_class"], first["attempts"]) == ("ValidationError", 1)
         assert "written_by_an_older_release" in first["reason"]
-        await RetentionSchedule(state).tick()
+        await RetentionSchedule(retention).tick()
         [second] = await listed_skips(planner, keys, "compaction", index_id=bad, **{"pass": "retention"})
         assert (second["skip_id"], second["attempts"]) == (first["skip_id"], 2)
     finally:
         await mend_config(database_url, bad)
-    await RetentionSchedule(state).tick()
+    await RetentionSchedule(retention).tick()
     assert await listed_skips(planner, keys, "compaction", index_id=bad) == []
 
 

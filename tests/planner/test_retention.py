@@ -14,9 +14,10 @@ import pytest
 from asgi_lifespan import LifespanManager
 from prometheus_client import CollectorRegistry, generate_latest
 
-from strata_planner.compaction.gc import collect_garbage
+from strata_planner.compaction.dependencies import planner_services_of
 from strata_planner.compaction.metrics import CompactionMetrics
 from strata_planner.compaction.retention import RetentionSchedule
+from strata_query.dependencies import query_service_of
 from strata_shared.domain.windows import retention_cutoff, window_expired
 from tests.planner.compaction_helpers import create_index, ingest_split, poll
 
@@ -85,12 +86,12 @@ async def test_retention_drops_exactly_the_expired_windows_and_cancels_their_liv
     assert len(await _splits(indexer, keys, index_id, "published")) == 6, "a dry run changes nothing"
 
     registry = CollectorRegistry()
-    state = planner.app.state.strata
-    state.parts = CompactionMetrics(registry)
+    retention = planner_services_of(planner.app).retention
+    retention.observe = CompactionMetrics(registry).observe_retention
     try:
         applied = await planner.post(f"/v1/indexes/{index_id}/retention/apply", json={}, headers=admin)
     finally:
-        state.parts = None
+        retention.observe = None
     assert applied.status_code == 200, applied.text
     report = applied.json()
     assert [w["window_start"] for w in report["windows"]] == [old, edge] and report["splits"] == 4
@@ -162,7 +163,7 @@ async def test_a_query_planned_before_the_drop_finishes_on_the_kept_files(indexe
     app = create_app(settings.model_copy(update={"fault_query_scan_delay_secs": 3.0}))
     async with LifespanManager(app), httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://q",
                                                        timeout=60) as query:
-        running_queries = app.state.strata.own().registry.running_queries
+        running_queries = query_service_of(app).registry.running_queries
         running = asyncio.create_task(query.post("/v1/query", json={"sql": sql, "engine": "local"},
                                                  headers=keys.header(keys.admin)))
         while not running_queries:  # planned: its files are chosen, the scan waits
@@ -172,7 +173,7 @@ async def test_a_query_planned_before_the_drop_finishes_on_the_kept_files(indexe
                                        headers=keys.header(keys.admin))
         assert dropped.json()["splits"] == 2
         # A garbage collector pass inside the grace period keeps the files.
-        await collect_garbage(planner.app.state.strata, planner_clock())
+        await planner_services_of(planner.app).gc.collect(planner_clock())
         response = await running
         assert response.status_code == 200, response.text
         assert response.json()["rows"] == [{"n": 130}], "the query read the dropped files, still there"
@@ -181,7 +182,7 @@ async def test_a_query_planned_before_the_drop_finishes_on_the_kept_files(indexe
         assert after.json()["rows"] == [{"n": 30}], "a query planned after the drop does not see them"
     assert all(storage.exists(u) for u in uris)
     past_grace = planner_clock() + timedelta(seconds=settings.gc_grace_secs + 1)
-    await collect_garbage(planner.app.state.strata, past_grace)
+    await planner_services_of(planner.app).gc.collect(past_grace)
     assert not any(storage.exists(u) for u in uris), "the garbage collector removes them after the grace"
 
 
@@ -192,7 +193,7 @@ async def test_the_periodic_pass_follows_each_index_interval(indexer, planner, k
     kept = await create_index(indexer, keys, late_data_acceptance_secs=6 * 3600)
     for idx in (index_id, kept):
         await ingest_split(indexer, keys, idx, a - 8 * W, 20)
-    schedule = RetentionSchedule(planner.app.state.strata)
+    schedule = RetentionSchedule(planner_services_of(planner.app).retention)
     first = {o.index_id: o for o in await schedule.tick()}
     assert len(first[index_id].windows) == 1 and kept not in first, "an index without retention keeps its data"
 

@@ -212,7 +212,7 @@ async def test_metrics_report_backlog_and_write_amplification(indexer, planner, 
     await planner.post(f"/v1/indexes/{index_id}/compaction/trigger", json={}, headers=keys.header(keys.admin))
     registry = CollectorRegistry()
     metrics = CompactionMetrics(registry)
-    await metrics.refresh(planner.app.state.strata)
+    await metrics.refresh(planner.app.state.strata.sessions, planner.app.state.strata.clock())
     text = generate_latest(registry).decode()
     assert 'strata_compaction_jobs{status="unassigned"} 1.0' in text
     # Nothing merged yet: every published byte of this index has been written once.

@@ -22,6 +22,7 @@ import pyarrow.ipc as ipc
 import pytest
 from google.protobuf import any_pb2
 
+from strata_query.dependencies import query_service_of
 from strata_query.flight.proto import FlightSql_pb2 as sql
 from strata_services.demo import TABLE, demo_batches, demo_index_config, demo_queries
 from tests.helpers import ARROW, arrow_stream, delete_index, unique_index_id
@@ -220,7 +221,7 @@ async def test_a_result_cut_at_the_row_cap_says_so(query, keys, dataset, port):
 
 async def test_cancelling_a_flight_info_ends_its_query(query, keys, dataset, port):
     mine, _, _ = dataset
-    service = query.app.state.strata.own()
+    service = query_service_of(query.app)
 
     def issue_then_cancel() -> tuple[bytes, Exception]:
         options = flight.FlightCallOptions(headers=[(b"authorization", f"Bearer {keys.query_acme}".encode()),
@@ -308,7 +309,7 @@ async def test_a_call_its_client_gives_up_on_interrupts_the_query(settings, keys
     mine, _, _ = dataset
     app = create_app(settings.model_copy(update={"fault_query_scan_delay_secs": 30.0}))
     async with LifespanManager(app):
-        running_queries = app.state.strata.own().registry.running_queries
+        running_queries = query_service_of(app).registry.running_queries
         port = app.state.flight.port
 
         def call() -> Exception:

@@ -10,6 +10,7 @@ import re
 import pytest
 from sqlalchemy import text
 
+from strata_query.dependencies import query_service_of
 from strata_query.query_cache import CachedPlan, PlanCache, reuse
 from strata_services.sample_data import metrics_index_config
 from tests.helpers import delete_index
@@ -115,7 +116,7 @@ async def _fresh_count(query, keys, sql: str) -> tuple[int, str, dict[str, float
 
 async def _nothing_left_running(query) -> None:
     """An abandoned run leaves no engine cursor and no running query behind once its task has ended."""
-    service = query.app.state.strata.own()
+    service = query_service_of(query.app)
     for _ in range(100):
         if not service.runtime.local._cursors and not service.registry.running_queries:
             return
@@ -145,7 +146,7 @@ async def test_a_fresh_run_started_ahead_of_its_plan_check_answers_only_if_the_k
     await _nothing_left_running(query)
 
     # A new incarnation whose old files were collected: the run ahead fails reading them, unanswered.
-    kept = query.app.state.strata.own().runtime.plan_cache.candidate(sql, None)
+    kept = query_service_of(query.app).runtime.plan_cache.candidate(sql, None)
     old_files = [f.uri for f in kept.plan.files]
     await delete_index(indexer, keys, index_id)
     config = metrics_index_config(index_id, messages=True, query={"default_lookback_secs": 3 * 86400})

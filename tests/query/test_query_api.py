@@ -13,6 +13,7 @@ import duckdb
 import pyarrow.ipc as ipc
 import pytest
 
+from strata_query.dependencies import query_service_of
 from tests.helpers import delete_index
 from tests.planner.compaction_helpers import open_window
 from tests.query.query_data import build_dataset
@@ -174,7 +175,7 @@ async def test_no_key_is_401_and_a_timeout_interrupts_the_query(query, keys, dat
     problem = response.json()
     assert problem["type"].endswith("/query-timeout")
     assert "interrupted" in problem["detail"] and "time limit of 0.001 s" in problem["detail"]
-    assert query.app.state.strata.own().registry.running_queries == {}
+    assert query_service_of(query.app).registry.running_queries == {}
 
 
 async def test_a_plan_over_the_file_limit_is_a_422_with_the_limit(settings, keys, dataset):
@@ -224,7 +225,7 @@ async def test_delete_interrupts_a_running_query(settings, keys, dataset, engine
     app = create_app(settings.model_copy(update={"fault_query_scan_delay_secs": 30.0}))
     async with LifespanManager(app), httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://q",
                                                        timeout=60) as client:
-        running_queries = app.state.strata.own().registry.running_queries
+        running_queries = query_service_of(app).registry.running_queries
         started = asyncio.get_running_loop().time()
         running = asyncio.create_task(_query(client, keys, f"SELECT count(*) FROM {dataset.table}", engine=engine))
         while not running_queries:

@@ -13,6 +13,7 @@ import pytest
 from strata_planner.compaction.executor import MergeExecutor
 from strata_planner.compaction.runner import CompactionRunner
 from strata_query.calls import QueryCall
+from strata_query.dependencies import query_service_of
 from strata_query.execution.scan_request import scan_request
 from tests.planner.compaction_helpers import create_index, ingest_split, open_window
 
@@ -68,7 +69,7 @@ async def test_a_query_planned_before_a_merge_publishes_still_completes(indexer,
     window = open_window()
     for seed in range(3):
         await ingest_split(indexer, keys, index_id, window, 300, seed=seed)
-    service = query.app.state.strata.own()
+    service = query_service_of(query.app)
     plan = (await service.explain(QueryCall(tenant=None, sql=f'SELECT count(*) AS n FROM "{index_id}"'))).plan
     assert plan.total_files == 3
     job = await _merge(planner, keys, spark_factory, index_id)

@@ -13,6 +13,7 @@ from contextlib import asynccontextmanager
 
 import httpx
 
+from strata_query.dependencies import query_service_of
 from strata_services.local.api_process import ApiProcess
 from strata_services.local.processes import free_port
 from tests.fixtures.apps import query_app, serving
@@ -77,7 +78,7 @@ async def test_a_plan_cancelled_on_the_other_replica_stops_planning_where_it_run
     admin = keys.header(keys.admin)
     async with _replicas(settings, fault_query_plan_delay_secs=60.0) as (a, b):
         plan_id = (await a.post("/v1/query/plans", json={"sql": sql}, headers=admin)).json()["plan_id"]
-        planning = a.app.state.strata.own().plans.tasks
+        planning = query_service_of(a.app).plans.tasks
         assert plan_id in planning
         assert (await b.get(f"/v1/query/plans/{plan_id}", headers=admin)).json()["status"] == "submitted"
         assert (await b.delete(f"/v1/query/plans/{plan_id}",
@@ -97,7 +98,7 @@ async def test_a_query_cancelled_on_the_other_replica_is_interrupted_where_it_ru
     await _sql(indexer, keys, index_id)
     admin = keys.header(keys.admin)
     async with _replicas(settings, fault_query_scan_delay_secs=30.0) as (a, b):
-        registry = a.app.state.strata.own().registry
+        registry = query_service_of(a.app).registry
         started = time.monotonic()
         running = asyncio.create_task(a.post("/v1/query", json={"sql": f'SELECT count(*) AS n FROM "{index_id}"',
                                                                 "engine": "local"}, headers=admin))
@@ -131,7 +132,7 @@ async def test_a_query_that_ends_before_its_row_is_sent_leaves_no_row(settings, 
     sql = await _sql(indexer, keys, index_id)
     admin = keys.header(keys.admin)
     async with _replicas(settings) as (a, _):
-        registry = a.app.state.strata.own().registry
+        registry = query_service_of(a.app).registry
         responses = await asyncio.gather(*(a.post("/v1/query", json={"sql": sql}, headers={
             **admin, "Cache-Control": "no-store"}) for _ in range(12)))
         assert {r.status_code for r in responses} == {200}
@@ -171,8 +172,8 @@ async def test_a_running_query_is_shared_after_its_share_time_or_at_once_when_it
     monkeypatch.setattr(shared, "write_running", recording_write)
     monkeypatch.setattr(shared, "SHARE_AFTER_SECS", 30.0)
     async with serving(query_app(settings), "http://query-a") as a:
-        registry = a.app.state.strata.own().registry
-        engine = a.app.state.strata.own().runtime.engines.in_process
+        registry = query_service_of(a.app).registry
+        engine = query_service_of(a.app).runtime.engines.in_process
 
         def writer_idle() -> bool:
             return registry._writer is None or registry._writer.done()

@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from strata_planner.compaction.dependencies import planner_services_of
 from strata_planner.compaction.retention import RetentionSchedule
 from tests.planner.compaction_helpers import create_index
 from tests.services.test_lifecycle_cli import served, strata  # noqa: F401 - `served` is a fixture
@@ -20,7 +21,7 @@ async def test_skips_command_lists_both_apis_records(served, indexer, planner, k
     index_id = await create_index(indexer, keys, retention={"period_secs": 86_400, "interval_secs": 60})
     await break_config(database_url, index_id)
     try:
-        await RetentionSchedule(planner.app.state.strata).tick()
+        await RetentionSchedule(planner_services_of(planner.app).retention).tick()
         code, out, _ = strata(capsys, "skips", "--pass", "retention", "--index", index_id, "--format", "json")
         [skip] = json.loads(out)
         assert code == 0 and (skip["pass"], skip["index_id"], skip["reason_class"]) == (
@@ -35,4 +36,4 @@ async def test_skips_command_lists_both_apis_records(served, indexer, planner, k
         assert code == 0 and json.loads(out) == []
     finally:
         await mend_config(database_url, index_id)
-    await RetentionSchedule(planner.app.state.strata).tick()
+    await RetentionSchedule(planner_services_of(planner.app).retention).tick()

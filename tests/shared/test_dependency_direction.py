@@ -5,7 +5,7 @@ doc meets it.
 Two checks over the six workspace packages:
 
 - **No import cycle**, between modules nor between packages (a package is a module name's first two levels:
-  `strata_shared.metastore`, `strata_indexer.parts`, `strata_jobs.merge`). The graph holds the imports that run:
+  `strata_shared.metastore`, `strata_indexer.services`, `strata_jobs.merge`). The graph holds the imports that run:
   at any level, inside functions too, but not those under `if TYPE_CHECKING:`, which never run. A cycle is broken by
   moving code to where it belongs (a type both sides need moves down, a function the lower side uses moves there),
   never by moving the import into a function, which this test sees anyway.
@@ -397,3 +397,37 @@ def test_an_api_imports_no_other_api_and_only_the_job_entry_points_it_submits(ap
 @pytest.mark.parametrize("package", sorted(set(PACKAGES) - {"strata_services"}))
 def test_no_workspace_package_imports_strata_services(package):
     assert offending(package, lambda name: top(name) != "strata_services") == []
+
+
+# --- the app's state stays at the edge ------------------------------------------------------------------------
+
+# The modules that hand out the web frame's `AppState`: the class itself, and the dependencies that give it (and
+# a session of its factory) to routes.
+APP_STATE_MODULES = ("strata_shared.web.state", "strata_shared.web.deps")
+# The edge of an API, where what the frame holds is wired into what each use case takes: the app factory, its
+# routes, the FastAPI dependencies and the background work it starts.
+EDGE_MODULE_NAMES = ("app", "router", "dependencies", "background")
+
+
+def at_the_edge(module: str) -> bool:
+    name = module.rpartition(".")[2]
+    return within(module, ("strata_shared.web",)) or name in EDGE_MODULE_NAMES or name.endswith("_router")
+
+
+def test_only_the_edge_of_an_api_reaches_the_app_state():
+    """Use cases take what they use (sessions, storage, a clock, a settings group, metrics), never the app's state:
+    a module that imports `strata_shared.web.state` or `strata_shared.web.deps` (which hands routes the state) is
+    inside `strata_shared/web/`, or is named `app.py`, `router.py`, `*_router.py`, `dependencies.py` or
+    `background.py` (docs/architecture.md, "Building an API"). Imports under `if TYPE_CHECKING:` count too."""
+    found = sorted(f"{where(module, item.line)}: {item.name}" for module, items in imports().items()
+                   if not at_the_edge(module) for item in items
+                   if within(item.name, APP_STATE_MODULES) or item.name.rpartition(".")[2] == "AppState")
+    assert found == []
+
+
+def test_the_edge_rule_names_modules_as_the_doc_does():
+    assert at_the_edge("strata_shared.web.openapi") and at_the_edge("strata_planner.compaction.router")
+    assert at_the_edge("strata_indexer.app") and at_the_edge("strata_query.dependencies")
+    assert at_the_edge("strata_shared.maintenance.passes_router")
+    assert not at_the_edge("strata_planner.compaction.gc") and not at_the_edge("strata_shared.maintenance.skips")
+    assert not at_the_edge("strata_indexer.ingest.service") and not at_the_edge("strata_shared.webhooks")

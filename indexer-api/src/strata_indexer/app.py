@@ -11,12 +11,14 @@ from strata_indexer.indexing.router import router as indexing_router
 from strata_indexer.ingest.router import router as ingest_router
 from strata_indexer.otlp.grpc_server import start_otlp_grpc, stop_otlp_grpc
 from strata_indexer.otlp.router import router as otlp_router
-from strata_indexer.parts import install_parts
+from strata_indexer.services import build_indexer_services, indexer_services_of
 from strata_indexer.splits.router import router as splits_router
 from strata_shared.clock import Clock
 from strata_shared.config import Settings
+from strata_shared.maintenance.metrics import MaintenanceMetrics
+from strata_shared.maintenance.skips import PassRecorder
 from strata_shared.web.app import build_app
-from strata_shared.web.maintenance_metrics import install_maintenance_metrics
+from strata_shared.web.state import AppState
 
 
 def create_app(settings: Settings, *, background: bool = True, clock: Clock | None = None) -> FastAPI:
@@ -27,8 +29,20 @@ def create_app(settings: Settings, *, background: bool = True, clock: Clock | No
         if clock is not None:
             app.state.strata.clock = clock
 
-    startup = [install_clock, install_parts, install_maintenance_metrics,
-               *([start_background] if background else []), start_otlp_grpc]
+    async def install_services(app: FastAPI) -> None:
+        state: AppState = app.state.strata
+        passes = PassRecorder(state.sessions, state.storage, MaintenanceMetrics(state.registry),
+                              state.object_store.measure)
+        app.state.indexer = build_indexer_services(
+            state.sessions, state.storage, state.clock, settings.ingest, settings.indexing, passes, state.registry,
+            state.object_store.measure)
+
+    async def start_otlp(app: FastAPI) -> None:
+        state: AppState = app.state.strata
+        await start_otlp_grpc(app, settings, state.api_keys, state.sessions, indexer_services_of(app).ingest)
+
+    startup = [install_clock, install_services,
+               *([start_background] if background else []), start_otlp]
     return build_app(
         settings,
         service="indexer-api",

@@ -10,8 +10,7 @@ import socket
 
 from fastapi import FastAPI
 
-from strata_indexer.indexing.janitor import run_janitor
-from strata_indexer.parts import IndexerParts
+from strata_indexer.services import indexer_services_of
 from strata_shared.maintenance.skips import quiet_on_outage
 from strata_shared.web.auth import Scope
 from strata_shared.web.background import Background
@@ -22,14 +21,14 @@ log = logging.getLogger("strata.indexer")
 
 
 async def start_background(app: FastAPI) -> None:
-    state: AppState[IndexerParts] = app.state.strata
-    settings = state.settings
-    background = state.background = Background(PassLeases(state.sessions, replica_id()),
+    state: AppState = app.state.strata
+    services = indexer_services_of(app)
+    settings, sessions, clock = state.settings, state.sessions, state.clock
+    background = state.background = Background(PassLeases(sessions, replica_id()),
                                               stop_timeout_secs=settings.worker_shutdown_timeout_secs + 5)
-    metrics = state.own().metrics
     background.once_every(settings.janitor_interval_secs,
-                          quiet_on_outage("janitor", lambda: run_janitor(state, state.clock())), "janitor")
-    background.every(10.0, lambda: metrics.refresh(state), "lag metrics")
+                          quiet_on_outage("janitor", lambda: services.janitor.run(clock())), "janitor")
+    background.every(10.0, lambda: services.metrics.refresh(sessions, clock()), "lag metrics")
     if settings.indexing_worker_slots > 0 and state.spark is not None:
         from strata_indexer.indexing.runner import index_build_executor, indexing_runner
 

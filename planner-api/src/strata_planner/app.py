@@ -6,14 +6,18 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from strata_planner.compaction.background import start_background
+from strata_planner.compaction.metrics import CompactionMetrics
 from strata_planner.compaction.router import router as compaction_router
+from strata_planner.compaction.services import build_planner_services
 from strata_planner.deletes.router import router as deletes_router
 from strata_planner.metastore.router import router as metastore_router
 from strata_shared.clock import Clock
 from strata_shared.config import Settings
+from strata_shared.maintenance.metrics import MaintenanceMetrics
 from strata_shared.maintenance.router import passes_router
+from strata_shared.maintenance.skips import PassRecorder
 from strata_shared.web.app import build_app
-from strata_shared.web.maintenance_metrics import install_maintenance_metrics
+from strata_shared.web.state import AppState
 
 
 def create_app(settings: Settings, *, background: bool = True, clock: Clock | None = None) -> FastAPI:
@@ -24,7 +28,16 @@ def create_app(settings: Settings, *, background: bool = True, clock: Clock | No
         if clock is not None:
             app.state.strata.clock = clock
 
-    startup = [install_clock, install_maintenance_metrics, *([start_background] if background else [])]
+    async def install_services(app: FastAPI) -> None:
+        state: AppState = app.state.strata
+        passes = PassRecorder(state.sessions, state.storage, MaintenanceMetrics(state.registry),
+                              state.object_store.measure)
+        app.state.planner = build_planner_services(
+            state.sessions, state.storage, state.clock, settings.compaction, passes,
+            CompactionMetrics(state.registry) if background else None)
+
+    startup = [install_clock, install_services,
+               *([start_background] if background else [])]
     return build_app(
         settings,
         service="planner-api",

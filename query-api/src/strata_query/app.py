@@ -7,6 +7,7 @@ import asyncio
 
 from fastapi import FastAPI
 
+from strata_query.dependencies import query_service_of
 from strata_query.execution.runtime import QueryRuntime
 from strata_query.flight.lifecycle import start_flight_server, stop_flight_server
 from strata_query.router import ASYNC_PLAN_FORMS
@@ -21,19 +22,19 @@ from strata_shared.web.state import AppState
 
 
 async def _install_service(app: FastAPI) -> None:
-    state: AppState[QueryService] = app.state.strata
+    state: AppState = app.state.strata
     runtime = QueryRuntime(state.storage, state.registry, state.settings.query, state.settings.database_url,
                            state.spark, state.object_store)
     registry = SharedQueryRegistry(state.sessions, SingleReads(state.settings.database_url, "strata-query-registry"),
                                    replica_id(), state.settings.query_timeout_secs)
-    state.parts = QueryService(runtime, state.sessions, state.settings, registry, ASYNC_PLAN_FORMS)
-    app.state.flight = start_flight_server(state.settings, state.parts, state.api_keys, asyncio.get_running_loop(),
+    service = app.state.query = QueryService(runtime, state.sessions, state.settings, registry, ASYNC_PLAN_FORMS)
+    app.state.flight = start_flight_server(state.settings, service, state.api_keys, asyncio.get_running_loop(),
                                            state.registry)
 
 
 async def _close_service(app: FastAPI) -> None:
-    state: AppState[QueryService] = app.state.strata
-    service = state.own()
+    state: AppState = app.state.strata
+    service = query_service_of(app)
     if (flight := getattr(app.state, "flight", None)) is not None:
         await stop_flight_server(flight, state.settings.shutdown_timeout_secs)
     await service.close()

@@ -13,26 +13,15 @@ from fastapi.responses import StreamingResponse
 from strata_query.async_plans import RecordForms
 from strata_query.cache_directives import ResultCacheDirectives
 from strata_query.calls import PlannedQuery, QueryCall
+from strata_query.dependencies import Service
 from strata_query.execution.formats import ARROW, JSON, NDJSON, negotiate, serialize
 from strata_query.schemas import PlanOut, PlanStatus, QueryRequest, QueryResult, ResultSummary, plan_out, plan_status
-from strata_query.service import QueryService
 from strata_shared.domain.wire_types import Ulid
 from strata_shared.web.auth import Principal, Scope, require_any
-from strata_shared.web.deps import app_state
 from strata_shared.web.problems import problem_of, problem_responses
-from strata_shared.web.state import AppState
 
 router = APIRouter(tags=["query"])
 Caller = Annotated[Principal, Depends(require_any(Scope.QUERY, Scope.ADMIN))]
-
-
-async def query_service(state: Annotated[AppState, Depends(app_state)]) -> QueryService:
-    # async although it awaits nothing: FastAPI runs a plain-def dependency in a worker thread, a hop on every
-    # query (as `strata_shared.web.deps.app_state` says).
-    return state.own()
-
-
-Service = Annotated[QueryService, Depends(query_service)]
 
 
 def _plan_body(planned: PlannedQuery) -> dict[str, Any]:

@@ -16,8 +16,8 @@ from strata_shared.errors import Conflict, InvalidInput, NotFound
 from strata_shared.metastore.indexing_repository import ArtifactConflict, IndexingRepository
 from strata_shared.metastore.models import SplitRow
 from strata_shared.metastore.repositories import SplitRepository
+from strata_shared.principal import Principal
 from strata_shared.storage import ObjectStore
-from strata_shared.web.auth import Principal
 
 
 async def split_of(session: AsyncSession, split_id: str, principal: Principal, *,

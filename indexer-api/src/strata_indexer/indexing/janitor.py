@@ -19,16 +19,18 @@ import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
 from strata_indexer.indexing.artifact_checks import artifact_prefix
 from strata_shared.artifacts import ArtifactFormatError, decode_artifact, manifest_key, parse_artifact_key
+from strata_shared.config import IndexingSettings
 from strata_shared.domain.artifact_refs import ArtifactRef
 from strata_shared.domain.split import SplitState
-from strata_shared.maintenance.skips import MaintenancePass, PassSkips, maintenance_pass
+from strata_shared.maintenance.skips import MaintenancePass, PassRecorder, PassSkips, maintenance_pass
 from strata_shared.metastore.indexing_repository import ArtifactConflict, IndexingRepository
 from strata_shared.metastore.repositories import IndexRepository, SplitRepository
 from strata_shared.observability.tracing import traced
 from strata_shared.storage import ObjectStore
-from strata_shared.web.state import AppState
 
 log = logging.getLogger("strata.janitor")
 READABLE = (SplitState.STAGED, SplitState.PUBLISHED, SplitState.MARKED_FOR_DELETION)
@@ -62,84 +64,93 @@ def _valid_object(storage: ObjectStore, uri: str, split_id: str, key) -> Artifac
                        header.content_hash)
 
 
-@traced("janitor_pass")
-async def run_janitor(state: AppState, now: datetime) -> JanitorReport:
-    report = JanitorReport()
-    async with state.sessions() as session:
-        incarnations = await IndexRepository(session).incarnations()
-    async with maintenance_pass(state, MaintenancePass.JANITOR, now) as skips:
-        for index_uid, index_id, _ in incarnations:
-            # An index whose artifacts cannot be listed is skipped whole; an object that cannot be read or
-            # deleted, alone.
-            async with skips.entry(index_id, artifact_prefix(state.storage, index_uid)):
-                await _reconcile_index(state, index_uid, index_id, now, report, skips)
-    if report.changed:
-        log.info("janitor: registered %d, deleted %d, missing %d, re-indexing %d files", len(report.registered),
-                 len(report.deleted), len(report.missing), len(report.reindexed))
-    return report
+@dataclass(frozen=True, slots=True)
+class Janitor:
+    """The janitor with what it works on: built once per app, run by the periodic pass, the route and tests."""
+
+    sessions: async_sessionmaker[AsyncSession]
+    storage: ObjectStore
+    settings: IndexingSettings
+    passes: PassRecorder
+
+    @traced("janitor_pass")
+    async def run(self, now: datetime) -> JanitorReport:
+        report = JanitorReport()
+        async with self.sessions() as session:
+            incarnations = await IndexRepository(session).incarnations()
+        async with maintenance_pass(self.passes, MaintenancePass.JANITOR, now) as skips:
+            for index_uid, index_id, _ in incarnations:
+                # An index whose artifacts cannot be listed is skipped whole; an object that cannot be read or
+                # deleted, alone.
+                async with skips.entry(index_id, artifact_prefix(self.storage, index_uid)):
+                    await self._reconcile_index(index_uid, index_id, now, report, skips)
+        if report.changed:
+            log.info("janitor: registered %d, deleted %d, missing %d, re-indexing %d files", len(report.registered),
+                     len(report.deleted), len(report.missing), len(report.reindexed))
+        return report
 
 
-async def _reconcile_index(state: AppState, index_uid: str, index_id: str, now: datetime, report: JanitorReport,
-                           skips: PassSkips) -> None:
-    storage = state.storage
-    prefix = artifact_prefix(storage, index_uid)
-    relative_prefix = prefix[len(storage.root_uri) + 1:]
-    # Read before the listing: an artifact registered by then had its object uploaded before, so the listing
-    # shows it. A row read only after the listing may be a build's that uploaded and registered in between, and
-    # its object is no more missing than the listing is recent.
-    async with state.sessions() as session:
-        registered_before_listing = {r.uri for r in await IndexingRepository(session).artifacts_of_index(index_uid)}
-    listed = await asyncio.to_thread(storage.list_files_with_mtime, relative_prefix)
-    old_enough = (now - timedelta(seconds=state.settings.janitor_grace_secs)).timestamp()
-    async with state.sessions() as session:
-        repo = IndexingRepository(session)
-        registered = {r.uri: r for r in await repo.artifacts_of_index(index_uid)}
-        split_ids = {uri[len(prefix) + 1:].split("/", 1)[0] for uri, _ in listed}
-        split_ids |= {r.split_id for r in registered.values()}
-        splits = await SplitRepository(session).rows(sorted(split_ids))
-        present = set()
-        for uri, mtime in listed:
-            present.add(uri)
-            key_text = uri[len(prefix) + 1:]
-            split_id = key_text.split("/", 1)[0]
-            split = splits.get(split_id)
-            alive = split is not None and split.state in READABLE
-            if key_text == manifest_key(split_id) or uri in registered:
-                if not alive and mtime <= old_enough:
+    async def _reconcile_index(self, index_uid: str, index_id: str, now: datetime, report: JanitorReport,
+                               skips: PassSkips) -> None:
+        storage = self.storage
+        prefix = artifact_prefix(storage, index_uid)
+        relative_prefix = prefix[len(storage.root_uri) + 1:]
+        # Read before the listing: an artifact registered by then had its object uploaded before, so the listing
+        # shows it. A row read only after the listing may be a build's that uploaded and registered in between, and
+        # its object is no more missing than the listing is recent.
+        async with self.sessions() as session:
+            registered_before_listing = {r.uri for r in await IndexingRepository(session).artifacts_of_index(index_uid)}
+        listed = await asyncio.to_thread(storage.list_files_with_mtime, relative_prefix)
+        old_enough = (now - timedelta(seconds=self.settings.janitor_grace_secs)).timestamp()
+        async with self.sessions() as session:
+            repo = IndexingRepository(session)
+            registered = {r.uri: r for r in await repo.artifacts_of_index(index_uid)}
+            split_ids = {uri[len(prefix) + 1:].split("/", 1)[0] for uri, _ in listed}
+            split_ids |= {r.split_id for r in registered.values()}
+            splits = await SplitRepository(session).rows(sorted(split_ids))
+            present = set()
+            for uri, mtime in listed:
+                present.add(uri)
+                key_text = uri[len(prefix) + 1:]
+                split_id = key_text.split("/", 1)[0]
+                split = splits.get(split_id)
+                alive = split is not None and split.state in READABLE
+                if key_text == manifest_key(split_id) or uri in registered:
+                    if not alive and mtime <= old_enough:
+                        await _delete(storage, uri, index_id, report, skips)
+                    continue
+                key = parse_artifact_key(key_text)
+                ref = None
+                if key is not None and alive:
+                    async with skips.entry(index_id, uri) as read:
+                        ref = await asyncio.to_thread(_valid_object, storage, uri, split_id, key)
+                    if read.skipped:
+                        continue
+                # Younger than the grace, a complete object may be a build's that is about to register it itself:
+                # registering it too would race that build's registration.
+                if ref is not None and mtime <= old_enough:
+                    try:
+                        async with session.begin_nested():
+                            await repo.register(split, [ref], "janitor", replace=False)
+                        report.registered.append(uri)
+                        continue
+                    except ArtifactConflict:
+                        pass  # another object holds the identity: this one is stale
+                if mtime <= old_enough:
                     await _delete(storage, uri, index_id, report, skips)
-                continue
-            key = parse_artifact_key(key_text)
-            ref = None
-            if key is not None and alive:
-                async with skips.entry(index_id, uri) as read:
-                    ref = await asyncio.to_thread(_valid_object, storage, uri, split_id, key)
-                if read.skipped:
+            for uri, row in registered.items():
+                if uri in present or uri not in registered_before_listing:
                     continue
-            # Younger than the grace, a complete object may be a build's that is about to register it itself:
-            # registering it too would race that build's registration.
-            if ref is not None and mtime <= old_enough:
-                try:
-                    async with session.begin_nested():
-                        await repo.register(split, [ref], "janitor", replace=False)
-                    report.registered.append(uri)
-                    continue
-                except ArtifactConflict:
-                    pass  # another object holds the identity: this one is stale
-            if mtime <= old_enough:
-                await _delete(storage, uri, index_id, report, skips)
-        for uri, row in registered.items():
-            if uri in present or uri not in registered_before_listing:
-                continue
-            report.missing.append(uri)
-            await repo.unregister(row.artifact_id)
-            await repo.unpublish_snapshot(row.split_id, now)
-            split = splits.get(row.split_id)
-            if split is not None and split.state is SplitState.PUBLISHED:
-                # A live job (new, or already waiting) rebuilds the whole set and publishes it again.
-                await repo.enqueue([(split.split_id, split.index_uid, split.partition_id)], "repair", now)
-                if split.split_id not in report.reindexed:
-                    report.reindexed.append(split.split_id)
-        await session.commit()
+                report.missing.append(uri)
+                await repo.unregister(row.artifact_id)
+                await repo.unpublish_snapshot(row.split_id, now)
+                split = splits.get(row.split_id)
+                if split is not None and split.state is SplitState.PUBLISHED:
+                    # A live job (new, or already waiting) rebuilds the whole set and publishes it again.
+                    await repo.enqueue([(split.split_id, split.index_uid, split.partition_id)], "repair", now)
+                    if split.split_id not in report.reindexed:
+                        report.reindexed.append(split.split_id)
+            await session.commit()
 
 
 async def _delete(storage: ObjectStore, uri: str, index_id: str, report: JanitorReport, skips: PassSkips) -> None:

@@ -6,12 +6,11 @@ from __future__ import annotations
 from datetime import datetime
 
 from prometheus_client import Gauge
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from strata_indexer.indexing.schemas import IndexLag
 from strata_shared.metastore.indexing_repository import IndexingRepository
 from strata_shared.metastore.repositories import IndexRepository
-from strata_shared.web.state import AppState
 
 
 async def lag_by_index(session: AsyncSession, now: datetime) -> list[IndexLag]:
@@ -43,9 +42,9 @@ class IndexingMetrics:
                                 "Same as strata_indexing_debt_oldest_seconds (older name)", ["index_id"],
                                 registry=registry)
 
-    async def refresh(self, state: AppState) -> None:
-        async with state.sessions() as session:
-            lags = await lag_by_index(session, state.clock())
+    async def refresh(self, sessions: async_sessionmaker[AsyncSession], now: datetime) -> None:
+        async with sessions() as session:
+            lags = await lag_by_index(session, now)
         for files, oldest in ((self.files, self.oldest), (self.lag_files, self.lag_oldest)):
             files.clear()
             oldest.clear()

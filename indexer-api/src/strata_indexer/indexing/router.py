@@ -8,9 +8,9 @@ from typing import Annotated
 from fastapi import APIRouter, Depends
 
 from strata_indexer.indexing.artifacts import register_artifacts, split_artifacts, split_of
-from strata_indexer.indexing.janitor import run_janitor
+from strata_indexer.indexing.dependencies import JanitorDep, indexing_queue
 from strata_indexer.indexing.lag import lag_by_index
-from strata_indexer.indexing.scheduler import cancel_job, indexing_queue
+from strata_indexer.indexing.scheduler import cancel_job
 from strata_indexer.indexing.schemas import (
     IndexingJobOut,
     IndexingJobPage,
@@ -59,10 +59,10 @@ async def indexing_lag(session: Session, state: State,
 
 
 @router.post("/v1/indexing/janitor", response_model=JanitorReportOut, responses=problem_responses(401, 403))
-async def run_artifact_janitor(state: State,
+async def run_artifact_janitor(state: State, janitor: JanitorDep,
                                _: Annotated[Principal, Depends(require(Scope.ADMIN))]) -> JanitorReportOut:
     """Run one janitor pass now (it also runs in the background): reconcile artifact objects and rows."""
-    report = await run_janitor(state, state.clock())
+    report = await janitor.run(state.clock())
     return JanitorReportOut(registered=report.registered, deleted=report.deleted, missing=report.missing,
                             reindexed=report.reindexed)
 

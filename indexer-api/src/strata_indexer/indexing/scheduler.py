@@ -13,29 +13,31 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from strata_indexer.indexing import snapshots
 from strata_indexer.indexing.artifact_checks import artifact_prefix, check_artifacts
 from strata_indexer.indexing.schemas import IndexingAssignment, IndexingUpdate
+from strata_shared.clock import Clock
+from strata_shared.config import IndexingSettings
 from strata_shared.domain.index_config import IndexSettings
 from strata_shared.domain.scheduler_rules import InProgressLimits
 from strata_shared.domain.split import SplitState
 from strata_shared.jobqueue.service import QueueSpec
-from strata_shared.maintenance.skips import PLANNING_FAULTS, MaintenancePass, maintenance_pass
+from strata_shared.maintenance.skips import PLANNING_FAULTS, MaintenancePass, PassRecorder, maintenance_pass
 from strata_shared.metastore.indexing_models import IndexingJobRow
 from strata_shared.metastore.indexing_repository import IndexingRepository
 from strata_shared.metastore.lease_queue import PublishRefused
 from strata_shared.metastore.repositories import IndexRepository, SplitRepository
-from strata_shared.web.state import AppState
+from strata_shared.storage import ObjectStore
 
 
 class BuildRejected(PublishRefused):
     """The reported build cannot be published (an artifact fails its checks, the file is gone)."""
 
 
-def indexing_queue(state: AppState) -> QueueSpec[IndexingUpdate, IndexingAssignment]:
-    settings = state.settings
+def indexing_queue(storage: ObjectStore, settings: IndexingSettings, passes: PassRecorder,
+                   clock: Clock) -> QueueSpec[IndexingUpdate, IndexingAssignment]:
 
     async def publish(session: AsyncSession, update: IndexingUpdate, now: datetime) -> None:
         repo = IndexingRepository(session)
         job = await repo.queue.fenced(update.job_id, update.fencing_token)
-        await _publish_build(state, session, repo, job, update, now)
+        await _publish_build(storage, session, repo, job, update, now)
 
     async def cancel_orphans(session: AsyncSession, _capacity: int, now: datetime) -> None:
         await IndexingRepository(session).cancel_orphaned(now)
@@ -43,29 +45,28 @@ def indexing_queue(state: AppState) -> QueueSpec[IndexingUpdate, IndexingAssignm
     async def assign(session: AsyncSession, worker_id: str, capacity: int, now: datetime,
                      lease: timedelta) -> Sequence[IndexingJobRow]:
         return await IndexingRepository(session).assign(worker_id, capacity, now, lease, InProgressLimits(
-            total=settings.indexing_max_in_progress, per_tenant=settings.indexing_max_in_progress_per_tenant))
+            total=settings.max_in_progress, per_tenant=settings.max_in_progress_per_tenant))
 
     async def describe(session: AsyncSession, jobs: Sequence[IndexingJobRow]) -> list[IndexingAssignment]:
         if not jobs:
             return []
-        now = state.clock()
+        now = clock()
         out = []
         # Only the indexes of the jobs handed out are looked at: a record of another stays until one is.
-        async with maintenance_pass(state, MaintenancePass.INDEXING_PLANNING, now, faults=PLANNING_FAULTS,
+        async with maintenance_pass(passes, MaintenancePass.INDEXING_PLANNING, now, faults=PLANNING_FAULTS,
                                     covers_everything=False) as skips:
             for job in jobs:
                 async with skips.entry(job.index_uid.split(":", 1)[0], job.job_id) as described:
-                    out.append(await _assignment(state, session, job))
+                    out.append(await _assignment(storage, settings.lease_secs, session, job))
                 if described.skipped:
                     # Handed out, it would fail every poll for every worker; as a failed attempt it is excluded
                     # after max_failures, and the record says why.
                     await IndexingRepository(session).queue.fail(
                         job.job_id, job.fencing_token, f"cannot be planned: {described.reason_class}: "
-                        f"{described.reason}", now, settings.indexing_max_failures)
+                        f"{described.reason}", now, settings.max_failures)
         return out
 
-    return QueueSpec(name="indexing", lease_secs=settings.indexing_lease_secs,
-                     max_failures=settings.indexing_max_failures,
+    return QueueSpec(name="indexing", lease_secs=settings.lease_secs, max_failures=settings.max_failures,
                      queue_of=lambda session: IndexingRepository(session).queue, publish=publish,
                      housekeeping=cancel_orphans, assign=assign, describe=describe)
 
@@ -76,20 +77,20 @@ async def cancel_job(session: AsyncSession, job_id: str, now: datetime) -> Index
     return await IndexingRepository(session).cancel(job_id, now)
 
 
-async def _publish_build(state: AppState, session, repo: IndexingRepository, job: IndexingJobRow,
+async def _publish_build(storage: ObjectStore, session, repo: IndexingRepository, job: IndexingJobRow,
                          update: IndexingUpdate, now: datetime) -> None:
     split = await SplitRepository(session).row(job.split_id, for_update=True)
     if split is None or split.state not in (SplitState.PUBLISHED, SplitState.MARKED_FOR_DELETION):
         raise BuildRejected(f"split {job.split_id} is no longer readable")
     # Reading and hashing every object is blocking I/O: off the event loop, which ingestion shares (on it, the
     # embedded builds' publishes held ingestion's p50 at 2.8x of the same load without indexing).
-    refs, problems = await asyncio.to_thread(check_artifacts, state.storage, split.split_id, split.index_uid,
+    refs, problems = await asyncio.to_thread(check_artifacts, storage, split.split_id, split.index_uid,
                                              [artifact.to_ref() for artifact in update.artifacts])
     if problems:
         raise BuildRejected("; ".join(f"{f}: {m}" for f, m in problems))
     # The job holds the file (one live job per split, fenced): its build supersedes older artifacts.
     rows = [row for row, _ in await repo.register(split, refs, f"job:{job.job_id}", replace=True)]
-    await snapshots.publish(session, state.storage, split, rows, update.skipped, f"job:{job.job_id}", now)
+    await snapshots.publish(session, storage, split, rows, update.skipped, f"job:{job.job_id}", now)
     repo.queue.succeed(job, now, stage="published")
     job.artifact_count = len(rows)
     job.artifact_bytes = sum(r.size_bytes for r in rows)
@@ -97,7 +98,7 @@ async def _publish_build(state: AppState, session, repo: IndexingRepository, job
     await session.flush()
 
 
-async def _assignment(state: AppState, session, job: IndexingJobRow) -> IndexingAssignment:
+async def _assignment(storage: ObjectStore, lease_secs: float, session, job: IndexingJobRow) -> IndexingAssignment:
     split = await SplitRepository(session).row(job.split_id)
     index = await IndexRepository(session).get(job.index_uid)
     index_settings = IndexSettings.model_validate(index.config)
@@ -105,8 +106,8 @@ async def _assignment(state: AppState, session, job: IndexingJobRow) -> Indexing
     job.spark_operation_tag = tag
     return IndexingAssignment(
         job_id=job.job_id, fencing_token=job.fencing_token, lease_expires_at=job.lease_expires_at,
-        lease_secs=state.settings.indexing_lease_secs, split_id=job.split_id, index_uid=job.index_uid,
+        lease_secs=lease_secs, split_id=job.split_id, index_uid=job.index_uid,
         partition_id=job.partition_id, uri=split.uri, size_bytes=split.size_bytes,
-        artifact_prefix=artifact_prefix(state.storage, job.index_uid),
+        artifact_prefix=artifact_prefix(storage, job.index_uid),
         artifacts=index_settings.artifacts, field_types={f.name: str(f.type) for f in index_settings.fields},
         zstd_level=index_settings.parquet.zstd_level, spark_operation_tag=tag)

@@ -9,9 +9,9 @@ from pydantic import BaseModel, Field
 
 from strata_indexer.ingest.body import read_limited
 from strata_indexer.ingest.decode import ARROW_STREAM_TYPES, NDJSON_TYPES, media_kind
-from strata_indexer.ingest.service import ingest_table
+from strata_indexer.ingest.dependencies import IngestWrites
+from strata_indexer.ingest.service import index_to_ingest, ingest_table
 from strata_shared.domain.wire_types import IndexId, Name
-from strata_shared.metastore.repositories import load_live_index
 from strata_shared.web.auth import Principal, Scope, require
 from strata_shared.web.deps import Session, State
 from strata_shared.web.problems import problem_responses
@@ -61,6 +61,7 @@ async def ingest(
     request: Request,
     session: Session,
     state: State,
+    ingest: IngestWrites,
     principal: Annotated[Principal, Depends(require(Scope.WRITER))],
     partition_id: Name | None = None,
     source_id: Name = "ingest-api",
@@ -76,11 +77,10 @@ async def ingest(
     with the same 503, and nothing of the group is published."""
     partition = partition_id or principal.tenant or "default"
     principal.check_tenant(partition)
-    index = await load_live_index(session, index_id)
-    await session.commit()  # end the read transaction now: the ingest below must not hold a connection idle
+    index = await index_to_ingest(session, index_id)
     kind = media_kind(request.headers.get("content-type"))
     body = await read_limited(request, state.settings.max_ingest_bytes)
-    outcome = await ingest_table(state, state.own().ingest, index, body, kind, partition_id=partition,
+    outcome = await ingest_table(ingest, index, body, kind, partition_id=partition,
                                  source_id=source_id)
     return IngestResponse(
         index_id=index_id,

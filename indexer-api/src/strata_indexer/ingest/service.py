@@ -11,9 +11,11 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
 import pyarrow as pa
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from ulid import ULID
 
 from strata_indexer.ingest.decode import decode_body
@@ -24,11 +26,10 @@ from strata_shared.domain.ingest_batch import AdmittedRows, admit_rows, cut_admi
 from strata_shared.domain.split import SplitMetadata
 from strata_shared.errors import Unavailable
 from strata_shared.metastore.models import IndexRow
-from strata_shared.metastore.repositories import SplitRepository
+from strata_shared.metastore.repositories import SplitRepository, load_live_index
 from strata_shared.splitfile.writer import encode_split, row_group_spans
 from strata_shared.storage import ObjectStore
 from strata_shared.storage_layout import split_path
-from strata_shared.web.state import AppState
 
 log = logging.getLogger("strata.ingest")
 
@@ -69,6 +70,17 @@ class IngestScope:
 
 
 IngestCommitter = GroupCommitter[AdmittedRows, list[SplitMetadata]]
+
+
+@dataclass(frozen=True, slots=True)
+class Ingest:
+    """What the write path works with, built once per app: the catalog, the store, the group committer (the
+    groups in flight of every scope) and the meter its object-store requests are counted under."""
+
+    sessions: async_sessionmaker[AsyncSession]
+    storage: ObjectStore
+    committer: IngestCommitter
+    measure: Callable[[str], AbstractContextManager[object]]
 
 
 # Turns a request into a table of exactly the index's schema, or raises a BadRequest naming what is wrong.
@@ -124,9 +136,16 @@ def build_splits(
     return encoded
 
 
+async def index_to_ingest(session: AsyncSession, index_id: str) -> IndexRow:
+    """The live index a request writes to, its read transaction ended at once: the write that follows must not hold
+    a connection idle."""
+    index = await load_live_index(session, index_id)
+    await session.commit()
+    return index
+
+
 async def ingest_table(
-    state: AppState,
-    committer: IngestCommitter,
+    ingest: Ingest,
     index: IndexRow,
     body: bytes,
     kind: str,
@@ -135,13 +154,12 @@ async def ingest_table(
     source_id: str,
     now_secs: int | None = None,
 ) -> IngestOutcome:
-    return await ingest_decoded(state, committer, index, lambda s: decode_body(body, kind, s.field_types()),
+    return await ingest_decoded(ingest, index, lambda s: decode_body(body, kind, s.field_types()),
                                 partition_id=partition_id, source_id=source_id, now_secs=now_secs)
 
 
 async def ingest_decoded(
-    state: AppState,
-    committer: IngestCommitter,
+    ingest: Ingest,
     index: IndexRow,
     decode: Decoder,
     *,
@@ -157,17 +175,17 @@ async def ingest_decoded(
     admitted = await asyncio.to_thread(admit_decoded, decode, settings, now)
 
     async def commit(batches: list[AdmittedRows]) -> list[SplitMetadata]:
-        encoded = await asyncio.to_thread(build_splits, batches, index, settings, state.storage,
+        encoded = await asyncio.to_thread(build_splits, batches, index, settings, ingest.storage,
                                           partition_id=partition_id, source_id=source_id)
-        with state.object_store.measure("ingest"):
-            await _stage_upload_publish(state, encoded)
+        with ingest.measure("ingest"):
+            await _stage_upload_publish(ingest, encoded)
         return [e.metadata for e in encoded]
 
     rows = admitted.table.num_rows
     splits: list[SplitMetadata] = []
     if rows:
         scope = IngestScope(index.index_uid, index.version, partition_id, source_id)
-        splits = await committer.submit(scope, admitted, rows=rows, nbytes=admitted.table.nbytes, commit=commit)
+        splits = await ingest.committer.submit(scope, admitted, rows=rows, nbytes=admitted.table.nbytes, commit=commit)
     # The request's rows are in the group's splits of the windows they fall in (one split per window, TW-1).
     mine = admitted.rows_by_window()
     return IngestOutcome(
@@ -179,23 +197,23 @@ async def ingest_decoded(
     )
 
 
-async def _stage_upload_publish(state: AppState, encoded: list[EncodedSplit]) -> None:
+async def _stage_upload_publish(ingest: Ingest, encoded: list[EncodedSplit]) -> None:
     split_ids = [e.metadata.split_id for e in encoded]
-    async with state.sessions() as session:
+    async with ingest.sessions() as session:
         await SplitRepository(session).insert([e.metadata for e in encoded])
         await session.commit()
 
     uploaded: list[str] = []
     try:
         for item in encoded:
-            await asyncio.to_thread(state.storage.write_bytes, item.metadata.uri, item.data)
+            await asyncio.to_thread(ingest.storage.write_bytes, item.metadata.uri, item.data)
             uploaded.append(item.metadata.uri)
     except Exception as exc:
         log.exception("upload failed; rolling back %d staged splits", len(split_ids))
-        await _unstage(state, split_ids, uploaded)
+        await _unstage(ingest, split_ids, uploaded)
         raise Unavailable(f"object storage write failed: {exc}") from exc
 
-    async with state.sessions() as session:
+    async with ingest.sessions() as session:
         moved = await SplitRepository(session).publish_staged(split_ids)
         await session.commit()
     if moved != len(split_ids):
@@ -203,9 +221,9 @@ async def _stage_upload_publish(state: AppState, encoded: list[EncodedSplit]) ->
         log.warning("published %d of %d staged splits", moved, len(split_ids))
 
 
-async def _unstage(state: AppState, split_ids: list[str], uploaded: list[str]) -> None:
+async def _unstage(ingest: Ingest, split_ids: list[str], uploaded: list[str]) -> None:
     for uri in uploaded:
-        await asyncio.to_thread(state.storage.delete, uri)
-    async with state.sessions() as session:
+        await asyncio.to_thread(ingest.storage.delete, uri)
+    async with ingest.sessions() as session:
         await SplitRepository(session).delete_staged(split_ids)
         await session.commit()

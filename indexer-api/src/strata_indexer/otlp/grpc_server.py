@@ -16,14 +16,16 @@ import re
 import grpc
 from fastapi import FastAPI
 from grpc import aio
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from strata_indexer.ingest.service import Ingest
 from strata_indexer.otlp import wire
 from strata_indexer.otlp.schemas import Signal, default_index_id
 from strata_indexer.otlp.service import SIGNALS, export
+from strata_shared.config import Settings
 from strata_shared.domain.wire_types import INDEX_ID_PATTERN
 from strata_shared.errors import BadRequest, PayloadTooLarge, StrataError
-from strata_shared.web.auth import Scope, authorize
-from strata_shared.web.state import AppState
+from strata_shared.web.auth import ApiKeyRegistry, Scope, authorize
 
 log = logging.getLogger("strata.otlp.grpc")
 
@@ -46,22 +48,23 @@ def _key(metadata: dict[str, str]) -> str | None:
     return metadata.get("x-api-key")
 
 
-def _handler(state: AppState, signal: Signal) -> grpc.RpcMethodHandler:
+def _handler(api_keys: ApiKeyRegistry, max_ingest_bytes: int, sessions: async_sessionmaker[AsyncSession],
+             ingest: Ingest, signal: Signal) -> grpc.RpcMethodHandler:
     spec = SIGNALS[signal]
 
     async def export_call(data: bytes, context: aio.ServicerContext) -> bytes:
         metadata = {k.lower(): v for k, v in context.invocation_metadata() if isinstance(v, str)}
         try:
-            principal = authorize(state.api_keys, _key(metadata), (Scope.WRITER,))
+            principal = authorize(api_keys, _key(metadata), (Scope.WRITER,))
             index_id = metadata.get("x-strata-index") or default_index_id(signal, principal.tenant)
             if not re.match(INDEX_ID_PATTERN, index_id):
                 raise BadRequest(f"x-strata-index {index_id[:80]!r} is not an index id ({INDEX_ID_PATTERN})")
-            if len(data) > state.settings.max_ingest_bytes:
+            if len(data) > max_ingest_bytes:
                 raise PayloadTooLarge(f"request of {len(data)} bytes exceeds the limit of "
-                                      f"{state.settings.max_ingest_bytes} bytes")
+                                      f"{max_ingest_bytes} bytes")
             message = wire.parse(spec.request, spec.raw_request, data, wire.PROTOBUF)
-            async with state.sessions() as session:
-                answer = await export(state, session, signal, message, index_id=index_id,
+            async with sessions() as session:
+                answer = await export(ingest, session, signal, message, index_id=index_id,
                                       partition_id=principal.tenant or "default")
         except StrataError as error:
             await context.abort(_CODES.get(error.status, grpc.StatusCode.INTERNAL), error.detail)
@@ -71,22 +74,23 @@ def _handler(state: AppState, signal: Signal) -> grpc.RpcMethodHandler:
     return grpc.unary_unary_rpc_method_handler(export_call)
 
 
-async def start_otlp_grpc(app: FastAPI) -> None:
-    """Startup hook: serves OTLP/gRPC when `otlp_grpc_port` is set; the bound port goes to `app.state`."""
-    state: AppState = app.state.strata
-    port = state.settings.otlp_grpc_port
+async def start_otlp_grpc(app: FastAPI, settings: Settings, api_keys: ApiKeyRegistry,
+                          sessions: async_sessionmaker[AsyncSession], ingest: Ingest) -> None:
+    """Serves OTLP/gRPC when `otlp_grpc_port` is set; the bound port goes to `app.state`."""
+    port = settings.otlp_grpc_port
     app.state.otlp_grpc = None
     if port is None:
         return
-    limit = min(state.settings.max_ingest_bytes + 1, _MAX_GRPC_MESSAGE)
+    limit = min(settings.max_ingest_bytes + 1, _MAX_GRPC_MESSAGE)
     server = aio.server(options=[("grpc.max_receive_message_length", limit)])
     server.add_generic_rpc_handlers([
-        grpc.method_handlers_generic_handler(service, {"Export": _handler(state, signal)})
+        grpc.method_handlers_generic_handler(
+            service, {"Export": _handler(api_keys, settings.max_ingest_bytes, sessions, ingest, signal)})
         for signal, service in _SERVICES.items()])
-    app.state.otlp_grpc_port = server.add_insecure_port(f"{state.settings.host}:{port}")
+    app.state.otlp_grpc_port = server.add_insecure_port(f"{settings.host}:{port}")
     await server.start()
     app.state.otlp_grpc = server
-    log.info("OTLP/gRPC on %s:%d", state.settings.host, app.state.otlp_grpc_port)
+    log.info("OTLP/gRPC on %s:%d", settings.host, app.state.otlp_grpc_port)
 
 
 async def stop_otlp_grpc(app: FastAPI) -> None:

@@ -15,6 +15,8 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Request, Response
 
 from strata_indexer.ingest.body import read_limited
+from strata_indexer.ingest.dependencies import IngestWrites
+from strata_indexer.ingest.service import Ingest
 from strata_indexer.otlp import wire
 from strata_indexer.otlp.schemas import Signal, default_index_id
 from strata_indexer.otlp.service import decode_request, export
@@ -32,7 +34,8 @@ _GRPC_CODES = {400: 3, 403: 7, 404: 5, 409: 10, 413: 8, 415: 3, 422: 3, 429: 8, 
 _UNAVAILABLE_RETRY_AFTER_SECS = 5
 
 
-async def _export(signal: Signal, request: Request, session: Session, state: State, principal: Principal) -> Response:
+async def _export(signal: Signal, request: Request, session: Session, state: State, ingest: Ingest,
+                  principal: Principal) -> Response:
     # A failure is answered in the request's encoding; one the request does not name gets protobuf, OTLP's default.
     encoding = wire.JSON if request.headers.get("content-type", "").startswith(wire.JSON) else wire.PROTOBUF
     try:
@@ -43,7 +46,7 @@ async def _export(signal: Signal, request: Request, session: Session, state: Sta
         body = await read_limited(request, state.settings.max_ingest_bytes)
         message, encoding = decode_request(signal, body, request.headers.get("content-type"),
                                            request.headers.get("content-encoding"), state.settings.max_ingest_bytes)
-        answer = await export(state, session, signal, message, index_id=index_id, partition_id=partition)
+        answer = await export(ingest, session, signal, message, index_id=index_id, partition_id=partition)
     except StrataError as error:
         headers = dict(error.headers)
         if error.status == 503:
@@ -54,9 +57,9 @@ async def _export(signal: Signal, request: Request, session: Session, state: Sta
 
 
 def _route(signal: Signal):
-    async def route(request: Request, session: Session, state: State,
+    async def route(request: Request, session: Session, state: State, ingest: IngestWrites,
                     principal: Annotated[Principal, Depends(require(Scope.WRITER))]) -> Response:
-        return await _export(signal, request, session, state, principal)
+        return await _export(signal, request, session, state, ingest, principal)
 
     route.__name__ = f"otlp_export_{signal}"
     route.__doc__ = f"OTLP/HTTP export of {signal} (protobuf or JSON, gzip or not) into the tenant's {signal} index."

@@ -20,7 +20,7 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2 as trace_se
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from strata_indexer.indexes.service import create_index
-from strata_indexer.ingest.service import ingest_decoded
+from strata_indexer.ingest.service import Ingest, ingest_decoded
 from strata_indexer.otlp import raw, wire
 from strata_indexer.otlp.logs import logs_table
 from strata_indexer.otlp.metrics import metrics_table
@@ -31,7 +31,6 @@ from strata_shared.domain.index_config import IndexConfig, IndexSettings
 from strata_shared.errors import BadRequest, Conflict, NotFound
 from strata_shared.metastore.models import IndexRow
 from strata_shared.metastore.repositories import load_live_index
-from strata_shared.web.state import AppState
 
 SOURCE_ID = "otlp"
 
@@ -69,7 +68,7 @@ SIGNALS: dict[Signal, SignalWire] = {
 
 
 async def export(
-    state: AppState,
+    ingest: Ingest,
     session: AsyncSession,
     signal: Signal,
     message: Message,
@@ -89,7 +88,7 @@ async def export(
     def decode(settings: IndexSettings) -> pa.Table:
         return spec.table(message, settings.field_types())
 
-    outcome = await ingest_decoded(state, state.own().ingest, index, decode, partition_id=partition_id,
+    outcome = await ingest_decoded(ingest, index, decode, partition_id=partition_id,
                                    source_id=SOURCE_ID)
     if outcome.rows_dropped_late:
         late = IndexSettings.model_validate(index.config).late_data_acceptance_secs

@@ -10,8 +10,7 @@ import socket
 from fastapi import FastAPI
 
 from strata_planner.compaction.debt import SAMPLE_SECS, sample_debts
-from strata_planner.compaction.gc import collect_garbage
-from strata_planner.compaction.metrics import CompactionMetrics
+from strata_planner.compaction.dependencies import planner_services_of
 from strata_planner.compaction.retention import RetentionSchedule
 from strata_shared.maintenance.skips import quiet_on_outage
 from strata_shared.metastore.commit_log_passes import ship_pending, write_checkpoint
@@ -22,23 +21,25 @@ from strata_shared.web.state import AppState
 
 
 async def start_background(app: FastAPI) -> None:
-    state: AppState[CompactionMetrics] = app.state.strata
-    settings = state.settings
-    background = state.background = Background(PassLeases(state.sessions, replica_id()),
+    state: AppState = app.state.strata
+    services = planner_services_of(app)
+    settings, sessions, clock = state.settings, services.sessions, services.clock
+    background = state.background = Background(PassLeases(sessions, replica_id()),
                                               stop_timeout_secs=settings.worker_shutdown_timeout_secs + 5)
-    metrics = state.parts = CompactionMetrics(state.registry)
     background.once_every(settings.gc_interval_secs,
-                          quiet_on_outage("gc", lambda: collect_garbage(state, state.clock())), "gc")
-    background.once_every(settings.retention_tick_secs, quiet_on_outage("retention", RetentionSchedule(state).tick),
-                          "retention")
-    background.once_every(SAMPLE_SECS, lambda: sample_debts(state, state.clock()), "debt samples")
+                          quiet_on_outage("gc", lambda: services.gc.collect(clock())), "gc")
+    background.once_every(settings.retention_tick_secs,
+                          quiet_on_outage("retention", RetentionSchedule(services.retention).tick), "retention")
+    background.once_every(SAMPLE_SECS, lambda: sample_debts(sessions, clock()), "debt samples")
     background.once_every(settings.commit_log_ship_interval_secs, quiet_on_outage(
         "commit log ship", lambda: ship_pending(state.sessions, state.storage)), "commit log ship")
     background.once_every(settings.commit_log_checkpoint_interval_secs, quiet_on_outage(
         "commit log checkpoint", lambda: write_checkpoint(state.sessions, state.storage,
                                                           settings.commit_log_checkpoint_entries)),
         "commit log checkpoint")
-    background.every(10.0, lambda: metrics.refresh(state), "metrics refresh")
+    metrics = services.metrics
+    if metrics is not None:
+        background.every(10.0, lambda: metrics.refresh(sessions, clock()), "metrics refresh")
     if settings.compaction_worker_slots > 0 and state.spark is not None:
         from strata_planner.compaction.executor import merge_executor
         from strata_planner.compaction.runner import CompactionRunner

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from strata_planner.compaction.planning import policy_params, window_rules
 from strata_planner.compaction.schemas import (
@@ -20,7 +20,6 @@ from strata_shared.domain.index_config import IndexSettings
 from strata_shared.metastore.debt_repository import MERGE_RATE_SECS, DebtRepository, DebtSample
 from strata_shared.metastore.models import IndexRow
 from strata_shared.metastore.repositories import IndexRepository
-from strata_shared.web.state import AppState
 
 # One sample per index and bucket, by the replica holding the debt samples pass; an hour kept.
 SAMPLE_SECS = 10
@@ -62,19 +61,19 @@ def sample_bucket(now: datetime) -> datetime:
     return datetime.fromtimestamp(secs - secs % SAMPLE_SECS, UTC)
 
 
-async def measure_debts(state: AppState, now: datetime) -> list[DebtOut]:
+async def measure_debts(sessions: async_sessionmaker[AsyncSession], now: datetime) -> list[DebtOut]:
     """The debt of every live index (reads only: every replica's metrics refresh runs it)."""
-    return [debt for _, debt in await _debt_by_index(state, now)]
+    return [debt for _, debt in await _debt_by_index(sessions, now)]
 
 
-async def sample_debts(state: AppState, now: datetime) -> list[DebtOut]:
+async def sample_debts(sessions: async_sessionmaker[AsyncSession], now: datetime) -> list[DebtOut]:
     """The debt of every live index kept as the sample of the current bucket, and samples older than the kept
     history deleted. A pass run once across the replicas (`web/singleton.py`); the bucket key still keeps one
     sample should two runs meet in one bucket (a holder that stalled past its lease)."""
-    measured = await _debt_by_index(state, now)
+    measured = await _debt_by_index(sessions, now)
     for index, debt in measured:
         # One transaction per index: an index deleted meanwhile loses only its own sample.
-        async with state.sessions() as session:
+        async with sessions() as session:
             await DebtRepository(session).record_sample(index.index_uid, DebtSample(
                 sampled_at=sample_bucket(now), splits_waiting=debt.compaction.splits_waiting,
                 bytes_waiting=debt.compaction.bytes_waiting,
@@ -82,21 +81,21 @@ async def sample_debts(state: AppState, now: datetime) -> list[DebtOut]:
                 oldest_waiting_split_age_secs=debt.compaction.oldest_waiting_split_age_secs,
                 indexing_files_waiting=debt.indexing.files_waiting))
             await session.commit()
-    async with state.sessions() as session:
+    async with sessions() as session:
         await DebtRepository(session).trim_samples(now - HISTORY_KEPT)
         await session.commit()
     return [debt for _, debt in measured]
 
 
-async def _debt_by_index(state: AppState, now: datetime) -> list[tuple[IndexRow, DebtOut]]:
+async def _debt_by_index(sessions: async_sessionmaker[AsyncSession], now: datetime) -> list[tuple[IndexRow, DebtOut]]:
     """Every live index and its debt, one transaction per index."""
     out: list[tuple[IndexRow, DebtOut]] = []
     after = None
     while True:
-        async with state.sessions() as session:
+        async with sessions() as session:
             page = list(await IndexRepository(session).list_live(limit=500, after_index_id=after))
         for index in page:
-            async with state.sessions() as session:
+            async with sessions() as session:
                 out.append((index, await index_debt(session, index, now)))
         if len(page) < 500:
             return out

@@ -11,12 +11,15 @@ import posixpath
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from strata_shared.maintenance.skips import MaintenancePass, PassSkips, maintenance_pass
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from strata_shared.config import CompactionSettings
+from strata_shared.maintenance.skips import MaintenancePass, PassRecorder, PassSkips, maintenance_pass
 from strata_shared.metastore.query_registry_repository import QueryRegistryRepository
 from strata_shared.metastore.repositories import IndexRepository, SplitRepository
 from strata_shared.observability.tracing import traced
+from strata_shared.storage import ObjectStore
 from strata_shared.storage_layout import merges_dir
-from strata_shared.web.state import AppState
 
 log = logging.getLogger("strata.gc")
 BATCH = 1000
@@ -30,37 +33,70 @@ class GcReport:
     skipped: int = 0
 
 
-@traced("gc_pass")
-async def collect_garbage(state: AppState, now: datetime) -> GcReport:
-    grace = timedelta(seconds=state.settings.gc_grace_secs)
-    deleted = 0
-    async with state.sessions() as session:
-        marked_before = await _marked_before(QueryRegistryRepository(session), now, grace,
-                                             timedelta(seconds=state.settings.gc_max_query_hold_secs))
-    async with maintenance_pass(state, MaintenancePass.GC, now) as skips:
-        after = None
-        while True:
-            async with state.sessions() as session:
-                repo = SplitRepository(session)
-                rows = await repo.deletable(marked_before, BATCH, after=after)
-                if not rows:
-                    break
-                gone = []
-                for split_id, index_uid, uri, _ in rows:
-                    async with skips.entry(index_uid.split(":", 1)[0], split_id) as outcome:
-                        await asyncio.to_thread(state.storage.delete, uri)
-                    if not outcome.skipped:
-                        gone.append(split_id)
-                # Files first, rows after: a crash in between leaves rows whose files are already gone, and the
-                # next pass deletes them again (deleting a missing file is a no-op). A skipped split keeps its row.
-                await repo.delete(gone)
-                await session.commit()
-                deleted += len(gone)
-                after = (rows[-1].marked_for_deletion_at, rows[-1].split_id)
-        orphans = await _delete_unpublished_merge_outputs(state, now - grace, skips)
-    if deleted or orphans:
-        log.info("gc: deleted %d splits past their grace period, %d unpublished merge outputs", deleted, orphans)
-    return GcReport(deleted, orphans, len(skips.skipped))
+@dataclass(frozen=True, slots=True)
+class GarbageCollector:
+    """The collector with what it works on: built once per app, run by the periodic pass and by tests."""
+
+    sessions: async_sessionmaker[AsyncSession]
+    storage: ObjectStore
+    settings: CompactionSettings
+    passes: PassRecorder
+
+    @traced("gc_pass")
+    async def collect(self, now: datetime) -> GcReport:
+        grace = timedelta(seconds=self.settings.gc_grace_secs)
+        deleted = 0
+        async with self.sessions() as session:
+            marked_before = await _marked_before(QueryRegistryRepository(session), now, grace,
+                                                 timedelta(seconds=self.settings.gc_max_query_hold_secs))
+        async with maintenance_pass(self.passes, MaintenancePass.GC, now) as skips:
+            after = None
+            while True:
+                async with self.sessions() as session:
+                    repo = SplitRepository(session)
+                    rows = await repo.deletable(marked_before, BATCH, after=after)
+                    if not rows:
+                        break
+                    gone = []
+                    for split_id, index_uid, uri, _ in rows:
+                        async with skips.entry(index_uid.split(":", 1)[0], split_id) as outcome:
+                            await asyncio.to_thread(self.storage.delete, uri)
+                        if not outcome.skipped:
+                            gone.append(split_id)
+                    # Files first, rows after: a crash in between leaves rows whose files are already gone, and the
+                    # next pass deletes them again (deleting a missing file is a no-op). A skipped split keeps its row.
+                    await repo.delete(gone)
+                    await session.commit()
+                    deleted += len(gone)
+                    after = (rows[-1].marked_for_deletion_at, rows[-1].split_id)
+            orphans = await self._delete_unpublished_merge_outputs(now - grace, skips)
+        if deleted or orphans:
+            log.info("gc: deleted %d splits past their grace period, %d unpublished merge outputs", deleted, orphans)
+        return GcReport(deleted, orphans, len(skips.skipped))
+
+
+    async def _delete_unpublished_merge_outputs(self, older_than: datetime, skips: PassSkips) -> int:
+        async with self.sessions() as session:
+            indexes = await IndexRepository(session).incarnations()
+        removed = 0
+        for _, index_id, incarnation in indexes:
+            prefix = merges_dir(index_id, incarnation)
+            files: list[tuple[str, float]] = []
+            async with skips.entry(index_id, self.storage.uri_for(prefix)):
+                files = await asyncio.to_thread(self.storage.list_files_with_mtime, prefix)
+            stale = [(uri, posixpath.basename(uri).split(".")[0]) for uri, mtime in files
+                     if mtime <= older_than.timestamp()]
+            if not stale:
+                continue
+            async with self.sessions() as session:
+                known = await SplitRepository(session).existing_ids([s for _, s in stale])
+            for uri, split_id in stale:
+                if split_id in known:
+                    continue
+                async with skips.entry(index_id, uri) as outcome:
+                    await asyncio.to_thread(self.storage.delete, uri)
+                removed += not outcome.skipped
+        return removed
 
 
 async def _marked_before(queries: QueryRegistryRepository, now: datetime, grace: timedelta,
@@ -75,26 +111,3 @@ async def _marked_before(queries: QueryRegistryRepository, now: datetime, grace:
         return max(oldest_query, now - max_hold)
     return horizon
 
-
-async def _delete_unpublished_merge_outputs(state: AppState, older_than: datetime, skips: PassSkips) -> int:
-    async with state.sessions() as session:
-        indexes = await IndexRepository(session).incarnations()
-    removed = 0
-    for _, index_id, incarnation in indexes:
-        prefix = merges_dir(index_id, incarnation)
-        files: list[tuple[str, float]] = []
-        async with skips.entry(index_id, state.storage.uri_for(prefix)):
-            files = await asyncio.to_thread(state.storage.list_files_with_mtime, prefix)
-        stale = [(uri, posixpath.basename(uri).split(".")[0]) for uri, mtime in files
-                 if mtime <= older_than.timestamp()]
-        if not stale:
-            continue
-        async with state.sessions() as session:
-            known = await SplitRepository(session).existing_ids([s for _, s in stale])
-        for uri, split_id in stale:
-            if split_id in known:
-                continue
-            async with skips.entry(index_id, uri) as outcome:
-                await asyncio.to_thread(state.storage.delete, uri)
-            removed += not outcome.skipped
-    return removed

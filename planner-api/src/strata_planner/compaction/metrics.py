@@ -6,7 +6,10 @@ sampled history is a pass of its own, run once across the replicas (`debt.sample
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from strata_planner.compaction.debt import measure_debts
 from strata_planner.compaction.schemas import LevelDebtOut
@@ -15,7 +18,6 @@ from strata_shared.domain.job_statuses import JobStatus
 from strata_shared.metastore.compaction_repository import CompactionRepository, PublishedMerge
 from strata_shared.metastore.delete_repository import DeleteRepository
 from strata_shared.metastore.repositories import SplitRepository
-from strata_shared.web.state import AppState
 
 
 class CompactionMetrics:
@@ -94,8 +96,8 @@ class CompactionMetrics:
                 self.first_merge_delay.labels(index_id).observe(
                     max(0.0, (job.finished_at - created_at).total_seconds()))
 
-    async def refresh(self, state: AppState) -> None:
-        async with state.sessions() as session:
+    async def refresh(self, sessions: async_sessionmaker[AsyncSession], now: datetime) -> None:
+        async with sessions() as session:
             counts = await CompactionRepository(session).count_by_status()
             amplification = await SplitRepository(session).write_amplification()
             deletes = await DeleteRepository(session).counts()
@@ -106,12 +108,12 @@ class CompactionMetrics:
         self.delete_rows_removed.set(deletes.rows_removed)
         oldest = deletes.oldest_pending_accepted_at
         self.delete_oldest_pending_age.set(0.0 if oldest is None else max(
-            0.0, (state.clock() - oldest).total_seconds()))
+            0.0, (now - oldest).total_seconds()))
         for status in JobStatus:
             self.jobs.labels(str(status)).set(counts.get(status, 0))
         for index_id, value in amplification:
             self.write_amplification.labels(index_id).set(value)
-        debts = await measure_debts(state, state.clock())
+        debts = await measure_debts(sessions, now)
         # Cleared first: a deleted index's series, or a level now empty, go instead of keeping their last value.
         for gauge in (self.debt_splits, self.debt_bytes, self.debt_oldest_split, self.debt_closed_windows,
                       self.debt_oldest_closed_window):

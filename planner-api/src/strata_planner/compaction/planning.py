@@ -111,6 +111,15 @@ async def plan_index(session: AsyncSession, index: IndexRow, now: datetime, *, w
     return outcome
 
 
+async def create_planned_jobs(session: AsyncSession, index: IndexRow, now: datetime, *, window_range: WindowRange,
+                              force_final: bool, max_new_jobs: int | None) -> PlanOutcome:
+    """An operator's trigger: the index planned as `plan_index` does, and the jobs it creates committed."""
+    outcome = await plan_index(session, index, now, window_range=window_range, force_final=force_final,
+                               create_jobs=True, max_new_jobs=max_new_jobs)
+    await session.commit()
+    return outcome
+
+
 def _priority_order(operations: list[MergeOperation]) -> list[MergeOperation]:
     # In the order the scheduler hands jobs out: when the queue bound cuts planning short, what it would run
     # first gets in (then the smaller job, and a stable order).

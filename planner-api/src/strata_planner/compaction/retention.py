@@ -15,18 +15,21 @@ so no row newer than the period is ever dropped, and a window straddling the cut
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from strata_shared.clock import Clock
 from strata_shared.domain.index_config import IndexSettings
 from strata_shared.domain.windows import retention_cutoff
-from strata_shared.maintenance.skips import PLANNING_FAULTS, MaintenancePass, maintenance_pass
+from strata_shared.maintenance.skips import PLANNING_FAULTS, MaintenancePass, PassRecorder, maintenance_pass
 from strata_shared.metastore.compaction_repository import CompactionRepository
 from strata_shared.metastore.models import IndexRow
 from strata_shared.metastore.repositories import IndexRepository
 from strata_shared.metastore.window_repository import CompactionWindowRepository
 from strata_shared.observability.tracing import traced
-from strata_shared.web.state import AppState
 
 log = logging.getLogger("strata.retention")
 
@@ -61,40 +64,48 @@ class RetentionOutcome:
         return sum(w.bytes for w in self.windows)
 
 
-@traced("retention_drop")
-async def drop_windows(state: AppState, index: IndexRow, cutoff: int, now: datetime, *,
-                       dry_run: bool) -> RetentionOutcome:
-    """Drop (or, dry run, list) every window of the index whose end is at or before `cutoff`."""
-    async with state.sessions() as session:
-        windows = CompactionWindowRepository(session)
-        expired = await windows.expired_windows(index.index_uid, cutoff)
-        if dry_run:
-            live = await windows.live_jobs_by_window(index.index_uid)
-            return RetentionOutcome(index.index_id, cutoff, True, [
-                DroppedWindow(s, d, n, int(r), int(b), live.get((d, s), [])) for d, s, n, r, b in expired])
-    dropped = []
-    for duration, start, *_ in expired:
-        window = await _drop_window(state, index.index_uid, duration, start, cutoff, now)
-        if window.splits:
-            dropped.append(window)
-    outcome = RetentionOutcome(index.index_id, cutoff, False, dropped)
-    if dropped:
-        log.info("retention: dropped %d windows (%d splits, %d bytes) of %s ending at or before %d",
-                 len(dropped), outcome.splits, outcome.bytes, index.index_id, cutoff)
-        if state.parts is not None:
-            state.parts.observe_retention(index.index_id, outcome)
-    return outcome
+@dataclass(slots=True)
+class Retention:
+    """Dropping windows, with what it works on. `observe` sees every drop that removed something (planner-api's
+    metrics, when its background work runs)."""
 
+    sessions: async_sessionmaker[AsyncSession]
+    passes: PassRecorder
+    clock: Clock
+    observe: Callable[[str, RetentionOutcome], None] | None = None
 
-async def _drop_window(state: AppState, index_uid: str, duration: int, start: int, cutoff: int,
-                       now: datetime) -> DroppedWindow:
-    async with state.sessions() as session:
-        # Jobs before splits: a publishing worker locks its job, then the job's splits, in that order.
-        cancelled = await CompactionRepository(session).cancel_window_jobs(index_uid, duration, start, now)
-        marked = await CompactionWindowRepository(session).drop_window(index_uid, duration, start, cutoff, now)
-        await session.commit()
-    return DroppedWindow(start, duration, len(marked), sum(r for r, _ in marked), sum(b for _, b in marked),
-                         cancelled)
+    @traced("retention_drop")
+    async def drop_windows(self, index: IndexRow, cutoff: int, now: datetime, *, dry_run: bool) -> RetentionOutcome:
+        """Drop (or, dry run, list) every window of the index whose end is at or before `cutoff`."""
+        async with self.sessions() as session:
+            windows = CompactionWindowRepository(session)
+            expired = await windows.expired_windows(index.index_uid, cutoff)
+            if dry_run:
+                live = await windows.live_jobs_by_window(index.index_uid)
+                return RetentionOutcome(index.index_id, cutoff, True, [
+                    DroppedWindow(s, d, n, int(r), int(b), live.get((d, s), [])) for d, s, n, r, b in expired])
+        dropped = []
+        for duration, start, *_ in expired:
+            window = await self._drop_window(index.index_uid, duration, start, cutoff, now)
+            if window.splits:
+                dropped.append(window)
+        outcome = RetentionOutcome(index.index_id, cutoff, False, dropped)
+        if dropped:
+            log.info("retention: dropped %d windows (%d splits, %d bytes) of %s ending at or before %d",
+                     len(dropped), outcome.splits, outcome.bytes, index.index_id, cutoff)
+            if self.observe is not None:
+                self.observe(index.index_id, outcome)
+        return outcome
+
+    async def _drop_window(self, index_uid: str, duration: int, start: int, cutoff: int,
+                           now: datetime) -> DroppedWindow:
+        async with self.sessions() as session:
+            # Jobs before splits: a publishing worker locks its job, then the job's splits, in that order.
+            cancelled = await CompactionRepository(session).cancel_window_jobs(index_uid, duration, start, now)
+            marked = await CompactionWindowRepository(session).drop_window(index_uid, duration, start, cutoff, now)
+            await session.commit()
+        return DroppedWindow(start, duration, len(marked), sum(r for r, _ in marked), sum(b for _, b in marked),
+                             cancelled)
 
 
 class RetentionSchedule:
@@ -103,19 +114,20 @@ class RetentionSchedule:
     `web/singleton.py`); when it moves to another replica, that one's first tick applies every index again,
     earlier than its interval: what it drops is past the retention period all the same."""
 
-    def __init__(self, state: AppState) -> None:
-        self.state = state
+    def __init__(self, retention: Retention) -> None:
+        self.retention = retention
         self.last_run: dict[str, float] = {}
 
     async def tick(self) -> list[RetentionOutcome]:
         """Apply every due index; an index whose retention cannot be applied (its stored config no longer
         validates, say) is skipped and recorded, never a reason to leave the others' windows in place."""
-        now = self.state.clock()
-        async with self.state.sessions() as session:
+        now = self.retention.clock()
+        async with self.retention.sessions() as session:
             indexes = await IndexRepository(session).list_live(limit=100_000, after_index_id=None)
         out = []
         # Every live index is looked at each tick, so a record of one not met again (deleted, fixed) is cleared.
-        async with maintenance_pass(self.state, MaintenancePass.RETENTION, now, faults=PLANNING_FAULTS) as skips:
+        async with maintenance_pass(self.retention.passes, MaintenancePass.RETENTION, now,
+                                    faults=PLANNING_FAULTS) as skips:
             for index in indexes:
                 async with skips.entry(index.index_id, index.index_uid):
                     outcome = await self._apply_if_due(index, now)
@@ -132,5 +144,5 @@ class RetentionSchedule:
         if last is not None and now_secs - last < retention.interval_secs:
             return None
         self.last_run[index.index_uid] = now_secs
-        return await drop_windows(self.state, index, retention_cutoff(now_secs, retention.period_secs), now,
-                                  dry_run=False)
+        return await self.retention.drop_windows(index, retention_cutoff(now_secs, retention.period_secs), now,
+                                                 dry_run=False)

@@ -10,9 +10,10 @@ from fastapi import APIRouter, Depends, Query
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from strata_planner.compaction.debt import HISTORY_KEPT, debt_history, index_debt
-from strata_planner.compaction.planning import WindowRange, plan_index, skipped_summary
-from strata_planner.compaction.retention import RetentionOutcome, drop_windows
-from strata_planner.compaction.scheduler import cancel_job, compaction_queue
+from strata_planner.compaction.dependencies import Planner
+from strata_planner.compaction.planning import WindowRange, create_planned_jobs, plan_index, skipped_summary
+from strata_planner.compaction.retention import RetentionOutcome
+from strata_planner.compaction.scheduler import cancel_job
 from strata_planner.compaction.schemas import (
     DebtHistory,
     DebtOut,
@@ -29,20 +30,21 @@ from strata_planner.compaction.schemas import (
     StatusUpdate,
     WindowPage,
 )
+from strata_planner.compaction.services import PlannerServices
 from strata_planner.compaction.status import window_summaries
 from strata_shared.domain.index_config import IndexSettings
 from strata_shared.domain.windows import retention_cutoff
 from strata_shared.domain.wire_types import IndexId, Int64
 from strata_shared.errors import Conflict, InvalidInput
 from strata_shared.jobqueue.router import JobAction, JobQueueApi, job_queue_router
+from strata_shared.jobqueue.service import QueueSpec
 from strata_shared.maintenance.router import maintenance_router
 from strata_shared.maintenance.skips import MaintenancePass
 from strata_shared.metastore.compaction_repository import CompactionJobFilter, CompactionRepository
 from strata_shared.metastore.repositories import load_live_index
 from strata_shared.web.auth import Principal, Scope, require, require_any
-from strata_shared.web.deps import Session, State
+from strata_shared.web.deps import Session
 from strata_shared.web.problems import problem_responses
-from strata_shared.web.state import AppState
 
 router = APIRouter(tags=["compaction"])
 
@@ -55,18 +57,19 @@ def _epoch(value: int | datetime | None, field: str) -> int | None:
     return int(value.timestamp())
 
 
-async def _plan(index_id: str, request: PlanRequest, session: AsyncSession, state: AppState,
+async def _plan(index_id: str, request: PlanRequest, session: AsyncSession, services: PlannerServices,
                 create_jobs: bool) -> PlanResponse:
     index = await load_live_index(session, index_id)
     window_range = WindowRange(_epoch(request.start, "from"), _epoch(request.end, "to"))
     if window_range.start_gte is not None and window_range.start_lt is not None \
             and window_range.start_gte >= window_range.start_lt:
         raise InvalidInput.field("to", "must be after from")
-    outcome = await plan_index(session, index, state.clock(), window_range=window_range, force_final=request.final,
-                               create_jobs=create_jobs,
-                               max_new_jobs=state.settings.compaction_queue_bound if create_jobs else None)
     if create_jobs:
-        await session.commit()
+        outcome = await create_planned_jobs(session, index, services.clock(), window_range=window_range,
+                                            force_final=request.final, max_new_jobs=services.settings.queue_bound)
+    else:
+        outcome = await plan_index(session, index, services.clock(), window_range=window_range,
+                                   force_final=request.final, create_jobs=False)
     return PlanResponse(
         index_id=index_id, dry_run=not create_jobs, windows_examined=outcome.windows_examined,
         operations=[PlannedOperation(window_start=op.window_start, partition_id=op.scope.partition_id,
@@ -81,56 +84,56 @@ async def _plan(index_id: str, request: PlanRequest, session: AsyncSession, stat
 
 @router.post("/v1/indexes/{index_id}/compaction/plan", response_model=PlanResponse,
              responses=problem_responses(401, 403, 404, 422))
-async def plan_compaction(index_id: IndexId, request: PlanRequest, session: Session, state: State,
+async def plan_compaction(index_id: IndexId, request: PlanRequest, session: Session, services: Planner,
                           _: Annotated[Principal, Depends(require(Scope.ADMIN))]) -> PlanResponse:
     """Dry run: the merge operations a trigger would create now, and why every other split is left alone."""
-    return await _plan(index_id, request, session, state, create_jobs=False)
+    return await _plan(index_id, request, session, services, create_jobs=False)
 
 
 @router.post("/v1/indexes/{index_id}/compaction/trigger", response_model=PlanResponse,
              responses=problem_responses(401, 403, 404, 422))
-async def trigger_compaction(index_id: IndexId, request: PlanRequest, session: Session, state: State,
+async def trigger_compaction(index_id: IndexId, request: PlanRequest, session: Session, services: Planner,
                              _: Annotated[Principal, Depends(require(Scope.ADMIN))]) -> PlanResponse:
     """Create compaction jobs for the index (optionally a window range, optionally forcing a final merge)."""
-    return await _plan(index_id, request, session, state, create_jobs=True)
+    return await _plan(index_id, request, session, services, create_jobs=True)
 
 
 @router.get("/v1/indexes/{index_id}/windows", response_model=WindowPage, responses=problem_responses(401, 403, 404))
-async def list_windows(index_id: IndexId, session: Session, state: State,
+async def list_windows(index_id: IndexId, session: Session, services: Planner,
                        _: Annotated[Principal, Depends(require_any(Scope.WORKER, Scope.WRITER, Scope.QUERY))],
                        window_start_gte: Int64 | None = None, window_start_lt: Int64 | None = None,
                        limit: Annotated[int, Query(ge=1, le=10_000)] = 500) -> WindowPage:
     """Per window, newest first: splits, rows, bytes, split levels, live jobs, last compaction."""
     index = await load_live_index(session, index_id)
-    windows = await window_summaries(session, index, state.clock(), start_gte=window_start_gte,
+    windows = await window_summaries(session, index, services.clock(), start_gte=window_start_gte,
                                      start_lt=window_start_lt, limit=limit)
     retention = IndexSettings.model_validate(index.config).retention
     return WindowPage(
         index_id=index_id, windows=windows, compaction_paused_at=index.compaction_paused_at,
         retention_period_secs=None if retention is None else retention.period_secs,
-        retention_cutoff=None if retention is None else retention_cutoff(int(state.clock().timestamp()),
+        retention_cutoff=None if retention is None else retention_cutoff(int(services.clock().timestamp()),
                                                                           retention.period_secs))
 
 
 @router.get("/v1/indexes/{index_id}/debt", response_model=DebtOut, responses=problem_responses(401, 403, 404))
-async def get_debt(index_id: IndexId, session: Session, state: State,
+async def get_debt(index_id: IndexId, session: Session, services: Planner,
                    _: Annotated[Principal, Depends(require_any(Scope.WORKER, Scope.WRITER, Scope.QUERY))]) -> DebtOut:
     """How far compaction and indexing are behind the index's writes: splits the merge policy would still merge
     (by level), closed windows not yet final, live jobs, the merge rate and first-merge delays, files waiting for
     their artifacts."""
     index = await load_live_index(session, index_id)
-    return await index_debt(session, index, state.clock())
+    return await index_debt(session, index, services.clock())
 
 
 @router.get("/v1/indexes/{index_id}/debt/history", response_model=DebtHistory,
             responses=problem_responses(401, 403, 404, 422))
-async def get_debt_history(index_id: IndexId, session: Session, state: State,
+async def get_debt_history(index_id: IndexId, session: Session, services: Planner,
                            _: Annotated[Principal, Depends(require_any(Scope.WORKER, Scope.WRITER, Scope.QUERY))],
                            minutes: Annotated[int, Query(ge=1, le=int(HISTORY_KEPT.total_seconds() // 60),
                                                          description="how far back")] = 15) -> DebtHistory:
     """The index's debt sampled every 10 s by planner-api's metrics refresh, oldest first (an hour is kept)."""
     index = await load_live_index(session, index_id)
-    return DebtHistory(index_id=index_id, samples=await debt_history(session, index, state.clock(), minutes))
+    return DebtHistory(index_id=index_id, samples=await debt_history(session, index, services.clock(), minutes))
 
 
 def _report(outcome: RetentionOutcome) -> RetentionReport:
@@ -144,7 +147,7 @@ def _report(outcome: RetentionOutcome) -> RetentionReport:
 
 @router.post("/v1/indexes/{index_id}/retention/apply", response_model=RetentionReport,
              responses=problem_responses(401, 403, 404, 409, 422))
-async def apply_retention(index_id: IndexId, request: RetentionApplyRequest, session: Session, state: State,
+async def apply_retention(index_id: IndexId, request: RetentionApplyRequest, session: Session, services: Planner,
                           _: Annotated[Principal, Depends(require(Scope.ADMIN))]) -> RetentionReport:
     """Apply the index's retention now: every window whose end is older than its retention period is dropped
     (its live compaction jobs cancelled, its splits marked for deletion, one transaction per window; the files
@@ -154,14 +157,14 @@ async def apply_retention(index_id: IndexId, request: RetentionApplyRequest, ses
     retention = IndexSettings.model_validate(index.config).retention
     if retention is None:
         raise Conflict(f"index {index_id!r} has no retention configured (set retention.period_secs in its config)")
-    now = state.clock()
+    now = services.clock()
     cutoff = retention_cutoff(int(now.timestamp()), retention.period_secs)
-    return _report(await drop_windows(state, index, cutoff, now, dry_run=request.dry_run))
+    return _report(await services.retention.drop_windows(index, cutoff, now, dry_run=request.dry_run))
 
 
 @router.delete("/v1/indexes/{index_id}/windows", response_model=RetentionReport,
                responses=problem_responses(401, 403, 404, 422))
-async def delete_windows(index_id: IndexId, session: Session, state: State,
+async def delete_windows(index_id: IndexId, session: Session, services: Planner,
                          _: Annotated[Principal, Depends(require(Scope.ADMIN))],
                          older_than: Annotated[Int64 | datetime, Query(
                              description="drop windows ending at or before this (epoch seconds or RFC 3339); "
@@ -171,11 +174,15 @@ async def delete_windows(index_id: IndexId, session: Session, state: State,
     """Drop the index's windows ending at or before `older_than`, as retention does (whatever its configured
     period): live compaction jobs cancelled, splits marked for deletion, files deleted after the grace period."""
     index = await load_live_index(session, index_id)
-    now = state.clock()
+    now = services.clock()
     cutoff = _epoch(older_than, "older_than")
     if cutoff > int(now.timestamp()):
         raise InvalidInput.field("older_than", "must not be in the future (it would drop windows still written)")
-    return _report(await drop_windows(state, index, cutoff, now, dry_run=dry_run))
+    return _report(await services.retention.drop_windows(index, cutoff, now, dry_run=dry_run))
+
+
+async def _compaction_queue(services: Planner) -> QueueSpec:
+    return services.queue
 
 
 def _job_filters(window_start_gte: Int64 | None = None, window_start_lt: Int64 | None = None) -> CompactionJobFilter:
@@ -183,7 +190,7 @@ def _job_filters(window_start_gte: Int64 | None = None, window_start_lt: Int64 |
 
 
 router.include_router(job_queue_router(JobQueueApi(
-    name="compaction", queue=compaction_queue, jobs=CompactionRepository, poll_request=PollRequest,
+    name="compaction", queue=_compaction_queue, jobs=CompactionRepository, poll_request=PollRequest,
     poll_response=PollResponse, job_out=JobOut, job_page=JobPage, filters=_job_filters,
     filtered_by="window range",
     job_shows="status, stage, progress, inputs, outputs, failures with reasons, Spark operation tag, timings",

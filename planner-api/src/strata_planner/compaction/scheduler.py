@@ -4,7 +4,7 @@ jobs are handed out in the repository's priority order."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from strata_planner.compaction.lineage import lineage_of
 from strata_planner.compaction.planning import WindowRange, plan_index
 from strata_planner.compaction.schemas import AssignedInput, Assignment, StatusUpdate
+from strata_shared.config import CompactionSettings
 from strata_shared.domain.column_stats import ColumnStats
 from strata_shared.domain.fields import FieldType
 from strata_shared.domain.index_config import IndexSettings
@@ -20,9 +21,14 @@ from strata_shared.domain.job_statuses import JobStatus
 from strata_shared.domain.scheduler_rules import COMPACTION_ASSIGNMENT_ORDER, InProgressLimits, jobs_to_plan
 from strata_shared.domain.split import RowGroupSpan, SplitMetadata, SplitState
 from strata_shared.jobqueue.service import QueueSpec
-from strata_shared.maintenance.skips import PLANNING_FAULTS, MaintenancePass, PassSkips, maintenance_pass
+from strata_shared.maintenance.skips import PLANNING_FAULTS, MaintenancePass, PassRecorder, PassSkips, maintenance_pass
 from strata_shared.metastore.compaction_models import CompactionJobRow
-from strata_shared.metastore.compaction_repository import REWRITE_KIND, CompactionRepository, PublishConflict
+from strata_shared.metastore.compaction_repository import (
+    REWRITE_KIND,
+    CompactionRepository,
+    PublishConflict,
+    PublishedMerge,
+)
 from strata_shared.metastore.delete_repository import DeleteRepository
 from strata_shared.metastore.models import IndexRow
 from strata_shared.metastore.repositories import IndexRepository, SplitRepository
@@ -30,38 +36,39 @@ from strata_shared.metastore.window_repository import CompactionWindowRepository
 from strata_shared.query.predicate_json import predicate_to_json
 from strata_shared.storage import ObjectStore
 from strata_shared.storage_layout import merge_attempt_dir
-from strata_shared.web.state import AppState
 
 
-def compaction_queue(state: AppState) -> QueueSpec[StatusUpdate, Assignment]:
-    settings = state.settings
+def compaction_queue(storage: ObjectStore, settings: CompactionSettings, passes: PassRecorder,
+                     after_publish: Callable[[PublishedMerge], None] | None = None,
+                     ) -> QueueSpec[StatusUpdate, Assignment]:
+    """The queue of one app: `after_publish` sees every merge published (planner-api's metrics, when its
+    background work runs)."""
 
     async def publish(session: AsyncSession, update: StatusUpdate, now: datetime) -> object:
         repo = CompactionRepository(session)
         job = await repo.get(update.job_id)
-        outputs = await _outputs_as_splits(session, state.storage, job, update) if job else []
+        outputs = await _outputs_as_splits(session, storage, job, update) if job else []
         return await repo.publish(update.job_id, update.fencing_token, outputs, now, unchanged=update.unchanged)
 
-    limits = InProgressLimits(per_tenant=settings.compaction_max_in_progress_per_tenant,
-                              per_index=settings.compaction_max_in_progress_per_index)
+    limits = InProgressLimits(per_tenant=settings.max_in_progress_per_tenant,
+                              per_index=settings.max_in_progress_per_index)
 
     async def plan_new_jobs(session: AsyncSession, capacity: int, now: datetime) -> None:
         repo = CompactionRepository(session)
         counts = await repo.count_by_status()
         live = counts.get(JobStatus.UNASSIGNED, 0) + counts.get(JobStatus.IN_PROGRESS, 0)
         # Waiting jobs a worker could take now: a paused index's or a capped tenant's backlog plans no less.
-        waiting = await repo.queue.assignable(COMPACTION_ASSIGNMENT_ORDER, capacity * settings.compaction_plan_ahead,
+        waiting = await repo.queue.assignable(COMPACTION_ASSIGNMENT_ORDER, capacity * settings.plan_ahead,
                                               limits)
         # Several polls' worth of jobs per pass, and a pass only when they run out: one job per pass made a backlog
         # of small splits cost a read of its whole window per merge.
-        budget = jobs_to_plan(capacity, live, waiting, settings.compaction_queue_bound,
-                              settings.compaction_plan_ahead)
+        budget = jobs_to_plan(capacity, live, waiting, settings.queue_bound, settings.plan_ahead)
         if budget > 0:
             # Deletes first: they have a deadline, and a covered split is kept out of merges until rewritten.
             budget -= await plan_rewrites(session, now, budget)
         if budget > 0:
             # Only the indexes this pass plans are looked at: a record of another stays until it is planned.
-            async with maintenance_pass(state, MaintenancePass.COMPACTION_PLANNING, now, faults=PLANNING_FAULTS,
+            async with maintenance_pass(passes, MaintenancePass.COMPACTION_PLANNING, now, faults=PLANNING_FAULTS,
                                         covers_everything=False) as skips:
                 await plan_incrementally(session, now, budget, skips=skips)
 
@@ -69,14 +76,12 @@ def compaction_queue(state: AppState) -> QueueSpec[StatusUpdate, Assignment]:
         return await CompactionRepository(session).assign(worker_id, capacity, now, lease, limits)
 
     async def describe(session: AsyncSession, jobs: Sequence[CompactionJobRow]) -> list[Assignment]:
-        return await build_assignments(session, state.storage, jobs, settings.compaction_lease_secs)
+        return await build_assignments(session, storage, jobs, settings.lease_secs)
 
-    metrics = state.parts
-    return QueueSpec(name="compaction", lease_secs=settings.compaction_lease_secs,
-                     max_failures=settings.compaction_max_failures,
+    return QueueSpec(name="compaction", lease_secs=settings.lease_secs, max_failures=settings.max_failures,
                      queue_of=lambda session: CompactionRepository(session).queue, publish=publish,
                      housekeeping=plan_new_jobs, assign=assign, describe=describe,
-                     after_publish=None if metrics is None else metrics.observe_success)
+                     after_publish=after_publish)
 
 
 async def plan_rewrites(session: AsyncSession, now: datetime, budget: int) -> int:

@@ -39,6 +39,7 @@ from strata_shared.metastore.delete_models import DeleteRow, DeleteSplitRow
 from strata_shared.metastore.delete_repository import DeleteRepository
 from strata_shared.metastore.indexing_repository import IndexingRepository
 from strata_shared.metastore.repositories import load_live_index
+from strata_shared.principal import Principal
 from strata_shared.query.artifact_pruning import splits_ruled_out
 from strata_shared.query.predicate import Predicate, columns_of, describe
 from strata_shared.query.predicate_json import predicate_from_data
@@ -47,7 +48,6 @@ from strata_shared.query.time_range import TimeRanges, extract_time_range
 from strata_shared.sql.delete_where import parse_delete_where
 from strata_shared.sql.index_columns import PARTITION_COLUMN
 from strata_shared.storage import ObjectStore
-from strata_shared.web.auth import Principal
 
 log = logging.getLogger("strata.deletes")
 

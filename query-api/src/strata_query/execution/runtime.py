@@ -18,9 +18,9 @@ from strata_query.planning.plan import QueryPlan
 from strata_query.query_cache import PlanCache
 from strata_shared.config import QuerySettings
 from strata_shared.metastore.single_reads import SingleReads
+from strata_shared.object_store_metrics import ObjectStoreMetrics
 from strata_shared.spark.session import SparkSessionFactory
 from strata_shared.storage import ObjectStore
-from strata_shared.web.object_store_metrics import ObjectStoreMetrics
 
 log = logging.getLogger("strata.query")
 

@@ -14,9 +14,9 @@ from opentelemetry import trace
 
 from strata_shared.jobqueue.local_jobs import LocalJobPool
 from strata_shared.object_requests import ObjectRequests
+from strata_shared.object_store_metrics import count_job_requests
 from strata_shared.observability.tracing import traced
 from strata_shared.spark.session import SparkSessionFactory
-from strata_shared.web.object_store_metrics import count_job_requests
 
 
 class Assigned(Protocol):

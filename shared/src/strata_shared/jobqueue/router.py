@@ -43,10 +43,10 @@ from strata_shared.jobqueue.schemas import (
 from strata_shared.jobqueue.service import JobRepository, QueueSpec
 from strata_shared.metastore.lease_queue import JobFilter
 from strata_shared.metastore.repositories import load_live_index
+from strata_shared.object_store_metrics import ObjectStoreMetrics
 from strata_shared.web.auth import Principal, Scope, require, require_any
 from strata_shared.web.deps import Session, State
 from strata_shared.web.problems import problem_responses
-from strata_shared.web.state import AppState
 
 Worker = Annotated[Principal, Depends(require(Scope.WORKER))]
 Reader = Annotated[Principal, Depends(require_any(Scope.WORKER, Scope.WRITER))]
@@ -72,7 +72,8 @@ class JobAction:
 class JobQueueApi:
     # Paths /v1/{name}/... and operationIds (list_{name}_jobs, ...); the including router gives the tag.
     name: str
-    queue: Callable[[AppState], QueueSpec]
+    # A FastAPI dependency returning the app's queue (built once in its `create_app`).
+    queue: Callable[..., Awaitable[QueueSpec]]
     jobs: Callable[[AsyncSession], JobRepository]
     poll_request: type[PollFields]
     poll_response: type[BaseModel]
@@ -119,16 +120,16 @@ def job_queue_router(api: JobQueueApi) -> APIRouter:
     router = APIRouter()
     base = f"/v1/{api.name}"
 
-    def record_reported(state: AppState, updates: Sequence[JobUpdate]) -> None:
+    def record_reported(object_store: ObjectStoreMetrics, updates: Sequence[JobUpdate]) -> None:
         """The requests each finished job made, whichever worker ran it and whether or not its update is then
         accepted: they were made either way."""
         for update in updates:
             if update.object_requests is not None:
-                state.object_store.record(api.requests_operation, update.object_requests.requests())
+                object_store.record(api.requests_operation, update.object_requests.requests())
 
-    async def poll(request: api.poll_request, state: State, _: Worker) -> BaseModel:
-        spec = api.queue(state)
-        record_reported(state, request.updates)
+    async def poll(request: api.poll_request, state: State, _: Worker,
+                   spec: Annotated[QueueSpec, Depends(api.queue)]) -> BaseModel:
+        record_reported(state.object_store, request.updates)
         assignments, results = await service.poll(state.sessions, spec, request, request.updates, state.clock)
         return api.poll_response(assignments=assignments, updates=results, lease_secs=spec.lease_secs)
 
@@ -140,11 +141,12 @@ def job_queue_router(api: JobQueueApi) -> APIRouter:
                     f"accepted=false.")
 
     if api.status_update is not None:
-        async def report_status(job_id: Ulid, update: api.status_update, state: State, _: Worker) -> UpdateResult:
+        async def report_status(job_id: Ulid, update: api.status_update, state: State, _: Worker,
+                                spec: Annotated[QueueSpec, Depends(api.queue)]) -> UpdateResult:
             if update.job_id != job_id:
                 raise InvalidInput.field("job_id", "does not match the path")
-            record_reported(state, [update])
-            result = await service.apply_update(state.sessions, api.queue(state), update, state.clock())
+            record_reported(state.object_store, [update])
+            result = await service.apply_update(state.sessions, spec, update, state.clock())
             if not result.accepted:
                 raise Conflict(result.reason or "update refused")
             return result
@@ -203,16 +205,8 @@ def _add_index_controls(router: APIRouter, api: JobQueueApi) -> None:
     async def pause(index_id: IndexId, session: Session, state: State, _: Admin,
                     cancel_running: Annotated[bool, Query(description="also cancel the index's running jobs")]
                     = False) -> PauseState:
-        index = await load_live_index(session, index_id, for_update=True)
-        repo, now = api.jobs(session), state.clock()
-        paused_at = await repo.queue.set_paused(index.index_uid, True, now)
-        cancelled = []
-        if cancel_running:
-            # Jobs one at a time through the queue's own cancel (compaction releases the claims of each).
-            for job in await repo.queue.in_progress_of_index(index.index_uid):
-                await repo.cancel(job.job_id, now)
-                cancelled.append(job.job_id)
-        await session.commit()
+        paused_at, cancelled = await service.pause_index(session, api.jobs(session), index_id, state.clock(),
+                                                         cancel_running=cancel_running)
         return PauseState(index_id=index_id, queue=api.name, paused=True, paused_at=paused_at,
                           cancelled_job_ids=cancelled)
 
@@ -224,9 +218,7 @@ def _add_index_controls(router: APIRouter, api: JobQueueApi) -> None:
                     f"finish, or are cancelled with cancel_running. Pausing a paused index keeps its first time.")
 
     async def resume(index_id: IndexId, session: Session, state: State, _: Admin) -> PauseState:
-        index = await load_live_index(session, index_id, for_update=True)
-        await api.jobs(session).queue.set_paused(index.index_uid, False, state.clock())
-        await session.commit()
+        await service.resume_index(session, api.jobs(session), index_id, state.clock())
         return PauseState(index_id=index_id, queue=api.name, paused=False, paused_at=None)
 
     router.add_api_route(
@@ -235,13 +227,7 @@ def _add_index_controls(router: APIRouter, api: JobQueueApi) -> None:
         description=f"Resume {api.name} of one index: its waiting jobs are handed out again from the next poll.")
 
     async def retry_all(index_id: IndexId, session: Session, state: State, _: Admin) -> BulkRetryResult:
-        index = await load_live_index(session, index_id)
-        repo, now = api.jobs(session), state.clock()
-        retried, cancelled = [], []
-        for job_id in await repo.queue.excluded_of_index(index.index_uid):
-            job = await repo.retry(job_id, now)
-            (retried if job.status is JobStatus.UNASSIGNED else cancelled).append(job_id)
-        await session.commit()
+        retried, cancelled = await service.retry_excluded(session, api.jobs(session), index_id, state.clock())
         return BulkRetryResult(index_id=index_id, queue=api.name, retried=retried, cancelled=cancelled)
 
     router.add_api_route(
@@ -267,12 +253,11 @@ def _retry(api: JobQueueApi) -> JobAction:
 def _action_route(api: JobQueueApi, action: JobAction) -> Callable[..., Awaitable[LeasedJobOut]]:
     async def act(job_id: Ulid, session: Session, state: State, _: Admin) -> LeasedJobOut:
         try:
-            job = await action.run(session, job_id, state.clock())
+            job = await service.act_on_job(session, action.run, job_id, state.clock())
         except InvalidTransition as exc:
             raise Conflict(str(exc)) from exc
         if job is None:
             raise NotFound(f"{api.name} job {job_id!r} does not exist")
-        await session.commit()
         return api.job_out.of(job)
 
     return act

@@ -8,7 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from strata_shared.domain.wire_types import Int64, Ulid
-from strata_shared.web.object_store_metrics import ObjectRequestsBody
+from strata_shared.object_store_metrics import ObjectRequestsBody
 
 
 class JobUpdate(BaseModel):

@@ -16,8 +16,10 @@ from typing import Any, Generic, Protocol, TypeVar
 from opentelemetry import trace
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from strata_shared.domain.job_statuses import JobStatus
 from strata_shared.jobqueue.schemas import JobUpdate, PollFields, UpdateResult
 from strata_shared.metastore.lease_queue import JobFilter, LeaseQueue, PublishRefused, StaleToken
+from strata_shared.metastore.repositories import load_live_index
 from strata_shared.observability.context import log_context
 
 log = logging.getLogger("strata.scheduler")
@@ -148,3 +150,51 @@ async def list_jobs(jobs: JobRepository, flt: JobFilter, limit: int,
     rows = await jobs.list_page(flt, limit=limit + 1, after_job_id=cursor)
     page = list(rows[:limit])
     return page, page[-1].job_id if len(rows) > limit else None
+
+
+# --- an operator's controls of one index's jobs: each its own unit of work, committed here --------------------
+
+
+async def pause_index(session: AsyncSession, jobs: JobRepository, index_id: str, now: datetime, *,
+                      cancel_running: bool) -> tuple[datetime, list[str]]:
+    """Pause the index's queue (its first pause time kept) and, with `cancel_running`, cancel its running jobs;
+    the time it is paused since and the jobs cancelled."""
+    index = await load_live_index(session, index_id, for_update=True)
+    paused_at = await jobs.queue.set_paused(index.index_uid, True, now)
+    cancelled = []
+    if cancel_running:
+        # Jobs one at a time through the queue's own cancel (compaction releases the claims of each).
+        for job in await jobs.queue.in_progress_of_index(index.index_uid):
+            await jobs.cancel(job.job_id, now)
+            cancelled.append(job.job_id)
+    await session.commit()
+    return paused_at, cancelled
+
+
+async def resume_index(session: AsyncSession, jobs: JobRepository, index_id: str, now: datetime) -> None:
+    index = await load_live_index(session, index_id, for_update=True)
+    await jobs.queue.set_paused(index.index_uid, False, now)
+    await session.commit()
+
+
+async def retry_excluded(session: AsyncSession, jobs: JobRepository, index_id: str,
+                         now: datetime) -> tuple[list[str], list[str]]:
+    """Every excluded job of the index retried: (those back in the queue, those cancelled as their inputs
+    changed)."""
+    index = await load_live_index(session, index_id)
+    retried, cancelled = [], []
+    for job_id in await jobs.queue.excluded_of_index(index.index_uid):
+        job = await jobs.retry(job_id, now)
+        (retried if job.status is JobStatus.UNASSIGNED else cancelled).append(job_id)
+    await session.commit()
+    return retried, cancelled
+
+
+async def act_on_job(session: AsyncSession, run: Callable[[AsyncSession, str, datetime], Awaitable[Any]],
+                     job_id: str, now: datetime) -> Any:
+    """An operator's action on one job (`JobAction.run`), committed when the job exists; None when it does not.
+    A transition its status does not allow raises InvalidTransition, and nothing is committed."""
+    job = await run(session, job_id, now)
+    if job is not None:
+        await session.commit()
+    return job

@@ -29,7 +29,7 @@ import re
 import socket
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -39,11 +39,10 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from strata_shared.artifacts.envelope import ArtifactFormatError
 from strata_shared.errors import Unavailable
+from strata_shared.maintenance.metrics import MaintenanceMetrics
 from strata_shared.metastore.maintenance_models import MAINTENANCE_PASSES
 from strata_shared.metastore.maintenance_repository import MaintenanceSkipRepository, SkippedEntry
 from strata_shared.storage import ObjectStore, PathOutsideRoot
-from strata_shared.web.maintenance_metrics import MaintenanceMetrics
-from strata_shared.web.state import AppState
 
 log = logging.getLogger("strata.maintenance")
 
@@ -182,14 +181,27 @@ class PassSkips:
                         LISTING_HEAD[self.pass_name], pass_name)
 
 
+@dataclass(frozen=True, slots=True)
+class PassRecorder:
+    """What every run of a pass needs besides its own work: the database its record goes to, the store whose root
+    tells an outage from an entry's fault, the metrics of its skips, and the meter its object-store requests are
+    counted under (by the pass's name). Each API that runs passes builds one and hands it to them."""
+
+    sessions: async_sessionmaker[AsyncSession]
+    storage: ObjectStore
+    metrics: MaintenanceMetrics | None
+    measure: Callable[[str], AbstractContextManager[object]]
+
+
 @asynccontextmanager
-async def maintenance_pass(state: AppState, pass_name: MaintenancePass, now: datetime, *,
+async def maintenance_pass(recorder: PassRecorder, pass_name: MaintenancePass, now: datetime, *,
                            faults: tuple[type[BaseException], ...] = STORAGE_FAULTS,
                            covers_everything: bool = True) -> AsyncIterator[PassSkips]:
     """One run of a pass; its record is written when the block ends normally (an outage raises through). Its
     object-store requests are counted under the pass's name."""
-    skips = PassSkips(pass_name, state.sessions, state.storage, state.maintenance, now, faults, covers_everything)
-    with state.object_store.measure(str(pass_name)):
+    skips = PassSkips(pass_name, recorder.sessions, recorder.storage, recorder.metrics, now, faults,
+                      covers_everything)
+    with recorder.measure(str(pass_name)):
         yield skips
         await skips.finish()
 

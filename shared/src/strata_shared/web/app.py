@@ -12,6 +12,7 @@ from prometheus_client import CollectorRegistry
 
 from strata_shared.config import Settings
 from strata_shared.metastore.engine import create_engine, session_factory
+from strata_shared.object_store_metrics import ObjectStoreMetrics
 from strata_shared.observability.http import install_request_context, path_fields
 from strata_shared.observability.tracing import instrument_engine
 from strata_shared.spark.session import SparkSessionFactory
@@ -20,7 +21,6 @@ from strata_shared.web.auth import ApiKeyRegistry
 from strata_shared.web.health import Drain
 from strata_shared.web.health import router as health_router
 from strata_shared.web.metrics import install_metrics
-from strata_shared.web.object_store_metrics import ObjectStoreMetrics
 from strata_shared.web.openapi import install_openapi
 from strata_shared.web.problems import install_problem_handlers
 from strata_shared.web.state import AppState

@@ -6,40 +6,17 @@ key is kept in memory. `admin` satisfies every scope; a `query` key must belong 
 
 from __future__ import annotations
 
-import enum
 import hashlib
 import hmac
 import json
 import secrets
-from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import Request, Security
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
 from strata_shared.errors import Forbidden, Unauthorized
-
-
-class Scope(enum.StrEnum):
-    ADMIN = "admin"
-    WRITER = "writer"
-    WORKER = "worker"
-    QUERY = "query"
-
-
-@dataclass(frozen=True, slots=True)
-class Principal:
-    key_id: str
-    scopes: frozenset[Scope]
-    tenant: str | None
-
-    def allows(self, scope: Scope) -> bool:
-        return Scope.ADMIN in self.scopes or scope in self.scopes
-
-    def check_tenant(self, partition_id: str) -> None:
-        """A tenant-bound key acts only on its own partition."""
-        if self.tenant is not None and partition_id != self.tenant:
-            raise Forbidden(f"this key belongs to tenant {self.tenant!r} and cannot act on partition {partition_id!r}")
+from strata_shared.principal import Principal, Scope
 
 
 def _digest(key: str) -> bytes:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from typing import Annotated
+from collections.abc import AsyncIterator, Callable
+from typing import Annotated, TypeVar
 
 from fastapi import Depends, Request
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -25,6 +25,17 @@ async def db_session(request: Request) -> AsyncIterator[AsyncSession]:
         finally:
             if session.in_transaction():
                 await session.rollback()
+
+
+D = TypeVar("D", bound=Callable[..., object])
+
+
+def on_app_state(dependency: D) -> D:
+    """Marks a dependency that hands routes what an API built on the app's state (its services): a route that uses
+    it answers 503 when PostgreSQL, Spark or storage is down, as one taking the state does, and its OpenAPI
+    operation says so (`web/openapi.py`)."""
+    dependency.uses_app_state = True  # type: ignore[attr-defined]
+    return dependency
 
 
 # What route functions declare to receive them.

@@ -55,7 +55,8 @@ class RouteContract:
                      for node in nodes)
         return cls(authenticated=presented_key in calls, scopes=scopes, json_body=route.body_field is not None,
                    has_inputs=inputs or route.body_field is not None,
-                   uses_state=bool(calls & {app_state, db_session}))
+                   uses_state=bool(calls & {app_state, db_session})
+                   or any(getattr(call, "uses_app_state", False) for call in calls))
 
     def statuses(self) -> list[int]:
         derived = []

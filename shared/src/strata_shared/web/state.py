@@ -1,27 +1,25 @@
-"""What every API keeps for its lifetime: settings, the database, Spark, storage, keys, metrics."""
+"""What every API keeps for its lifetime: settings, the database, Spark, storage, keys, metrics. Each API's own
+objects (its use cases, their metrics) are not here: its `create_app` builds them from these and hands its routes
+them through a typed dependency of its own (docs/architecture.md, "Building an API")."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Generic, TypeVar
 
 from prometheus_client import CollectorRegistry
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from strata_shared.clock import Clock, system_clock
 from strata_shared.config import Settings
+from strata_shared.object_store_metrics import ObjectStoreMetrics
 from strata_shared.spark.session import SparkSessionFactory
 from strata_shared.storage import ObjectStore
 from strata_shared.web.auth import ApiKeyRegistry
 from strata_shared.web.background import Background
-from strata_shared.web.maintenance_metrics import MaintenanceMetrics
-from strata_shared.web.object_store_metrics import ObjectStoreMetrics
-
-P = TypeVar("P")
 
 
 @dataclass
-class AppState(Generic[P]):
+class AppState:
     service: str
     settings: Settings
     engine: AsyncEngine
@@ -35,13 +33,3 @@ class AppState(Generic[P]):
     # Leases, planning and GC read time here, so tests can move it by hand.
     clock: Clock = system_clock
     background: Background | None = None
-    # The service's own long-lived part (query-api's runtime, planner-api's and indexer-api's metrics), set
-    # by its startup hook.
-    parts: P | None = None
-    # Skips of the maintenance passes (GC, retention, janitor, planning), in the APIs that run them.
-    maintenance: MaintenanceMetrics | None = None
-
-    def own(self) -> P:
-        if self.parts is None:
-            raise RuntimeError(f"{self.service} has not finished starting")
-        return self.parts

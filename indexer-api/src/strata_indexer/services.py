@@ -1,0 +1,57 @@
+"""What indexer-api keeps for its lifetime: its use cases, each built once in `create_app` from the sessions, the
+object store, the clock and its settings groups, and the gauges and histogram they feed. Routes reach their part
+through their package's `dependencies` module; the background work and tests through `indexer_services_of`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+
+from fastapi import FastAPI
+from prometheus_client import CollectorRegistry, Histogram
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from strata_indexer.indexing.janitor import Janitor
+from strata_indexer.indexing.lag import IndexingMetrics
+from strata_indexer.indexing.scheduler import indexing_queue
+from strata_indexer.indexing.schemas import IndexingAssignment, IndexingUpdate
+from strata_indexer.ingest.group_commit import GroupCommitter
+from strata_indexer.ingest.service import Ingest
+from strata_shared.clock import Clock
+from strata_shared.config import IndexingSettings, IngestSettings
+from strata_shared.jobqueue.service import QueueSpec
+from strata_shared.maintenance.skips import PassRecorder
+from strata_shared.storage import ObjectStore
+
+
+@dataclass(frozen=True, slots=True)
+class IndexerServices:
+    ingest: Ingest
+    janitor: Janitor
+    queue: QueueSpec[IndexingUpdate, IndexingAssignment]
+    # The indexing-lag gauges, refreshed by the background work.
+    metrics: IndexingMetrics
+
+
+def build_indexer_services(sessions: async_sessionmaker[AsyncSession], storage: ObjectStore, clock: Clock,
+                           ingest: IngestSettings, indexing: IndexingSettings, passes: PassRecorder,
+                           registry: CollectorRegistry,
+                           measure: Callable[[str], AbstractContextManager[object]]) -> IndexerServices:
+    group_sizes = Histogram("strata_ingest_group_requests", "Ingest requests written by one commit (group commit)",
+                            buckets=(1, 2, 4, 8, 16, 32, 64, 128), registry=registry)
+    committer = GroupCommitter(enabled=ingest.group_commit, max_rows=ingest.group_max_rows,
+                               max_bytes=ingest.group_max_bytes, on_commit=group_sizes.observe)
+    return IndexerServices(
+        ingest=Ingest(sessions, storage, committer, measure),
+        janitor=Janitor(sessions, storage, indexing, passes),
+        queue=indexing_queue(storage, indexing, passes, clock),
+        metrics=IndexingMetrics(registry))
+
+
+def indexer_services_of(app: FastAPI) -> IndexerServices:
+    """The services `create_app` built for `app`."""
+    services = getattr(app.state, "indexer", None)
+    if services is None:
+        raise RuntimeError("indexer-api has not finished starting")
+    return services

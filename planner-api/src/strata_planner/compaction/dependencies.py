@@ -1,0 +1,27 @@
+"""The FastAPI dependency that hands planner-api's routes its services (`services.PlannerServices`)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, FastAPI, Request
+
+from strata_planner.compaction.services import PlannerServices
+from strata_shared.web.deps import on_app_state
+
+
+def planner_services_of(app: FastAPI) -> PlannerServices:
+    """The services `create_app` built for `app` (the background work and tests hold the app, not a request)."""
+    services = getattr(app.state, "planner", None)
+    if services is None:
+        raise RuntimeError("planner-api has not finished starting")
+    return services
+
+
+@on_app_state
+async def planner_services(request: Request) -> PlannerServices:
+    # async although it awaits nothing: FastAPI runs a plain-def dependency in a worker thread.
+    return planner_services_of(request.app)
+
+
+Planner = Annotated[PlannerServices, Depends(planner_services)]
