@@ -12,8 +12,9 @@ import pytest
 
 from strata_services.cli import main
 from strata_services.client import CliError
+from strata_services.local import STATE_FILE
 from strata_services.local.api_process import ApiProcess
-from strata_services.local.stack import STATE_FILE, LocalStack
+from strata_services.local.stack import LocalStack
 from strata_services.local.supervision import (
     Backoff,
     Phase,

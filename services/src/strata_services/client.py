@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
-import pyarrow as pa
-import pyarrow.ipc as ipc
 
+from strata_services.local import STATE_FILE
 from strata_services.local.keys import key_with_scope, local_keys
-from strata_services.local.stack import STATE_FILE
 from strata_shared.config import Settings
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 # Which API serves each job queue.
 QUEUE_API = {"compaction": "planner-api", "indexing": "indexer-api"}
@@ -57,6 +58,9 @@ def problem_text(response: httpx.Response) -> str:
 
 def arrow_ipc(table: pa.Table) -> bytes:
     """An ingest body: the table as an Arrow IPC stream."""
+    import pyarrow as pa  # here: most commands send no Arrow, and pyarrow is a fifth of a command's start
+    import pyarrow.ipc as ipc
+
     sink = pa.BufferOutputStream()
     with ipc.new_stream(sink, table.schema) as writer:
         writer.write_table(table, max_chunksize=64 * 1024)

@@ -16,12 +16,9 @@ from datetime import UTC, datetime
 from strata_services.client import CliError, stack_state
 from strata_shared.config import Settings
 from strata_shared.errors import StrataError
-from strata_shared.metastore import migrate
-from strata_shared.metastore.commit_log_passes import write_checkpoint
-from strata_shared.metastore.engine import create_engine, session_factory
-from strata_shared.metastore.rebuild import rebuild
-from strata_shared.metastore.verify import verify
-from strata_shared.storage import ObjectStore
+
+# The metastore's modules (SQLAlchemy, Alembic: about a second) are imported by the commands that use them, not when
+# the CLI starts: every other command would pay for them.
 
 
 def _database_url(settings: Settings) -> str:
@@ -35,6 +32,9 @@ def _database_url(settings: Settings) -> str:
 
 
 async def _with_sessions(settings: Settings, work):
+    from strata_shared.metastore.engine import create_engine, session_factory
+    from strata_shared.storage import ObjectStore
+
     engine = create_engine(_database_url(settings), pool_size=2)
     storage = ObjectStore(settings.resolved_storage_uri)
     try:
@@ -50,6 +50,9 @@ def _progress(what: str, done: int, total: int) -> None:
 
 
 def cmd_rebuild(args: argparse.Namespace, settings: Settings) -> int:
+    from strata_shared.metastore import migrate
+    from strata_shared.metastore.rebuild import rebuild
+
     migrate.upgrade(_database_url(settings))
     report = asyncio.run(_with_sessions(settings, lambda sessions, storage: rebuild(
         sessions, storage, datetime.now(UTC), from_dump=args.from_dump, progress=_progress)))
@@ -67,6 +70,8 @@ def cmd_rebuild(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_verify(args: argparse.Namespace, settings: Settings) -> int:
+    from strata_shared.metastore.verify import verify
+
     report = asyncio.run(_with_sessions(settings, verify))
     if args.json:
         print(json.dumps(report.as_json(), default=str))
@@ -85,6 +90,8 @@ def cmd_verify(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_checkpoint(args: argparse.Namespace, settings: Settings) -> int:
+    from strata_shared.metastore.commit_log_passes import write_checkpoint
+
     report = asyncio.run(_with_sessions(settings, write_checkpoint))
     if report is None:
         print("no entry since the last checkpoint")

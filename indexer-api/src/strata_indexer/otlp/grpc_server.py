@@ -22,10 +22,11 @@ from strata_indexer.ingest.service import Ingest
 from strata_indexer.otlp import wire
 from strata_indexer.otlp.schemas import Signal, default_index_id
 from strata_indexer.otlp.service import SIGNALS, export
+from strata_shared.api_keys import ApiKeyRegistry, authorize
 from strata_shared.config import Settings
 from strata_shared.domain.wire_types import INDEX_ID_PATTERN
 from strata_shared.errors import BadRequest, PayloadTooLarge, StrataError
-from strata_shared.web.auth import ApiKeyRegistry, Scope, authorize
+from strata_shared.principal import Scope
 
 log = logging.getLogger("strata.otlp.grpc")
 

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 import pyarrow.flight as flight
 
 from strata_query.flight.status import flight_error
+from strata_shared.api_keys import ApiKeyRegistry, authorize
 from strata_shared.errors import InvalidInput, StrataError, Unauthorized
-from strata_shared.web.auth import ApiKeyRegistry, Principal, Scope, authorize
+from strata_shared.principal import Principal, Scope
 from strata_shared.web.problems import problem_of
 from strata_shared.web.tenant_limits import Slot
 

@@ -12,8 +12,8 @@ from prometheus_client import CollectorRegistry
 from strata_query.flight.limits import FlightLimits
 from strata_query.flight.server import FlightSqlServer
 from strata_query.service import QueryService
+from strata_shared.api_keys import ApiKeyRegistry
 from strata_shared.config import Settings
-from strata_shared.web.auth import ApiKeyRegistry
 
 log = logging.getLogger("strata.query.flight")
 

@@ -36,8 +36,9 @@ from strata_query.flight.sql_info import sql_info_table
 from strata_query.flight.status import flight_error
 from strata_query.query_run import QueryRun
 from strata_query.service import QueryService
+from strata_shared.api_keys import ApiKeyRegistry
 from strata_shared.errors import BadRequest, NotFound, StrataError, Unavailable
-from strata_shared.web.auth import ApiKeyRegistry, Principal
+from strata_shared.principal import Principal
 from strata_shared.web.problems import database_problem, problem_of
 
 log = logging.getLogger("strata.query.flight")

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from strata_services.local import STATE_FILE
 from strata_services.local.api_process import ApiProcess
 from strata_services.local.keys import resolve_api_keys
 from strata_services.local.postgres import EmbeddedPostgres
@@ -31,7 +32,6 @@ from strata_shared.config import Settings
 from strata_shared.metastore import migrate
 
 log = logging.getLogger("strata.stack")
-STATE_FILE = "stack.json"
 # Replica i (from 0) of an API listens on the API's port + 10 * i: 8001, 8011, 8021 for planner-api, 8002, 8012
 # for indexer-api, 8003, 8013 for query-api (and 8004, 8014 for its Flight SQL), clear of each other's for up to ten
 # replicas.

@@ -21,12 +21,14 @@ from strata_services.proxy.pacing import RejectionPacer
 from strata_services.proxy.routes import APIS, QUERY, api_for_path
 from strata_services.proxy.upstream_http import UpstreamError, UpstreamPool, UpstreamResponse, UpstreamUnreachable
 from strata_services.proxy.upstreams import Upstreams
+from strata_shared.api_keys import ApiKeyRegistry
 from strata_shared.config import Settings
 from strata_shared.errors import PROBLEM_BASE, TooManyRequests, Unavailable
 from strata_shared.observability.context import current_request_id
 from strata_shared.observability.http import REQUEST_ID, install_request_context
 from strata_shared.observability.tracing import client_span
-from strata_shared.web.auth import ApiKeyRegistry, Principal, presented_key
+from strata_shared.principal import Principal
+from strata_shared.web.auth import presented_key
 from strata_shared.web.health import Drain, draining_response
 from strata_shared.web.metrics import install_metrics
 from strata_shared.web.openapi import install_openapi

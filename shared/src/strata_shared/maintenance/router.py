@@ -20,8 +20,8 @@ from fastapi import APIRouter, Depends, Query
 
 from strata_shared.domain.wire_types import IndexId
 from strata_shared.errors import InvalidInput
+from strata_shared.maintenance.passes import LISTING_HEAD, MaintenancePass
 from strata_shared.maintenance.schemas import BackgroundPassList, BackgroundPassOut, SkipOut, SkipPage
-from strata_shared.maintenance.skips import LISTING_HEAD, MaintenancePass
 from strata_shared.metastore.background_pass_repository import BackgroundPassRepository
 from strata_shared.metastore.maintenance_repository import MaintenanceSkipRepository
 from strata_shared.web.auth import Principal, Scope, require, require_any

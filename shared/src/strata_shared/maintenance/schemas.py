@@ -6,7 +6,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
-from strata_shared.maintenance.skips import MaintenancePass
+from strata_shared.maintenance.passes import MaintenancePass
 from strata_shared.metastore.maintenance_models import MaintenanceSkipRow
 
 

@@ -23,7 +23,6 @@ outage writes nothing: it was not a judgement on any entry.
 from __future__ import annotations
 
 import asyncio
-import enum
 import logging
 import re
 import socket
@@ -40,6 +39,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from strata_shared.artifacts.envelope import ArtifactFormatError
 from strata_shared.errors import Unavailable
 from strata_shared.maintenance.metrics import MaintenanceMetrics
+from strata_shared.maintenance.passes import LISTING_HEAD, MaintenancePass
 from strata_shared.metastore.maintenance_models import MAINTENANCE_PASSES
 from strata_shared.metastore.maintenance_repository import MaintenanceSkipRepository, SkippedEntry
 from strata_shared.storage import ObjectStore, PathOutsideRoot
@@ -47,21 +47,7 @@ from strata_shared.storage import ObjectStore, PathOutsideRoot
 log = logging.getLogger("strata.maintenance")
 
 
-class MaintenancePass(enum.StrEnum):
-    GC = "gc"
-    RETENTION = "retention"
-    JANITOR = "janitor"
-    COMPACTION_PLANNING = "compaction-planning"
-    INDEXING_PLANNING = "indexing-planning"
-
-
 assert tuple(MaintenancePass) == MAINTENANCE_PASSES, "the enum and the table's check constraint must agree"
-
-
-# Where each pass's records are listed: under the path head of the API that runs it.
-LISTING_HEAD = {MaintenancePass.GC: "compaction", MaintenancePass.RETENTION: "compaction",
-                MaintenancePass.COMPACTION_PLANNING: "compaction", MaintenancePass.JANITOR: "indexing",
-                MaintenancePass.INDEXING_PLANNING: "indexing"}
 
 
 class StorageUnavailable(Exception):

@@ -10,6 +10,7 @@ from fastapi import APIRouter, Depends, FastAPI
 from fastapi.routing import APIRoute
 from prometheus_client import CollectorRegistry
 
+from strata_shared.api_keys import ApiKeyRegistry
 from strata_shared.config import Settings
 from strata_shared.metastore.engine import create_engine, session_factory
 from strata_shared.object_store_metrics import ObjectStoreMetrics
@@ -17,7 +18,6 @@ from strata_shared.observability.http import install_request_context, path_field
 from strata_shared.observability.tracing import instrument_engine
 from strata_shared.spark.session import SparkSessionFactory
 from strata_shared.storage import ObjectStore
-from strata_shared.web.auth import ApiKeyRegistry
 from strata_shared.web.health import Drain
 from strata_shared.web.health import router as health_router
 from strata_shared.web.metrics import install_metrics

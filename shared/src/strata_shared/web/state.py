@@ -9,12 +9,12 @@ from dataclasses import dataclass
 from prometheus_client import CollectorRegistry
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
+from strata_shared.api_keys import ApiKeyRegistry
 from strata_shared.clock import Clock, system_clock
 from strata_shared.config import Settings
 from strata_shared.object_store_metrics import ObjectStoreMetrics
 from strata_shared.spark.session import SparkSessionFactory
 from strata_shared.storage import ObjectStore
-from strata_shared.web.auth import ApiKeyRegistry
 from strata_shared.web.background import Background
 
 
