@@ -76,8 +76,9 @@ async def _measure(settings: Settings, keys, queries: int) -> dict[str, list[flo
             shared = service.registry
             registries = {
                 "local only": LocalOnlyRegistry(shared.sessions, shared.reads, shared.owner,
-                                                settings.query_timeout_secs),
-                "shared": CountingRegistry(shared.sessions, shared.reads, shared.owner, settings.query_timeout_secs)}
+                                                settings.query_timeout_secs, shared.problem_form),
+                "shared": CountingRegistry(shared.sessions, shared.reads, shared.owner, settings.query_timeout_secs,
+                                           shared.problem_form)}
             sql = f'SELECT host, count(*) AS n, max(value) AS m FROM "{INDEX}" WHERE service = \'api\' GROUP BY host'
             headers = {**admin, "Cache-Control": "no-store"}
             latencies: dict[str, list[float]] = {name: [] for name in registries}

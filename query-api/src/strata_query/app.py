@@ -26,7 +26,7 @@ async def _install_service(app: FastAPI) -> None:
     runtime = QueryRuntime(state.storage, state.registry, state.settings.query, state.settings.database_url,
                            state.spark, state.object_store)
     registry = SharedQueryRegistry(state.sessions, SingleReads(state.settings.database_url, "strata-query-registry"),
-                                   replica_id(), state.settings.query_timeout_secs)
+                                   replica_id(), state.settings.query_timeout_secs, ASYNC_PLAN_FORMS.problem)
     service = app.state.query = QueryService(runtime, state.sessions, state.settings, registry, ASYNC_PLAN_FORMS)
     app.state.flight = start_flight_server(state.settings, service, state.api_keys, asyncio.get_running_loop(),
                                            state.registry)

@@ -27,13 +27,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import suppress
+from typing import Any
 
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from strata_query.registry import AsyncPlan, RunningQuery, replica_stopped
+from strata_shared.errors import StrataError
 from strata_shared.metastore.engine import DatabaseUnavailable
 from strata_shared.metastore.query_registry_repository import (
     RUNNING_ALIVE_SECS,
@@ -43,7 +45,6 @@ from strata_shared.metastore.query_registry_repository import (
     write_running,
 )
 from strata_shared.metastore.single_reads import SingleReads
-from strata_shared.web.problems import problem_of
 
 log = logging.getLogger("strata.query")
 
@@ -62,8 +63,10 @@ SHARE_AFTER_SECS = 0.05
 
 class SharedQueryRegistry:
     def __init__(self, sessions: async_sessionmaker[AsyncSession], reads: SingleReads, owner: str,
-                 query_timeout_secs: float) -> None:
+                 query_timeout_secs: float, problem_form: Callable[[StrataError], dict[str, Any]]) -> None:
         self.sessions = sessions
+        # How the door shows a failure (`async_plans.RecordForms.problem`): a dead owner's plan reads as one.
+        self.problem_form = problem_form
         self.reads = reads
         # This replica (`web.singleton.replica_id`).
         self.owner = owner
@@ -104,7 +107,7 @@ class SharedQueryRegistry:
         async with self.sessions() as session:
             stored = await QueryRegistryRepository(session).plan(plan_id,
                                                                  owner_lost_after_secs=self.owner_lost_after_secs)
-        return None if stored is None else _as_plan(stored)
+        return None if stored is None else self._as_plan(stored)
 
     async def cancel_plan(self, plan_id: str) -> AsyncPlan | None:
         async with self.sessions() as session:
@@ -112,7 +115,7 @@ class SharedQueryRegistry:
             await plans.cancel_plan(plan_id, owner_lost_after_secs=self.owner_lost_after_secs)
             stored = await plans.plan(plan_id, owner_lost_after_secs=self.owner_lost_after_secs)
             await session.commit()
-        return None if stored is None else _as_plan(stored)
+        return None if stored is None else self._as_plan(stored)
 
     # --- running queries -------------------------------------------------------------------------------------
 
@@ -242,14 +245,14 @@ class SharedQueryRegistry:
             self._urgent.discard(query_id)
         return due
 
+    def _as_plan(self, stored: StoredPlan) -> AsyncPlan:
+        if stored.owner_lost:
+            return AsyncPlan(stored.plan_id, stored.tenant, "failed",
+                             problem=self.problem_form(replica_stopped(stored.plan_id)))
+        return AsyncPlan(stored.plan_id, stored.tenant, stored.status, stored.plan,  # type: ignore[arg-type]
+                         stored.problem)
+
     def _batch_finished(self) -> None:
         self._sending = set()
         self._batch_done.set()
         self._batch_done = asyncio.Event()
-
-
-def _as_plan(stored: StoredPlan) -> AsyncPlan:
-    if stored.owner_lost:
-        return AsyncPlan(stored.plan_id, stored.tenant, "failed", problem=problem_of(replica_stopped(stored.plan_id)))
-    return AsyncPlan(stored.plan_id, stored.tenant, stored.status, stored.plan,  # type: ignore[arg-type]
-                     stored.problem)
