@@ -23,6 +23,7 @@ from strata_shared.config import IndexingSettings, IngestSettings
 from strata_shared.jobqueue.service import QueueSpec
 from strata_shared.maintenance.skips import PassRecorder
 from strata_shared.storage import ObjectStore
+from strata_shared.web.app import built_at_start
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +52,4 @@ def build_indexer_services(sessions: async_sessionmaker[AsyncSession], storage: 
 
 def indexer_services_of(app: FastAPI) -> IndexerServices:
     """The services `create_app` built for `app`."""
-    services = getattr(app.state, "indexer", None)
-    if services is None:
-        raise RuntimeError("indexer-api has not finished starting")
-    return services
+    return built_at_start(app, "indexer", "indexer-api")

@@ -7,15 +7,13 @@ from typing import Annotated
 from fastapi import Depends, FastAPI, Request
 
 from strata_query.service import QueryService
+from strata_shared.web.app import built_at_start
 from strata_shared.web.deps import on_app_state
 
 
 def query_service_of(app: FastAPI) -> QueryService:
     """The query service of `app` (its shutdown hook and tests hold the app, not a request)."""
-    service = getattr(app.state, "query", None)
-    if service is None:
-        raise RuntimeError("query-api has not finished starting")
-    return service
+    return built_at_start(app, "query", "query-api")
 
 
 @on_app_state

@@ -9,15 +9,13 @@ from fastapi import Depends, FastAPI, Request
 from strata_indexer.indexing.janitor import Janitor
 from strata_indexer.indexing.schemas import IndexingAssignment, IndexingUpdate
 from strata_shared.jobqueue.service import QueueSpec
+from strata_shared.web.app import built_at_start
 from strata_shared.web.deps import on_app_state
 
 
 def _services(app: FastAPI):
     # indexer-api's services (`strata_indexer.services`) hold this package's objects, so it cannot import them.
-    services = getattr(app.state, "indexer", None)
-    if services is None:
-        raise RuntimeError("indexer-api has not finished starting")
-    return services
+    return built_at_start(app, "indexer", "indexer-api")
 
 
 @on_app_state

@@ -7,16 +7,14 @@ from typing import Annotated
 from fastapi import Depends, FastAPI, Request
 
 from strata_indexer.ingest.service import Ingest
+from strata_shared.web.app import built_at_start
 from strata_shared.web.deps import on_app_state
 
 
 def ingest_of(app: FastAPI) -> Ingest:
     """The write path of `app` (held by indexer-api's services, `strata_indexer.services`, which this package may
     not import: they hold it)."""
-    services = getattr(app.state, "indexer", None)
-    if services is None:
-        raise RuntimeError("indexer-api has not finished starting")
-    return services.ingest
+    return built_at_start(app, "indexer", "indexer-api").ingest
 
 
 @on_app_state

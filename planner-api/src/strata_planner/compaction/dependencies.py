@@ -7,15 +7,13 @@ from typing import Annotated
 from fastapi import Depends, FastAPI, Request
 
 from strata_planner.compaction.services import PlannerServices
+from strata_shared.web.app import built_at_start
 from strata_shared.web.deps import on_app_state
 
 
 def planner_services_of(app: FastAPI) -> PlannerServices:
     """The services `create_app` built for `app` (the background work and tests hold the app, not a request)."""
-    services = getattr(app.state, "planner", None)
-    if services is None:
-        raise RuntimeError("planner-api has not finished starting")
-    return services
+    return built_at_start(app, "planner", "planner-api")
 
 
 @on_app_state

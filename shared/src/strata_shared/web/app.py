@@ -30,6 +30,15 @@ from strata_shared.web.storable_text import refuse_unstorable_text
 StartupHook = Callable[[FastAPI], Awaitable[None]]
 
 
+def built_at_start(app: FastAPI, attribute: str, api: str):
+    """What `api`'s `create_app` kept on `app.state.<attribute>` when it started (its services), for the routes'
+    dependencies, its background work and tests; an error while it is still starting."""
+    built = getattr(app.state, attribute, None)
+    if built is None:
+        raise RuntimeError(f"{api} has not finished starting")
+    return built
+
+
 def _operation_id(route: APIRoute) -> str:
     # The function name is the operationId: stable across FastAPI versions and path changes.
     return route.name
