@@ -65,18 +65,7 @@ def _predicate(hosts: tuple[str, ...] = DELETED_HOSTS):
 
 def rewrite_with_strata(paths: list[Path], out_dir: Path, hosts: tuple[str, ...] = DELETED_HOSTS) -> int:
     """Every split through the rewrite kernel; the rows removed."""
-    from dataclasses import replace
-
-    from strata_jobs.merge import run_merge
-    from strata_shared.query.predicate_json import predicate_to_json
-
-    drop = predicate_to_json(_predicate(hosts))
-    removed = 0
-    for number, path in enumerate(paths):
-        spec = replace(merge_spec([path], out_dir, f"bench-delete-{number}"), delete_predicate=drop,
-                       num_merge_ops=0)
-        removed += run_merge(spec).stats["rows_removed"]
-    return removed
+    return _rewrite(paths, out_dir, _predicate(hosts))
 
 
 def rewrite_with_pyarrow(paths: list[Path], out_dir: Path) -> int:
@@ -365,7 +354,7 @@ def _rewrite(paths: list[Path], out_dir: Path, predicate) -> int:
     drop = predicate_to_json(predicate)
     removed = 0
     for number, path in enumerate(paths):
-        spec = replace(merge_spec([path], out_dir, f"bench-coverage-{number}"), delete_predicate=drop,
+        spec = replace(merge_spec([path], out_dir, f"bench-rewrite-{number}"), delete_predicate=drop,
                        num_merge_ops=0)
         removed += run_merge(spec).stats["rows_removed"]
     return removed
