@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import timedelta
 
 from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from strata_shared.metastore.commit_log import ENTRY_CHANGES, LOGGED_TABLES
@@ -34,6 +35,7 @@ from strata_shared.metastore.commit_log_replay import (
     read_entries,
     table_shapes,
 )
+from strata_shared.metastore.conflicts import conflict_of
 from strata_shared.storage import ObjectStore, PathOutsideRoot
 from strata_shared.storage_layout import COMMIT_LOG_DIR
 
@@ -79,7 +81,20 @@ class VerifyReport:
 
 
 async def verify(sessions: async_sessionmaker[AsyncSession], storage: ObjectStore,
-                 grace: timedelta = SHIP_GRACE) -> VerifyReport:
+                 grace: timedelta = SHIP_GRACE, attempts: int = 3) -> VerifyReport:
+    """Reads only (its temporary tables drop with its transaction), so a run PostgreSQL aborts for a concurrent
+    one (two verifies creating their temporary tables can deadlock on the catalog) is run again from the start."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return await _verify_once(sessions, storage, grace)
+        except DBAPIError as exc:
+            if conflict_of(exc) is None or attempt == attempts:
+                raise
+    raise AssertionError("unreachable")
+
+
+async def _verify_once(sessions: async_sessionmaker[AsyncSession], storage: ObjectStore,
+                       grace: timedelta) -> VerifyReport:
     async with sessions() as session:
         await session.connection(execution_options={"isolation_level": "REPEATABLE READ"})
         checkpoint_row = (await session.execute(text(
