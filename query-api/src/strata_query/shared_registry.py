@@ -153,6 +153,9 @@ class SharedQueryRegistry:
                     await self._batch_done.wait()
 
     async def request_cancel(self, query_id: str, tenant: str | None) -> bool:
+        if query_id in self._ended or (query_id in self._written and query_id not in self.running_queries):
+            # It ended here and its row is not deleted yet (the writer batches deletes): nothing to cancel.
+            return False
         async with self.sessions() as session:
             asked = await QueryRegistryRepository(session).request_cancel(query_id, tenant,
                                                                             alive_secs=RUNNING_ALIVE_SECS)
