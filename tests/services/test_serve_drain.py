@@ -19,7 +19,7 @@ from fastapi.responses import StreamingResponse
 from strata_services.local.api_process import ApiProcess
 from strata_services.local.processes import free_port
 from strata_shared.web.health import DRAINING_PROBLEM_TYPE
-from tests.fixtures.http_server import serve_in_thread
+from tests.fixtures.http_server import listener_refuses, serve_in_thread
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -51,18 +51,6 @@ def _held_upstream(release: threading.Event) -> FastAPI:
         return StreamingResponse(body(), media_type="text/plain")
 
     return app
-
-
-def _refused(url: str) -> bool:
-    try:
-        httpx.get(url + "/healthz", timeout=2)
-    except httpx.ConnectError:
-        return True
-    except httpx.RemoteProtocolError:
-        # Accepted just as the listener closed: the server shuts such idle connections without an answer (seen on
-        # CI). Not refused yet; the next try is.
-        return False
-    return False
 
 
 def test_sigterm_drains_then_closes_the_listener_then_finishes_what_is_in_flight(tmp_path) -> None:
@@ -97,7 +85,7 @@ def test_sigterm_drains_then_closes_the_listener_then_finishes_what_is_in_flight
                 assert quick.json() == {"answer": "quick"}
 
                 # After the grace, the listener closes; the process stays, for the request in flight.
-                while not _refused(process.url):
+                while not listener_refuses(process.url):
                     assert time.monotonic() < signalled + GRACE_SECS + 10, "the listener never closed"
                     time.sleep(0.05)
                 assert time.monotonic() - signalled >= GRACE_SECS
