@@ -3,6 +3,12 @@ a time, while queries and an ingest loop run through the proxy: a query-api repl
 as a new process (`strata status` shows the restart), then `strata restart query-api` drains and restarts both
 replicas in turn. No caller sees anything but a 200, and every row ingested meanwhile is counted once.
 
+Before the load, the same stack's layout is checked: two replicas of each API and the proxy run as the
+supervisor's children, each replica on its port (the second at +10), both in `strata status`, and the proxy fronts
+them all except where the user gave their own list of upstreams (here planner-api's first replica alone), which it
+keeps. One `strata up --replicas 2` serves both checks: bringing up seven API processes is among the suite's
+costliest steps.
+
 The stack runs on the session's PostgreSQL and Spark Connect server, as `test_local_stack` runs it."""
 
 from __future__ import annotations
@@ -41,12 +47,45 @@ def _processes(home: Path) -> dict[str, dict]:
     return {p["label"]: p for p in json.loads((home / "stack.json").read_text())["processes"]}
 
 
+def _check_the_layout(env: dict[str, str], home: Path, children: set[int], own_planner: str) -> None:
+    assert len(children) == 7, "two replicas of each API and the proxy run as children of the supervisor"
+    processes = _processes(home)
+    assert sorted(processes) == ["indexer-api", "indexer-api-2", "planner-api", "planner-api-2", "proxy",
+                                 "query-api", "query-api-2"]
+    assert {p["pid"] for p in processes.values()} == children
+    for api in ("planner", "indexer", "query"):
+        port = int(env[f"STRATA_{api.upper()}_PORT"])
+        assert processes[f"{api}-api"]["url"] == f"http://127.0.0.1:{port}"
+        assert processes[f"{api}-api-2"]["url"] == f"http://127.0.0.1:{port + 10}"
+        assert (home / "logs" / f"{api}-api-2.log").exists()
+    flight_port = int(env["STRATA_FLIGHT_PORT"])
+    assert processes["query-api"]["flight_url"] == f"grpc://127.0.0.1:{flight_port}"
+    assert processes["query-api-2"]["flight_url"] == f"grpc://127.0.0.1:{flight_port + 10}"
+
+    status = _strata(env, "status")
+    assert status.returncode == 0, status.stdout + status.stderr
+    assert status.stdout.count(" ready ") == 7, status.stdout
+    assert status.stdout.count(" listening") == 2, status.stdout
+    assert "query-api-2" in status.stdout
+
+    proxy = f"http://127.0.0.1:{env['STRATA_PROXY_PORT']}"
+    wait_for(lambda: all(set(pool.values()) == {"ready"} for pool in upstream_states(proxy).values()),
+             "every replica ready in the proxy", 120)
+    pools = upstream_states(proxy)
+    for api in ("indexer-api", "query-api"):
+        assert pools[api] == {processes[api]["url"]: "ready", processes[f"{api}-2"]["url"]: "ready"}, pools
+    assert pools["planner-api"] == {own_planner: "ready"}, pools
+
+
 def test_the_supervisor_restarts_a_killed_replica_and_strata_restart_rolls_without_a_failed_request(
         stack_env, tmp_path):  # noqa: F811 - the fixture imported above
     env = {**stack_env, **{f"STRATA_{api}_PORT": str(_port_with_replica_port()) for api in ("PLANNER", "INDEXER",
                                                                                            "QUERY")},
            # The proxy notices a draining replica within the drain grace, as in production (2 s within 3 s), faster.
            "STRATA_PROXY_HEALTH_INTERVAL_SECS": "0.5", "STRATA_DRAIN_GRACE_SECS": "1.5"}
+    # The user's own list of planner-api upstreams (here: the first replica alone) is what the proxy uses.
+    own_planner = f"http://127.0.0.1:{env['STRATA_PLANNER_PORT']}"
+    env["STRATA_PLANNER_UPSTREAMS"] = own_planner
     home = Path(env["STRATA_HOME"])
     log_path = tmp_path / "up.log"
     with open(log_path, "w") as log:
@@ -60,6 +99,7 @@ def test_the_supervisor_restarts_a_killed_replica_and_strata_restart_rolls_witho
                  "the stack up", 240, interval=0.5)
         assert supervisor.poll() is None, log_path.read_text()
         children.update(_children(supervisor.pid))
+        _check_the_layout(env, home, children, own_planner)
         keys = json.loads((home / "api-keys.json").read_text())
         proxy = f"http://127.0.0.1:{env['STRATA_PROXY_PORT']}"
         client = httpx.Client(base_url=proxy, headers={"Authorization": f"Bearer {_key(keys, 'admin')}"},
@@ -155,7 +195,7 @@ def test_the_supervisor_restarts_a_killed_replica_and_strata_restart_rolls_witho
 
         assert _strata(env, "restart", "query-api", "--replica", "3").returncode == 2
         down = _strata(env, "down")
-        assert down.returncode == 0, down.stdout + down.stderr
+        assert down.returncode == 0 and "(7 processes)" in down.stdout, down.stdout + down.stderr
         supervisor.wait(timeout=60)
         assert not [pid for pid in children if _alive(pid)]
     finally:
