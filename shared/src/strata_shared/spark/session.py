@@ -16,12 +16,15 @@ import threading
 import time
 import urllib.parse
 from pathlib import Path
-
-from pyspark.sql.connect.client.retries import DefaultPolicy
-from pyspark.sql.connect.session import SparkSession
+from typing import TYPE_CHECKING
 
 from strata_shared.config import Settings
 from strata_shared.spark.bundle import JobBundle, build_job_bundle, ship_job_bundle
+
+if TYPE_CHECKING:
+    # pyspark's Connect client imports pandas: seconds of CPU at every process start, which the proxy and a
+    # replica that has not met Spark yet need not pay. It is imported where a session is made.
+    from pyspark.sql.connect.session import SparkSession
 
 log = logging.getLogger("strata.spark")
 
@@ -87,6 +90,8 @@ class SparkSessionFactory:
             if self._closed:
                 raise RuntimeError(f"spark session factory for {self.remote} is closed")
             if self._session is None or self._session.is_stopped:
+                from pyspark.sql.connect.session import SparkSession
+
                 session = SparkSession.builder.remote(self.remote).create()
                 if self.bundle_dir is not None:
                     try:
@@ -218,6 +223,8 @@ def _stop_quietly(session: SparkSession, host: str, port: int, timeout: float = 
         session.release_session_on_close = False
     # stop() sends ReleaseSession through the client's retry policy, which keeps retrying an unreachable
     # server for ~10 minutes; shutdown paths must not wait on that.
+    from pyspark.sql.connect.client.retries import DefaultPolicy
+
     session.client.set_retry_policies([DefaultPolicy(max_retries=1, initial_backoff=50, max_backoff=200)])
     # And a server that accepts the connection but never answers would block stop() with no deadline at all.
     stopper = threading.Thread(target=session.stop, name="spark-session-stop", daemon=True)
