@@ -55,7 +55,7 @@ UNBOUNDED_BUDGET = 10_000  # compaction_queue_bound
 
 
 def index_settings() -> tuple[dict[str, Any], str]:
-    from strata_shared.domain.index_config import IndexSettings
+    from strata_core.domain.index_config import IndexSettings
 
     config = metrics_index_config("bench-planner")
     config.pop("index_id")
@@ -156,7 +156,7 @@ def new_splits(info: dict[str, Any], count: int, now: int, seed: int = 5) -> lis
     """`count` fresh published splits landing as they would: 70% in the current window, 20% in the one before,
     10% late into the 2-4 windows before that (within the late-data acceptance of 3600 s; all five windows are
     still open at `now`)."""
-    from strata_shared.domain.split import RowGroupSpan, SplitMetadata, SplitState
+    from strata_core.domain.split import RowGroupSpan, SplitMetadata, SplitState
 
     rng = random.Random(seed)
     out = []
@@ -229,8 +229,8 @@ class StageTimer:
 
 
 def _instrument(timer: StageTimer) -> None:
+    from strata_metastore.compaction_repository import CompactionRepository
     from strata_planner.compaction import planning
-    from strata_shared.metastore.compaction_repository import CompactionRepository
 
     timer.wrap_async(planning, "load_candidates")
     timer.wrap_sync(planning, "plan_merges")
@@ -341,11 +341,11 @@ def profile_text(profile: cProfile.Profile, limit: int = 25) -> str:
 
 
 async def _measure(url: str, info: dict[str, Any], runs: int, create_runs: int) -> dict[str, Any]:
+    from strata_metastore.engine import create_engine, session_factory
+    from strata_metastore.models import IndexRow
+    from strata_metastore.repositories import SplitRepository
     from strata_planner.compaction.planning import WindowRange, plan_index
     from strata_planner.compaction.scheduler import plan_incrementally
-    from strata_shared.metastore.engine import create_engine, session_factory
-    from strata_shared.metastore.models import IndexRow
-    from strata_shared.metastore.repositories import SplitRepository
 
     engine = create_engine(url)
     sessions = session_factory(engine)

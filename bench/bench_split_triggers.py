@@ -22,7 +22,7 @@ from typing import Any
 
 from bench.common import fmt_int, fmt_s
 from bench.harness import BULK_LOAD, Stack, asyncpg_dsn
-from strata_shared.metastore import migrate
+from strata_metastore import migrate
 
 ROW_LEVEL = "2026_11_25_0007"
 COUNT, BUMP = "splits_count_published", "splits_bump_plan_generation"
@@ -73,7 +73,7 @@ def measure_load(stack: Stack, splits: int, days: int, rounds: int) -> dict[str,
 
 
 def _published_batch(index_uid: str, prefix: str, count: int) -> list[Any]:
-    from strata_shared.domain.split import RowGroupSpan, SplitMetadata, SplitState
+    from strata_core.domain.split import RowGroupSpan, SplitMetadata, SplitState
 
     window = 1_795_000_500
     return [SplitMetadata(split_id=f"{prefix}{i:06d}".ljust(26, "0"), index_uid=index_uid, source_id="bench",
@@ -85,8 +85,8 @@ def _published_batch(index_uid: str, prefix: str, count: int) -> list[Any]:
 
 
 async def _insert_batches(urls: dict[str, str], batches: int, batch: int) -> dict[str, list[float]]:
-    from strata_shared.metastore.engine import create_engine, session_factory
-    from strata_shared.metastore.repositories import SplitRepository
+    from strata_metastore.engine import create_engine, session_factory
+    from strata_metastore.repositories import SplitRepository
 
     engines = {label: create_engine(url) for label, url in urls.items()}
     out: dict[str, list[float]] = {label: [] for label in urls}

@@ -5,7 +5,7 @@ doc meets it.
 Two checks over the six workspace packages:
 
 - **No import cycle**, between modules nor between packages (a package is a module name's first two levels:
-  `strata_shared.metastore`, `strata_indexer.services`, `strata_jobs.merge`). The graph holds the imports that run:
+  `strata_metastore`, `strata_indexer.services`, `strata_jobs.merge`). The graph holds the imports that run:
   at any level, inside functions too, but not those under `if TYPE_CHECKING:`, which never run. A cycle is broken by
   moving code to where it belongs (a type both sides need moves down, a function the lower side uses moves there),
   never by moving the import into a function, which this test sees anyway.
@@ -36,12 +36,12 @@ PACKAGES = {
 }
 APIS = ("strata_indexer", "strata_planner", "strata_query")
 # The parts of strata_shared free of FastAPI and SQLAlchemy that the Spark Python workers run.
-JOBS_MAY_IMPORT_FROM_SHARED = ("strata_shared.domain", "strata_shared.artifacts", "strata_shared.splitfile",
-                               "strata_shared.arrow_numpy", "strata_shared.object_requests",
+JOBS_MAY_IMPORT_FROM_SHARED = ("strata_core.domain", "strata_core.artifacts", "strata_core.splitfile",
+                               "strata_core.arrow_numpy", "strata_core.object_requests",
                                # A delete's predicate, its JSON form and its evaluation over Arrow: the rows a
                                # rewrite leaves out and a scan hides are decided by this one pure code.
-                               "strata_shared.query.predicate", "strata_shared.query.predicate_json",
-                               "strata_shared.query.row_filter")
+                               "strata_core.query.predicate", "strata_core.query.predicate_json",
+                               "strata_core.query.row_filter")
 # Besides the standard library and the strata_shared modules above: "plus pyarrow, numpy and python-ulid".
 JOBS_THIRD_PARTY = ("pyarrow", "numpy", "ulid")
 # Only these use the Spark session they are handed; the merge and artifact-build kernels know nothing of Spark.
@@ -403,7 +403,7 @@ def test_no_workspace_package_imports_strata_services(package):
 
 # The modules that hand out the web frame's `AppState`: the class itself, and the dependencies that give it (and
 # a session of its factory) to routes.
-APP_STATE_MODULES = ("strata_shared.web.state", "strata_shared.web.deps")
+APP_STATE_MODULES = ("strata_frame.web.state", "strata_frame.web.deps")
 # The edge of an API, where what the frame holds is wired into what each use case takes: the app factory, its
 # routes, the FastAPI dependencies and the background work it starts.
 EDGE_MODULE_NAMES = ("app", "router", "dependencies", "background")
@@ -411,13 +411,13 @@ EDGE_MODULE_NAMES = ("app", "router", "dependencies", "background")
 
 def at_the_edge(module: str) -> bool:
     name = module.rpartition(".")[2]
-    return within(module, ("strata_shared.web",)) or name in EDGE_MODULE_NAMES or name.endswith("_router")
+    return within(module, ("strata_frame.web",)) or name in EDGE_MODULE_NAMES or name.endswith("_router")
 
 
 def test_only_the_edge_of_an_api_reaches_the_app_state():
     """Use cases take what they use (sessions, storage, a clock, a settings group, metrics), never the app's state:
-    a module that imports `strata_shared.web.state` or `strata_shared.web.deps` (which hands routes the state) is
-    inside `strata_shared/web/`, or is named `app.py`, `router.py`, `*_router.py`, `dependencies.py` or
+    a module that imports `strata_frame.web.state` or `strata_frame.web.deps` (which hands routes the state) is
+    inside `strata_frame/web/`, or is named `app.py`, `router.py`, `*_router.py`, `dependencies.py` or
     `background.py` (docs/architecture.md, "Building an API"). Imports under `if TYPE_CHECKING:` count too."""
     found = sorted(f"{where(module, item.line)}: {item.name}" for module, items in imports().items()
                    if not at_the_edge(module) for item in items
@@ -426,8 +426,8 @@ def test_only_the_edge_of_an_api_reaches_the_app_state():
 
 
 def test_the_edge_rule_names_modules_as_the_doc_does():
-    assert at_the_edge("strata_shared.web.openapi") and at_the_edge("strata_planner.compaction.router")
+    assert at_the_edge("strata_frame.web.openapi") and at_the_edge("strata_planner.compaction.router")
     assert at_the_edge("strata_indexer.app") and at_the_edge("strata_query.dependencies")
-    assert at_the_edge("strata_shared.maintenance.passes_router")
-    assert not at_the_edge("strata_planner.compaction.gc") and not at_the_edge("strata_shared.maintenance.skips")
+    assert at_the_edge("strata_frame.maintenance.passes_router")
+    assert not at_the_edge("strata_planner.compaction.gc") and not at_the_edge("strata_frame.maintenance.skips")
     assert not at_the_edge("strata_indexer.ingest.service") and not at_the_edge("strata_shared.webhooks")

@@ -12,14 +12,14 @@ import sys
 
 import pytest
 
-from strata_shared.domain.job_statuses import (
+from strata_core.domain.job_statuses import (
     ALLOWED_TRANSITIONS,
     InvalidTransition,
     JobStatus,
     check_transition,
     status_after_failure,
 )
-from strata_shared.domain.scheduler_rules import InProgressLimits, choose_within_limits, jobs_to_plan
+from strata_core.domain.scheduler_rules import InProgressLimits, choose_within_limits, jobs_to_plan
 
 EXPECTED_ALLOWED = {
     (JobStatus.UNASSIGNED, JobStatus.IN_PROGRESS),
@@ -37,7 +37,7 @@ EXPECTED_ALLOWED = {
 _LOADED_BY_THE_RULES = """
 import json, sys
 before = set(sys.modules)
-import strata_shared.domain.job_statuses, strata_shared.domain.scheduler_rules
+import strata_core.domain.job_statuses, strata_core.domain.scheduler_rules
 print(json.dumps(sorted({m.split('.')[0] for m in set(sys.modules) - before} - set(sys.stdlib_module_names))))
 """
 

@@ -142,8 +142,8 @@ def test_a_multi_row_statement_raises_each_touched_index_once(repository_databas
 
 
 async def _registered_batch(url: str) -> tuple[int, int]:
-    from strata_shared.domain.split import SplitMetadata, SplitState
-    from strata_shared.metastore.repositories import SplitRepository
+    from strata_core.domain.split import SplitMetadata, SplitState
+    from strata_metastore.repositories import SplitRepository
 
     async with rolled_back(url) as db:
         await db.execute(text("INSERT INTO indexes (index_uid, index_id, incarnation, config, doc_mapping_uid, "

@@ -8,9 +8,9 @@ import asyncio
 
 from sqlalchemy import text
 
-from strata_shared.domain.column_stats import ColumnStats
-from strata_shared.domain.split import RowGroupSpan, SplitMetadata, SplitState
-from strata_shared.metastore.repositories import SplitRepository
+from strata_core.domain.column_stats import ColumnStats
+from strata_core.domain.split import RowGroupSpan, SplitMetadata, SplitState
+from strata_metastore.repositories import SplitRepository
 from tests.fixtures.postgres import rolled_back
 
 WINDOW = 1_795_000_500

@@ -34,17 +34,17 @@ from typing import Any
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from strata_query.registry import AsyncPlan, RunningQuery, replica_stopped
-from strata_shared.errors import StrataError
-from strata_shared.metastore.engine import DatabaseUnavailable
-from strata_shared.metastore.query_registry_repository import (
+from strata_core.errors import StrataError
+from strata_metastore.engine import DatabaseUnavailable
+from strata_metastore.query_registry_repository import (
     RUNNING_ALIVE_SECS,
     QueryRegistryRepository,
     StoredPlan,
     cancel_requests,
     write_running,
 )
-from strata_shared.metastore.single_reads import SingleReads
+from strata_query.registry import AsyncPlan, RunningQuery, replica_stopped
+from strata_query.single_reads import SingleReads
 
 log = logging.getLogger("strata.query")
 

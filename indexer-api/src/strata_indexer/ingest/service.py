@@ -18,18 +18,18 @@ import pyarrow as pa
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from ulid import ULID
 
+from strata_core.domain.column_stats import compute_column_stats
+from strata_core.domain.index_config import IndexSettings
+from strata_core.domain.ingest_batch import AdmittedRows, admit_rows, cut_admitted
+from strata_core.domain.split import SplitMetadata
+from strata_core.errors import Unavailable
+from strata_core.splitfile.writer import encode_split, row_group_spans
+from strata_core.storage import ObjectStore
+from strata_core.storage_layout import split_path
 from strata_indexer.ingest.decode import decode_body
 from strata_indexer.ingest.group_commit import GroupCommitter
-from strata_shared.domain.column_stats import compute_column_stats
-from strata_shared.domain.index_config import IndexSettings
-from strata_shared.domain.ingest_batch import AdmittedRows, admit_rows, cut_admitted
-from strata_shared.domain.split import SplitMetadata
-from strata_shared.errors import Unavailable
-from strata_shared.metastore.models import IndexRow
-from strata_shared.metastore.repositories import SplitRepository, load_live_index
-from strata_shared.splitfile.writer import encode_split, row_group_spans
-from strata_shared.storage import ObjectStore
-from strata_shared.storage_layout import split_path
+from strata_metastore.models import IndexRow
+from strata_metastore.repositories import SplitRepository, load_live_index
 
 log = logging.getLogger("strata.ingest")
 

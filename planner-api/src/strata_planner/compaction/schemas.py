@@ -7,9 +7,9 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
-from strata_shared.domain.column_stats import ValueType
-from strata_shared.domain.index_config import ParquetConfig
-from strata_shared.domain.wire_types import (
+from strata_core.domain.column_stats import ValueType
+from strata_core.domain.index_config import ParquetConfig
+from strata_core.domain.wire_types import (
     INT64_MAX,
     INT64_MIN,
     UINT64_MAX,
@@ -18,7 +18,7 @@ from strata_shared.domain.wire_types import (
     NonNegativeInt64,
     Ulid,
 )
-from strata_shared.jobqueue.schemas import JobUpdate, LeasedJobOut, PollFields, UpdateResult
+from strata_frame.jobqueue.schemas import JobUpdate, LeasedJobOut, PollFields, UpdateResult
 
 
 class _Strict(BaseModel):
@@ -145,7 +145,7 @@ class Assignment(BaseModel):
     spark_operation_tag: str
     inputs: list[AssignedInput]
     # A rewrite (kind `rewrite`, one input): the delete it applies and that delete's predicate (the JSON form of
-    # `strata_shared.query.predicate_json`); the rows where it is TRUE are left out.
+    # `strata_core.query.predicate_json`); the rows where it is TRUE are left out.
     kind: str = "level"
     delete_id: str | None = None
     delete_predicate: str | None = None
