@@ -4,9 +4,10 @@ Nothing set, nothing happens: no provider is installed, nothing is instrumented,
 through the OpenTelemetry API (`plan_build`, `merge`, `publish`, ...) are the API's no-op spans. Asked for
 (`OTEL_EXPORTER_OTLP_ENDPOINT` or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, or `OTEL_TRACES_EXPORTER`), the process
 gets an SDK provider named after its service, a batching OTLP exporter over http/protobuf (which reads its
-endpoint, headers, timeout and compression from the same variables itself), and instrumented FastAPI apps,
-httpx clients (which carry the W3C `traceparent` to the next service) and SQLAlchemy engines. The proxy's own
-upstream client carries it through `client_span`.
+endpoint, headers, timeout and compression from the same variables itself), and instrumented httpx clients
+(which carry the W3C `traceparent` to the next service); the web frame instruments FastAPI apps and SQLAlchemy
+engines with the same provider (`strata_frame.web.tracing`). The proxy's own upstream client carries it through
+`client_span`.
 """
 
 from __future__ import annotations
@@ -26,8 +27,6 @@ from strata_core.observability.context import current_fields
 # The service.name each process reports, by the name it is served under.
 SERVICE_NAMES = {"planner-api": "strata-planner", "indexer-api": "strata-indexer", "query-api": "strata-query",
                  "proxy": "strata-proxy"}
-# Operations endpoints polled by probes and Prometheus: a trace each would drown the interesting ones.
-EXCLUDED_URLS = "/healthz,/readyz,/metrics,/ui"
 _SUPPORTED_EXPORTERS = ("otlp", "console", "none")
 
 _configured: dict[str, object] = {}
@@ -93,6 +92,13 @@ def tracing_enabled() -> bool:
     return "provider" in _configured
 
 
+def tracer_provider() -> Any:
+    """The provider `configure_tracing` installed, or None when tracing is off. The web frame instruments FastAPI
+    apps and SQLAlchemy engines with it (strata_frame.web.tracing): those instrumentations import the web stack
+    and the database driver, which this core does not."""
+    return _configured.get("provider")
+
+
 def shutdown_tracing() -> None:
     """Exports what is still buffered (called when the process stops)."""
     provider = _configured.get("provider")
@@ -115,26 +121,6 @@ def client_span(method: str, url: str) -> Iterator[tuple[Any, dict[str, str]]]:
         headers: dict[str, str] = {}
         inject(headers)
         yield span, headers
-
-
-def instrument_app(app: Any) -> None:
-    """A server span per request, continuing the caller's trace (`traceparent`); only when tracing is on."""
-    if tracing_enabled():
-        from opentelemetry.instrumentation.fastapi import FastAPIInstrumentor
-
-        FastAPIInstrumentor.instrument_app(app, tracer_provider=_configured["provider"],
-                                           excluded_urls=EXCLUDED_URLS)
-
-
-def instrument_engine(engine: Any) -> None:
-    """A span per SQL statement of this (async) engine; only when tracing is on."""
-    if tracing_enabled():
-        from opentelemetry.instrumentation.sqlalchemy import SQLAlchemyInstrumentor
-
-        # skip_dep_check: the instrumentation declares sqlalchemy < 2.1 but only hooks the engine events
-        # (before/after_cursor_execute, handle_error), which 2.1 keeps; the trace test shows the SQL spans.
-        SQLAlchemyInstrumentor().instrument(engine=getattr(engine, "sync_engine", engine), skip_dep_check=True,
-                                            tracer_provider=_configured["provider"], enable_commenter=False)
 
 
 def traced(name: str, tracer_name: str = "strata") -> Callable[[F], F]:

@@ -13,7 +13,6 @@ from prometheus_client import CollectorRegistry
 from strata_core.api_keys import ApiKeyRegistry
 from strata_core.config import Settings
 from strata_core.object_store_metrics import ObjectStoreMetrics
-from strata_core.observability.tracing import instrument_engine
 from strata_core.storage import ObjectStore
 from strata_frame.spark.session import SparkSessionFactory
 from strata_frame.web.health import Drain
@@ -24,6 +23,7 @@ from strata_frame.web.problems import install_problem_handlers
 from strata_frame.web.request_context import install_request_context, path_fields
 from strata_frame.web.state import AppState
 from strata_frame.web.storable_text import refuse_unstorable_text
+from strata_frame.web.tracing import instrument_engine
 from strata_metastore.engine import create_engine, session_factory
 
 # Hooks receive the app (its state is app.state.strata): some start in-process clients of the app itself.

@@ -11,7 +11,8 @@ from fastapi import FastAPI, Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from strata_core.observability.context import annotate, log_context
-from strata_core.observability.tracing import SERVICE_NAMES, instrument_app
+from strata_core.observability.tracing import SERVICE_NAMES
+from strata_frame.web.tracing import instrument_app
 
 REQUEST_ID = "x-request-id"
 # A caller's id is logged and echoed verbatim, so only a plain token is taken; anything else gets a new one.
