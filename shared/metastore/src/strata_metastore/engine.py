@@ -45,7 +45,8 @@ def connection_lost(exc: BaseException) -> bool:
 
 def create_engine(database_url: str, pool_size: int = 10) -> AsyncEngine:
     """The engine of a unit of work: its connections pinged before each checkout, so one PostgreSQL dropped is
-    replaced unseen. (Single statements on a hot read path use `single_reads.SingleReads` instead.)"""
+    replaced unseen. (query-api's single statements on a hot read path use its `strata_query.single_reads`
+    instead.)"""
     engine = create_async_engine(database_url, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True)
     where = make_url(database_url).render_as_string(hide_password=True)
 

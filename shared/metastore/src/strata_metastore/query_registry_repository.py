@@ -1,5 +1,6 @@
 """The SQL of query-api's work in flight shared by its replicas: asynchronous plans and running queries
-(`strata_query.shared_registry` says how a replica uses it).
+(`strata_query.shared_registry` says how a replica uses it, and holds the two statements it sends on its kept
+asyncpg connection). planner-api's garbage collector reads the oldest running query here too.
 
 Every time is PostgreSQL's clock (`now()`), so replicas whose clocks disagree agree on which plan has outlived its
 owner and which running row is a dead replica's. Each decision is one conditional statement: a plan is cancelled
@@ -9,7 +10,7 @@ two replicas leave exactly one of them recorded.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -20,7 +21,6 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from ulid import ULID
 
 from strata_metastore.query_registry_models import QueryPlanRow, RunningQueryRow
-from strata_query.single_reads import SingleReads
 
 # The owner of a running row refreshes it every few seconds; a row not refreshed for this long is a dead replica's.
 RUNNING_ALIVE_SECS = 20.0
@@ -39,36 +39,6 @@ class StoredPlan:
 
 def _seconds(name: str, secs: float):
     return bindparam(name, timedelta(seconds=secs), type_=Interval())
-
-
-# One statement on a kept connection, sent every few tenths of a second while a replica has work in flight: which of
-# its plans were cancelled elsewhere (no longer submitted), and which of its running queries a cancel was asked for.
-_CANCEL_REQUESTS = """
-    SELECT ARRAY(SELECT plan_id FROM query_plans WHERE plan_id = ANY($1::varchar[]) AND status <> 'submitted'),
-           ARRAY(SELECT query_id FROM running_queries WHERE query_id = ANY($2::varchar[]) AND cancel_requested)"""
-
-
-# A replica's batch of started and ended queries, one autocommit statement on a kept connection (the writer runs
-# beside every query: a session's BEGIN and COMMIT would triple its round trips). Sent twice, it does the same.
-_WRITE_RUNNING = """
-    WITH ended AS (DELETE FROM running_queries WHERE query_id = ANY($1::varchar[]))
-    INSERT INTO running_queries (query_id, tenant, owner)
-    SELECT query_id, tenant, $4 FROM unnest($2::varchar[], $3::varchar[]) AS started(query_id, tenant)
-    ON CONFLICT (query_id) DO NOTHING"""
-
-
-async def write_running(reads: SingleReads, added: Sequence[tuple[str, str | None]], removed: Collection[str],
-                        owner: str) -> None:
-    """One batch of a replica's changes: `added` (query id, tenant) started, `removed` ended."""
-    await reads.fetchrow(_WRITE_RUNNING, list(removed), [query_id for query_id, _ in added],
-                         [tenant for _, tenant in added], owner)
-
-
-async def cancel_requests(reads: SingleReads, plan_ids: Sequence[str],
-                          query_ids: Sequence[str]) -> tuple[list[str], list[str]]:
-    """Of these plans, those no longer submitted; of these queries, those another replica asked to cancel."""
-    row = await reads.fetchrow(_CANCEL_REQUESTS, list(plan_ids), list(query_ids))
-    return list(row[0]), list(row[1])
 
 
 class QueryRegistryRepository:
@@ -102,7 +72,7 @@ class QueryRegistryRepository:
 
     async def cancel_plan(self, plan_id: str, *, owner_lost_after_secs: float) -> bool:
         """Mark a plan cancelled if it is still submitted and its owner still alive; whether it was. Its owner
-        sees it (`cancel_requests`) and stops planning."""
+        sees it (`strata_query.shared_registry.cancel_requests`) and stops planning."""
         p = QueryPlanRow
         cancelled = await self.session.scalar(
             update(p).where(p.plan_id == plan_id, p.status == "submitted",
