@@ -14,8 +14,9 @@ from strata_core import config_doc
 from strata_core.config import GROUPS, FaultInjectionSettings, QuerySettings, Settings, env_name, field_group
 
 ROOT = Path(__file__).resolve().parents[2]
-SOURCE_TREES = [ROOT / tree for tree in ("shared/src", "planner-api/src", "indexer-api/src", "query-api/src",
-                                         "services/src", "spark-jobs/src")]
+SOURCE_TREES = [ROOT / tree for tree in ("shared/core/src", "shared/metastore/src", "shared/frame/src",
+                                         "planner-api/src", "indexer-api/src", "query-api/src", "services/src",
+                                         "spark-jobs/src")]
 CONFIG_MODULE = ROOT / "shared/core/src/strata_core/config.py"
 # `os` attributes that read or change the process's environment.
 ENVIRONMENT_ACCESS = {"environ", "environb", "getenv", "getenvb", "putenv", "unsetenv"}
@@ -36,6 +37,7 @@ def environment_reads(path: Path) -> list[str]:
 
 def test_only_the_settings_module_reads_the_environment():
     sources = [path for tree in SOURCE_TREES for path in sorted(tree.rglob("*.py"))]
+    assert all(tree.is_dir() for tree in SOURCE_TREES), [str(t) for t in SOURCE_TREES if not t.is_dir()]
     assert len(sources) > 100  # the trees were found
     offenders = [read for path in sources if path != CONFIG_MODULE for read in environment_reads(path)]
     assert offenders == [], ("read the environment through strata_core.config (a Settings field, or a function "

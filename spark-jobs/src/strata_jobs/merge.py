@@ -1,7 +1,7 @@
 """The sorted merge kernel of compaction: N sorted splits of one window -> fewer, larger, sorted, staged
 splits.
 
-Pure pyarrow + numpy (+ strata_shared pure modules): it runs in a Spark Python worker
+Pure pyarrow + numpy (+ strata_core modules): it runs in a Spark Python worker
 (strata_jobs.spark_merge) and can be called directly. It never imports pandas (see strata_core.arrow_numpy).
 Steps:
 

@@ -4,7 +4,7 @@ An executor is assumed to have Spark and a stock CPython of the driver's minor v
 architecture) with pyarrow (at least the driver's major version), numpy and pandas: what PySpark's Arrow features
 need, nothing of Strata's. The rest ships as two session artifacts (Spark Connect's `addArtifacts`):
 
-- `strata-jobs-<digest>.zip` (`pyfile=True`): the pure-Python packages `strata_jobs` and `strata_shared`, plus a
+- `strata-jobs-<digest>.zip` (`pyfile=True`): the pure-Python packages `strata_jobs` and `strata_core`, plus a
   generated `strata_jobs/_bundle.py` naming the archive below. Spark puts the zip on the Python workers' path.
 - `strata-deps-<digest>.zip` (`archive=True`): the third-party distributions the jobs import (pydantic, python-ulid,
   and the native pyroaring, tantivy, zstandard and xxhash, whose extension modules cannot be imported from a zip),
@@ -16,8 +16,8 @@ version and the platform: a bundle is built once per code version and kept on di
 (the factory ships again with each new session, so a restarted server, which forgets every session's artifacts,
 gets it again).
 
-This module locates `strata_jobs` by name and never imports it (the jobs depend on `strata_shared`, not the
-reverse).
+This module locates `strata_jobs` by name and never imports it (the jobs depend on `strata_core`, not the
+reverse; nor does the core depend on this frame).
 """
 
 from __future__ import annotations
@@ -42,8 +42,9 @@ import pyarrow
 
 log = logging.getLogger("strata.spark")
 
-# The packages of Strata's own code that jobs import; both are pure Python.
-JOB_PACKAGES = ("strata_jobs", "strata_shared")
+# The packages of Strata's own code that jobs import; both are pure Python. strata_jobs depends on the core alone
+# (tests/shared/test_dependency_direction.py), so neither the metastore nor the service frame ships.
+JOB_PACKAGES = ("strata_jobs", "strata_core")
 # What the job modules import beyond the standard library and what executors are assumed to have. A test
 # imports every job entry point in a fresh interpreter and checks this list covers what it loads.
 JOB_DEPENDENCIES = (
