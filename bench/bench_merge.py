@@ -585,7 +585,7 @@ def code_version() -> dict[str, str]:
     import hashlib
 
     files = sorted((REPO_ROOT / "spark-jobs" / "src" / "strata_jobs").glob("*.py")) + [
-        REPO_ROOT / "shared" / "src" / "strata_shared" / "splitfile" / "writer.py"]
+        REPO_ROOT / "shared" / "core" / "src" / "strata_core" / "splitfile" / "writer.py"]
     digest = hashlib.sha256(b"".join(f.read_bytes() for f in files)).hexdigest()[:12]
 
     def git(*args: str) -> str:

@@ -62,7 +62,7 @@ REGISTER_STAGES: list[tuple[str, tuple[str, ...]]] = [
     ("footer check: pq.read_metadata", ("read_metadata (",)),
     (
         "footer check: canonical_uri/exists/size/open (storage)",
-        ("canonical_uri (", "exists (strata_shared", "size (strata_shared", "open_input ("),
+        ("canonical_uri (", "exists (strata_core", "size (strata_core", "open_input ("),
     ),
     ("footer check: footer_column_stats", ("footer_column_stats (",)),
     ("footer check: row_group_spans", ("row_group_spans (",)),

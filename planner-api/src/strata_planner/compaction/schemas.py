@@ -63,6 +63,9 @@ class OutputRowGroup(_Strict):
     byte_length: NonNegativeInt64
 
 
+# The docstring is this schema's description in the published OpenAPI document, which the generated client under
+# clients/ carries word for word: it keeps the module's old name (now strata_core.domain.column_stats) so the
+# contract does not change with the code's layout.
 class OutputColumnStats(_Strict):
     """Typed min/max of one column (strata_shared.domain.column_stats), each within its type's range."""
 
