@@ -1,7 +1,7 @@
 """The commit log's cost and its rebuild rate (docs/architecture.md, "The commit log").
 
 (1) Publish, log on vs log off, in one run. N transactions, each inserting a batch of published splits (each with
-five `split_column_stats` rows: the metrics index's columns) through `SplitRepository.insert` and committing:
+five `split_column_stats` rows: the metrics index's columns) through `publish_splits` and committing:
   - on: a `session_factory(engine, storage)` session: capture triggers, drain into `commit_log`, commit, and the
     entry written to `_commit_log/entries/` under a local `file://` root before the commit returns;
   - off: a plain AsyncSession on a second engine whose connections start with `strata.capture = off` (what
@@ -120,7 +120,7 @@ def _entry_sizes(root: Path) -> dict[str, int]:
 async def _publish(url: str, storage, root: Path, batches: list[int], transactions: dict[int, int], seed: int
                    ) -> dict[str, Any]:
     from strata_metastore.engine import create_engine, session_factory
-    from strata_metastore.repositories import SplitRepository
+    from strata_metastore.publish_splits import publish_splits
     engine_on = create_engine(url, pool_size=2)
     engine_off = create_async_engine(url, pool_size=2, max_overflow=2, pool_pre_ping=True,
                                      connect_args={"server_settings": {"strata.capture": "off"}})
@@ -138,7 +138,7 @@ async def _publish(url: str, storage, root: Path, batches: list[int], transactio
         async def one(side: str, splits: list) -> float:
             started = time.perf_counter()
             async with sides[side]() as session:
-                await SplitRepository(session).insert(splits)
+                await publish_splits(session, splits)
                 await session.commit()
             return time.perf_counter() - started
 
@@ -186,7 +186,7 @@ async def _publish(url: str, storage, root: Path, batches: list[int], transactio
 async def _fill(url: str, storage, total: int, entry_batch: int, seed: int) -> dict[str, Any]:
     from strata_metastore.commit_log_passes import write_checkpoint
     from strata_metastore.engine import create_engine, session_factory
-    from strata_metastore.repositories import SplitRepository
+    from strata_metastore.publish_splits import publish_splits
 
     engine = create_engine(url, pool_size=2)
     sessions = session_factory(engine, storage)
@@ -204,7 +204,7 @@ async def _fill(url: str, storage, total: int, entry_batch: int, seed: int) -> d
                 for split in splits:
                     await asyncio.to_thread(storage.write_bytes, split.uri, b"PAR1")
                 async with sessions() as session:
-                    await SplitRepository(session).insert(splits)
+                    await publish_splits(session, splits)
                     await session.commit()
                 transactions += 1
             return transactions
@@ -387,7 +387,7 @@ def render(result: dict[str, Any]) -> str:
         "## Commit log: publish cost and rebuild rate",
         "",
         "`bench/bench_commit_log.py`. (1) N transactions each inserting a batch of published splits (5 "
-        "`split_column_stats` rows each) through `SplitRepository.insert` and committing: **on**, a "
+        "`split_column_stats` rows each) through `publish_splits` (`SplitRepository.insert`) and committing: **on**, a "
         "`session_factory(engine, storage)` session (capture, drain, commit, entry object written to a local "
         "`file://` root before the commit returns); **off**, a plain session on connections started with "
         "`strata.capture = off` (as `SET LOCAL`, without its extra round trip). The sides alternate transaction by "

@@ -21,6 +21,7 @@ from strata_core.storage import ObjectStore
 from strata_indexer.splits.inspect import IndexIdentity, SplitRejected, inspect_split
 from strata_indexer.splits.schemas import RegisterSplitsResponse, SplitToRegister
 from strata_metastore.models import IndexRow
+from strata_metastore.publish_splits import publish_splits
 from strata_metastore.repositories import SplitFilter, SplitRepository
 
 # On S3 a footer read is a round trip: a few in flight hide the latency. On a local disk the check is Python
@@ -100,7 +101,7 @@ async def register_splits(session: AsyncSession, index: IndexRow, items: list[Sp
         raise Conflict("; ".join(conflicts[:20]) + more)
 
     try:
-        await repo.insert(fresh)
+        await publish_splits(session, fresh)
         await session.commit()
     except IntegrityError as exc:
         # A concurrent registration of the same split or file won the race; nothing of this batch was written.

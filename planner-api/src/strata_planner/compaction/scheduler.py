@@ -23,18 +23,15 @@ from strata_core.storage_layout import merge_attempt_dir
 from strata_frame.jobqueue.service import QueueSpec
 from strata_frame.maintenance.skips import PLANNING_FAULTS, MaintenancePass, PassRecorder, PassSkips, maintenance_pass
 from strata_metastore.compaction_models import CompactionJobRow
-from strata_metastore.compaction_repository import (
-    REWRITE_KIND,
-    CompactionRepository,
-    PublishConflict,
-    PublishedMerge,
-)
+from strata_metastore.compaction_repository import REWRITE_KIND, CompactionRepository
 from strata_metastore.delete_repository import DeleteRepository
 from strata_metastore.models import IndexRow
+from strata_metastore.publish_splits import PublishConflict
 from strata_metastore.repositories import IndexRepository, SplitRepository
 from strata_metastore.window_repository import CompactionWindowRepository
 from strata_planner.compaction.lineage import lineage_of
 from strata_planner.compaction.planning import WindowRange, plan_index
+from strata_planner.compaction.publish import PublishedMerge, publish_merge
 from strata_planner.compaction.schemas import AssignedInput, Assignment, StatusUpdate
 
 
@@ -48,7 +45,8 @@ def compaction_queue(storage: ObjectStore, settings: CompactionSettings, passes:
         repo = CompactionRepository(session)
         job = await repo.get(update.job_id)
         outputs = await _outputs_as_splits(session, storage, job, update) if job else []
-        return await repo.publish(update.job_id, update.fencing_token, outputs, now, unchanged=update.unchanged)
+        return await publish_merge(session, update.job_id, update.fencing_token, outputs, now,
+                                   unchanged=update.unchanged)
 
     limits = InProgressLimits(per_tenant=settings.max_in_progress_per_tenant,
                               per_index=settings.max_in_progress_per_index)

@@ -21,21 +21,16 @@ from ulid import ULID
 from strata_core.domain.job_statuses import LIVE_STATUSES, JobStatus, check_transition
 from strata_core.domain.merge_policy import MergeOperation
 from strata_core.domain.scheduler_rules import COMPACTION_ASSIGNMENT_ORDER, InProgressLimits
-from strata_core.domain.split import SplitMetadata, SplitState
+from strata_core.domain.split import SplitState
 from strata_metastore.compaction_models import CompactionJobInputRow, CompactionJobRow
 from strata_metastore.delete_models import DeleteSplitRow
 from strata_metastore.delete_repository import DeleteRepository, RewriteClaim
 from strata_metastore.job_columns import new_job_values
-from strata_metastore.lease_queue import JobFilter, LeaseQueue, PublishRefused
+from strata_metastore.lease_queue import JobFilter, LeaseQueue
 from strata_metastore.models import SplitRow
-from strata_metastore.repositories import SplitRepository
 from strata_metastore.window_repository import CompactionWindowRepository
 
 NO_LIMITS = InProgressLimits()
-
-
-class PublishConflict(PublishRefused):
-    """An input split is no longer published: the merge must not publish."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,19 +40,6 @@ class CompactionJobFilter(JobFilter):
 
 
 REWRITE_KIND = "rewrite"
-
-
-@dataclass(frozen=True, slots=True)
-class PublishedMerge:
-    job: CompactionJobRow
-    # Creation times of the inputs this merge is the first to consume (ingested, never merged): the debt's
-    # delay from publication to first merge, observed once the publish commits.
-    first_merged_created_at: list[datetime]
-    # The deletes accepted after this merge was planned that cover one of its inputs: the merge was cancelled
-    # instead of published, so its output cannot bring their rows back (DL-4).
-    superseded_by: tuple[str, ...] = ()
-    # A rewrite that left its input as it was (its delete matched no row there): nothing merged or written.
-    unchanged: bool = False
 
 
 class CompactionRepository:
@@ -154,71 +136,6 @@ class CompactionRepository:
         indexes, within the caps on jobs in progress per tenant and per index."""
         return await self.queue.lease_within(COMPACTION_ASSIGNMENT_ORDER, worker_id, capacity, now, lease, limits)
 
-    # --- a worker's success (fenced) ------------------------------------------------------------------------
-
-    async def publish(self, job_id: str, token: int, outputs: Sequence[SplitMetadata], now: datetime, *,
-                      unchanged: bool = False) -> PublishedMerge:
-        """One transaction's worth of work: outputs published, inputs marked for deletion, lineage recorded, job
-        succeeded; or nothing at all (StaleToken, PublishConflict). `unchanged`: a rewrite whose delete matched
-        no row of its input, which stays published as it is (`_publish_unchanged`)."""
-        job = await self.queue.fenced(job_id, token)
-        deletes = DeleteRepository(self.session)
-        await deletes.lock_index(job.index_uid, exclusive=False)
-        input_ids = sorted(job.input_split_ids)
-        inputs = (await self.session.execute(
-            select(SplitRow).where(SplitRow.split_id.in_(input_ids)).order_by(SplitRow.split_id).with_for_update()
-        )).scalars().all()
-        not_published = [s.split_id for s in inputs if s.state is not SplitState.PUBLISHED]
-        if len(inputs) != len(input_ids) or not_published:
-            raise PublishConflict(f"inputs no longer published: {', '.join(not_published) or 'missing rows'}")
-        rewrite = job.kind == REWRITE_KIND
-        if unchanged:
-            return await self._publish_unchanged(job, inputs, outputs, now)
-        if not rewrite and (covering := await deletes.covered_among(input_ids)):
-            return await self._supersede(job, covering, now)
-        input_rows = sum(s.num_rows for s in inputs)
-        output_rows = sum(o.num_rows for o in outputs)
-        if rewrite and output_rows > input_rows:
-            raise PublishConflict(f"outputs hold {output_rows} rows, more than the input's {input_rows} (DL-1)")
-        if not rewrite and input_rows != output_rows:
-            raise PublishConflict(f"outputs hold {output_rows} rows, inputs {input_rows} (MC-1)")
-        for output in outputs:
-            if output.window_start != job.window_start or output.index_uid != job.index_uid:
-                raise PublishConflict(f"output {output.split_id} is outside the job's window or index (TW-3)")
-
-        for output in outputs:
-            output.state = SplitState.PUBLISHED
-        await SplitRepository(self.session).insert(list(outputs))
-        await self.session.execute(
-            update(SplitRow).where(SplitRow.split_id.in_(input_ids))
-            .values(state=SplitState.MARKED_FOR_DELETION, marked_for_deletion_at=now, updated_at=now))
-        if rewrite:
-            await deletes.publish_rewrite(job, inputs[0], outputs, now)
-        self.queue.succeed(job, now, stage="published")
-        job.output_split_ids = [o.split_id for o in outputs]
-        job.output_bytes = sum(o.size_bytes for o in outputs)
-        await self._release(job.job_id)
-        await CompactionWindowRepository(self.session).mark_compacted(job.index_uid, job.window_duration_secs,
-                                                                      job.window_start, now)
-        await self.session.flush()
-        return PublishedMerge(job, [s.created_at for s in inputs if s.num_merge_ops == 0])
-
-    async def _publish_unchanged(self, job: CompactionJobRow, inputs: Sequence[SplitRow],
-                                 outputs: Sequence[SplitMetadata], now: datetime) -> PublishedMerge:
-        """The rewrite's delete matched no row of the split: its coverage there is closed and the split stays
-        published as it is (nothing replaced, no artifact rebuilt, nothing for the garbage collector); deletes
-        accepted since the job was created stay in force on it. The window did not change: nothing to plan."""
-        if job.kind != REWRITE_KIND:
-            raise PublishConflict(f"job {job.job_id} is a merge: only a rewrite can leave its input unchanged")
-        if outputs:
-            raise PublishConflict(f"job {job.job_id} reported its input unchanged and {len(outputs)} outputs")
-        await DeleteRepository(self.session).publish_unchanged(job, inputs[0], now)
-        self.queue.succeed(job, now, stage="unchanged")
-        job.output_split_ids, job.output_bytes = [], 0
-        await self._release(job.job_id)
-        await self.session.flush()
-        return PublishedMerge(job, [], unchanged=True)
-
     # --- operator actions -----------------------------------------------------------------------------------
 
     async def cancel(self, job_id: str, now: datetime, stage: str = "cancelled") -> CompactionJobRow | None:
@@ -228,22 +145,11 @@ class CompactionRepository:
         if job is None:
             return None
         self.queue.cancel(job, now, stage)
-        await self._release(job.job_id)
+        await self.release(job.job_id)
         await CompactionWindowRepository(self.session).mark_changed(
             {(job.index_uid, job.window_duration_secs, job.window_start)})
         await self.session.flush()
         return job
-
-    async def _supersede(self, job: CompactionJobRow, covering: list[str], now: datetime) -> PublishedMerge:
-        """A delete accepted after this merge was planned covers one of its inputs: publishing would bring the
-        deleted rows back (they are in the merged output, which the delete does not cover). The merge is
-        cancelled, its claims released so the rewrite can take the inputs, and its window planned again."""
-        self.queue.cancel(job, now, stage="superseded_by_delete")
-        await self._release(job.job_id)
-        await CompactionWindowRepository(self.session).mark_changed(
-            {(job.index_uid, job.window_duration_secs, job.window_start)})
-        await self.session.flush()
-        return PublishedMerge(job, [], tuple(covering))
 
     async def supersede_excluded(self, now: datetime) -> list[str]:
         """Cancel the excluded merges that claim a split a delete covers and waits to rewrite: such a merge was
@@ -260,7 +166,7 @@ class CompactionRepository:
             .order_by(m.job_id).with_for_update(skip_locked=True))).scalars().all()
         for job in jobs:
             self.queue.cancel(job, now, stage="superseded_by_delete")
-            await self._release(job.job_id)
+            await self.release(job.job_id)
         if jobs:
             await CompactionWindowRepository(self.session).mark_changed(
                 {(j.index_uid, j.window_duration_secs, j.window_start) for j in jobs})
@@ -283,7 +189,7 @@ class CompactionRepository:
             self.queue.retry(job, now)
         else:
             self.queue.cancel(job, now, stage="inputs_changed")
-            await self._release(job.job_id)
+            await self.release(job.job_id)
             await CompactionWindowRepository(self.session).mark_changed(
                 {(job.index_uid, job.window_duration_secs, job.window_start)})
         await self.session.flush()
@@ -300,7 +206,7 @@ class CompactionRepository:
             .order_by(m.job_id).with_for_update())).scalars().all()
         for job in jobs:
             self.queue.cancel(job, now, stage="window_dropped")
-            await self._release(job.job_id)
+            await self.release(job.job_id)
         await self.session.flush()
         return [job.job_id for job in jobs]
 
@@ -308,7 +214,7 @@ class CompactionRepository:
         """The index was deleted: its live jobs are cancelled and their claims released."""
         jobs = await self.queue.cancel_live_of_index(index_uid, now, stage="index_deleted")
         for job in jobs:
-            await self._release(job.job_id)
+            await self.release(job.job_id)
         await DeleteRepository(self.session).cancel_of_index(index_uid, now)
         return len(jobs)
 
@@ -329,7 +235,8 @@ class CompactionRepository:
 
     # --- internals ------------------------------------------------------------------------------------------
 
-    async def _release(self, job_id: str) -> None:
+    async def release(self, job_id: str) -> None:
+        """The job's claims on its inputs (and a rewrite's on its delete) end: it succeeded or was cancelled."""
         await DeleteRepository(self.session).release_rewrite(job_id)
         await self.session.execute(
             update(CompactionJobInputRow).where(CompactionJobInputRow.job_id == job_id).values(live=False))

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import (
     ARRAY,
@@ -29,10 +29,8 @@ from strata_core.errors import NotFound
 from strata_core.query.predicate import Predicate
 from strata_core.query.time_range import TimeRanges
 from strata_metastore.column_arrays import ColumnArrays
-from strata_metastore.indexing_repository import IndexingRepository
 from strata_metastore.models import IndexRow, PublishedTotalsRow, SplitColumnStatsRow, SplitRow
 from strata_metastore.split_pruning import Params, constant_source, may_match_sql, stats_source
-from strata_metastore.window_repository import CompactionWindowRepository
 
 
 def utcnow() -> datetime:
@@ -103,15 +101,25 @@ class SplitFilter:
     window_start_lt: int | None = None
 
 
+class PublishedSplit(NamedTuple):
+    """A split that just moved to published, as what follows a publication needs it."""
+    index_uid: str
+    window_duration_secs: int
+    window_start: int
+    split_id: str
+    partition_id: str | None
+
+
 class SplitRepository:
     def __init__(self, session: AsyncSession) -> None:
         self.session = session
 
-    async def insert(self, splits: Sequence[SplitMetadata]) -> None:
-        """Insert splits (in the state each carries) with their typed column statistics."""
+    async def insert(self, splits: Sequence[SplitMetadata], now: datetime | None = None) -> None:
+        """Insert splits (in the state each carries) with their typed column statistics: rows only. What follows a
+        publication (windows flagged, indexing queued) is the `publish_splits` use case's."""
         if not splits:
             return
-        now = utcnow()
+        now = now or utcnow()
         # One statement per table whatever the batch size, so the counters' statement-level triggers (migration
         # 0008) run once per batch.
         await self.session.execute(_SPLITS_INSERT.statement,
@@ -119,11 +127,6 @@ class SplitRepository:
         stats_rows = [_stats_values(s.split_id, st) for s in splits for st in s.column_stats.values()]
         if stats_rows:
             await self.session.execute(_STATS_INSERT.statement, _STATS_INSERT.params(stats_rows))
-        published = [s for s in splits if s.state == SplitState.PUBLISHED]
-        await CompactionWindowRepository(self.session).mark_changed(
-            {(s.index_uid, s.window_duration_secs, s.window_start) for s in published})
-        await IndexingRepository(self.session).enqueue(
-            [(s.split_id, s.index_uid, s.partition_id) for s in published], "published", now)
 
     async def get_many(self, split_ids: Sequence[str], stats_columns: set[str] | None = None
                        ) -> dict[str, SplitMetadata]:
@@ -144,9 +147,10 @@ class SplitRepository:
         result = await self.session.execute(select(SplitRow.uri, SplitRow.split_id).where(SplitRow.uri.in_(uris)))
         return {uri: split_id for uri, split_id in result.all()}
 
-    async def publish_staged(self, split_ids: Sequence[str]) -> int:
-        """staged -> published for exactly these splits; returns how many moved."""
-        now = utcnow()
+    async def publish_staged(self, split_ids: Sequence[str], now: datetime | None = None) -> list[PublishedSplit]:
+        """staged -> published for exactly these splits; returns those that moved (rows only: the
+        `publish_splits` use case does what follows)."""
+        now = now or utcnow()
         result = await self.session.execute(
             update(SplitRow)
             .where(SplitRow.split_id.in_(split_ids), SplitRow.state == SplitState.STAGED)
@@ -154,11 +158,20 @@ class SplitRepository:
             .returning(SplitRow.index_uid, SplitRow.window_duration_secs, SplitRow.window_start,
                        SplitRow.split_id, SplitRow.partition_id)
         )
-        moved = result.all()
-        await CompactionWindowRepository(self.session).mark_changed({(i, d, w) for i, d, w, _, _ in moved})
-        # Every published file gets its artifacts built: the job is created with the publication, atomically.
-        await IndexingRepository(self.session).enqueue([(s, i, p) for i, _, _, s, p in moved], "published", now)
-        return len(moved)
+        return [PublishedSplit(*row) for row in result.all()]
+
+    async def lock_in_order(self, split_ids: Sequence[str]) -> Sequence[SplitRow]:
+        """The rows of these splits, locked FOR UPDATE in split id order (so two transactions locking overlapping
+        sets cannot deadlock)."""
+        return (await self.session.execute(
+            select(SplitRow).where(SplitRow.split_id.in_(split_ids)).order_by(SplitRow.split_id).with_for_update()
+        )).scalars().all()
+
+    async def mark_for_deletion(self, split_ids: Sequence[str], now: datetime) -> None:
+        """These splits were replaced: the garbage collector deletes their files after the grace."""
+        await self.session.execute(
+            update(SplitRow).where(SplitRow.split_id.in_(split_ids))
+            .values(state=SplitState.MARKED_FOR_DELETION, marked_for_deletion_at=now, updated_at=now))
 
     async def row(self, split_id: str, *, for_update: bool = False) -> SplitRow | None:
         return await self.session.get(SplitRow, split_id, with_for_update=for_update)

@@ -23,7 +23,7 @@ How a job moves, who moves it, and where:
    its jobs back (`released`: `LeaseQueue.release`, `unassigned` again without a failure), those not started at
    once, those running once they finish or its shutdown timeout passes (`runner.PollingRunner.shutdown`).
 5. **Succeeded** (`success`). The worker reports the result; the scheduler publishes it in one transaction fenced
-   by the token (`service.apply_update` -> `QueueSpec.publish`: `CompactionRepository.publish` or
+   by the token (`service.apply_update` -> `QueueSpec.publish`: planner-api's `publish_merge` or
    `strata_indexer.indexing.scheduler`'s build publish), which ends in `LeaseQueue.succeed`. A result that cannot
    be published (`metastore.lease_queue.PublishRefused`) counts as a failed attempt.
 6. **Failed**, then **retried** or **excluded**. A reported failure (`LeaseQueue.fail`) or a lease that expired
