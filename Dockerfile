@@ -26,7 +26,9 @@ WORKDIR /app
 
 # Dependencies first, from the manifests alone, so editing source code does not reinstall pyspark and friends.
 COPY pyproject.toml uv.lock ./
-COPY shared/pyproject.toml shared/pyproject.toml
+COPY shared/core/pyproject.toml shared/core/pyproject.toml
+COPY shared/metastore/pyproject.toml shared/metastore/pyproject.toml
+COPY shared/frame/pyproject.toml shared/frame/pyproject.toml
 COPY planner-api/pyproject.toml planner-api/pyproject.toml
 COPY indexer-api/pyproject.toml indexer-api/pyproject.toml
 COPY query-api/pyproject.toml query-api/pyproject.toml

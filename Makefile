@@ -15,7 +15,7 @@ $(UV):
 	$(PYTHON) -m venv .tools
 	.tools/bin/python -m pip install --quiet --disable-pip-version-check "uv==$(UV_VERSION)"
 
-.venv/.synced: $(UV) pyproject.toml uv.lock */pyproject.toml
+.venv/.synced: $(UV) pyproject.toml uv.lock */pyproject.toml shared/*/pyproject.toml
 	$(UV) sync --frozen
 	@touch $@
 

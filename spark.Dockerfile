@@ -1,6 +1,6 @@
 # The Spark Connect server of compose.yaml, able to run every Strata job.
 #
-# Strata ships its job code with each Spark Connect session (a zip of strata_jobs/strata_shared and an archive of
+# Strata ships its job code with each Spark Connect session (a zip of strata_jobs/strata_core and an archive of
 # the native libraries the jobs import, built for CPython 3.11 on linux-x86_64/aarch64 glibc), so executors need
 # no Strata code, only a Python that can load it. The stock apache/spark image has Python 3.10 and no pyarrow,
 # which is why that is not enough: this image is the official Spark 4.1.1 distribution and its Java 17 runtime,

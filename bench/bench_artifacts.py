@@ -1,4 +1,4 @@
-"""Benchmark 6: building and probing the index artifacts of one split (strata_shared.artifacts). No database, no
+"""Benchmark 6: building and probing the index artifacts of one split (strata_core.artifacts). No database, no
 Spark: only the library, on one synthetic file.
 
 Data: a metrics-like split of 4M rows written with `encode_split` (zstd 3, 128k-row row groups, sorted by
@@ -42,7 +42,7 @@ WINDOW_START = 1_767_225_600
 
 
 def _field_types():
-    from strata_shared.domain.fields import FieldType
+    from strata_core.domain.fields import FieldType
 
     return {
         "metric_name": FieldType.STRING,
@@ -55,7 +55,7 @@ def _field_types():
 
 
 def _config():
-    from strata_shared.domain.index_config import ArtifactConfig
+    from strata_core.domain.index_config import ArtifactConfig
 
     return ArtifactConfig(
         bloom_columns=[{"column": c, "false_positive_rate": 0.01} for c in ("host", "trace_id", "metric_name")],
@@ -74,9 +74,9 @@ def _hex_ids(rng: np.random.Generator, rows: int) -> pa.Array:
 
 def generate_split(rows: int, seed: int = 6) -> tuple[bytes, int]:
     """The split's bytes and its row-group count."""
-    from strata_shared.domain.index_config import ParquetConfig
-    from strata_shared.domain.split import SplitMetadata
-    from strata_shared.splitfile.writer import encode_split
+    from strata_core.domain.index_config import ParquetConfig
+    from strata_core.domain.split import SplitMetadata
+    from strata_core.splitfile.writer import encode_split
 
     rng = np.random.default_rng(seed)
     hosts = rng.integers(0, 2000, rows)
@@ -128,11 +128,11 @@ def _median_us(fn: Callable[[], Any], repeats: int) -> float:
 
 def _breakdown(data: bytes) -> dict[str, float]:
     """Single-thread seconds of each builder on row groups already in memory, and of encoding."""
-    from strata_shared.artifacts.bitmap import BitmapBuilder
-    from strata_shared.artifacts.bloom import BloomBuilder
-    from strata_shared.artifacts.build import open_split_file, value_count_bound
-    from strata_shared.artifacts.envelope import ArtifactType, encode_artifact
-    from strata_shared.artifacts.zone_map import ZoneMapBuilder
+    from strata_core.artifacts.bitmap import BitmapBuilder
+    from strata_core.artifacts.bloom import BloomBuilder
+    from strata_core.artifacts.build import open_split_file, value_count_bound
+    from strata_core.artifacts.envelope import ArtifactType, encode_artifact
+    from strata_core.artifacts.zone_map import ZoneMapBuilder
 
     parquet = open_split_file(data)
     types = _field_types()
@@ -168,7 +168,7 @@ def _breakdown(data: bytes) -> dict[str, float]:
 
 
 def run(stack: Stack | None = None, *, rows: int = 4_000_000, runs: int = 3, probes: int = 2_000) -> dict[str, Any]:
-    from strata_shared.artifacts import build_artifacts, load_artifact
+    from strata_core.artifacts import build_artifacts, load_artifact
 
     del stack  # nothing here needs the database the harness starts
     config, types = _config(), _field_types()

@@ -43,11 +43,11 @@ def _merge_once(factory, paths: list[Path], out_root: Path, label: str) -> float
 
 
 def run(stack, rows: int = 4_000_000, splits: int = 16, runs: int = 3) -> dict[str, Any]:
+    from strata_frame.spark.bundle import build_job_bundle
+    from strata_frame.spark.session import SparkSessionFactory
     from strata_services.local.processes import free_port
     from strata_services.local.spark_cluster import ClusterShape, LocalSparkCluster, bare_executor_python
     from strata_services.local.spark_server import LocalSparkConnectServer
-    from strata_shared.spark.bundle import build_job_bundle
-    from strata_shared.spark.session import SparkSessionFactory
 
     work = stack.workdir / "cluster"
     # Kept between runs (bench/.data is git-ignored): generating 4M rows takes longer than a merge.

@@ -1,7 +1,7 @@
 """The commit log's cost and its rebuild rate (docs/architecture.md, "The commit log").
 
 (1) Publish, log on vs log off, in one run. N transactions, each inserting a batch of published splits (each with
-five `split_column_stats` rows: the metrics index's columns) through `SplitRepository.insert` and committing:
+five `split_column_stats` rows: the metrics index's columns) through `publish_splits` and committing:
   - on: a `session_factory(engine, storage)` session: capture triggers, drain into `commit_log`, commit, and the
     entry written to `_commit_log/entries/` under a local `file://` root before the commit returns;
   - off: a plain AsyncSession on a second engine whose connections start with `strata.capture = off` (what
@@ -50,7 +50,7 @@ GOAL_REBUILD = 10_000.0  # splits/s
 
 
 async def create_index(sessions: async_sessionmaker[AsyncSession], index_id: str) -> dict[str, Any]:
-    from strata_shared.domain.index_config import IndexSettings
+    from strata_core.domain.index_config import IndexSettings
 
     config = metrics_index_config(index_id)
     config.pop("index_id")
@@ -71,8 +71,8 @@ async def create_index(sessions: async_sessionmaker[AsyncSession], index_id: str
 def make_splits(info: dict[str, Any], count: int, rng: random.Random, uri_of=None) -> list:
     """`count` published splits of the metrics index, each with five column statistics, landing in the last
     few windows as ingestion's would."""
-    from strata_shared.domain.column_stats import ColumnStats
-    from strata_shared.domain.split import RowGroupSpan, SplitMetadata, SplitState
+    from strata_core.domain.column_stats import ColumnStats
+    from strata_core.domain.split import RowGroupSpan, SplitMetadata, SplitState
 
     now = int(time.time())
     current = now - now % WINDOW
@@ -119,8 +119,8 @@ def _entry_sizes(root: Path) -> dict[str, int]:
 
 async def _publish(url: str, storage, root: Path, batches: list[int], transactions: dict[int, int], seed: int
                    ) -> dict[str, Any]:
-    from strata_shared.metastore.engine import create_engine, session_factory
-    from strata_shared.metastore.repositories import SplitRepository
+    from strata_metastore.engine import create_engine, session_factory
+    from strata_metastore.publish_splits import publish_splits
     engine_on = create_engine(url, pool_size=2)
     engine_off = create_async_engine(url, pool_size=2, max_overflow=2, pool_pre_ping=True,
                                      connect_args={"server_settings": {"strata.capture": "off"}})
@@ -138,7 +138,7 @@ async def _publish(url: str, storage, root: Path, batches: list[int], transactio
         async def one(side: str, splits: list) -> float:
             started = time.perf_counter()
             async with sides[side]() as session:
-                await SplitRepository(session).insert(splits)
+                await publish_splits(session, splits)
                 await session.commit()
             return time.perf_counter() - started
 
@@ -184,9 +184,9 @@ async def _publish(url: str, storage, root: Path, batches: list[int], transactio
 
 
 async def _fill(url: str, storage, total: int, entry_batch: int, seed: int) -> dict[str, Any]:
-    from strata_shared.metastore.commit_log_passes import write_checkpoint
-    from strata_shared.metastore.engine import create_engine, session_factory
-    from strata_shared.metastore.repositories import SplitRepository
+    from strata_metastore.commit_log_passes import write_checkpoint
+    from strata_metastore.engine import create_engine, session_factory
+    from strata_metastore.publish_splits import publish_splits
 
     engine = create_engine(url, pool_size=2)
     sessions = session_factory(engine, storage)
@@ -204,7 +204,7 @@ async def _fill(url: str, storage, total: int, entry_batch: int, seed: int) -> d
                 for split in splits:
                     await asyncio.to_thread(storage.write_bytes, split.uri, b"PAR1")
                 async with sessions() as session:
-                    await SplitRepository(session).insert(splits)
+                    await publish_splits(session, splits)
                     await session.commit()
                 transactions += 1
             return transactions
@@ -225,9 +225,9 @@ async def _fill(url: str, storage, total: int, entry_batch: int, seed: int) -> d
 
 
 async def _rebuild(url: str, storage) -> dict[str, Any]:
-    from strata_shared.metastore import commit_log_replay
-    from strata_shared.metastore import rebuild as rebuild_module
-    from strata_shared.metastore.engine import create_engine, session_factory
+    from strata_metastore import commit_log_replay
+    from strata_metastore import rebuild as rebuild_module
+    from strata_metastore.engine import create_engine, session_factory
 
     # Where the time goes: the checkpoint's load, and the entries' reads and applications.
     spent = {"load_checkpoint": 0.0, "read_entry": 0.0, "apply": 0.0}
@@ -278,8 +278,8 @@ async def _rebuild(url: str, storage) -> dict[str, Any]:
 
 
 async def _verify(url: str, storage) -> dict[str, Any]:
-    from strata_shared.metastore.engine import create_engine, session_factory
-    from strata_shared.metastore.verify import verify
+    from strata_metastore.engine import create_engine, session_factory
+    from strata_metastore.verify import verify
 
     engine = create_engine(url, pool_size=2)
     try:
@@ -333,7 +333,7 @@ async def _count(url: str) -> int:
 
 def run(stack: Stack, *, transactions_1: int = 500, transactions_100: int = 100, rebuild_splits: int = 20_000,
         entry_batch: int = 10, seed: int = 17) -> dict[str, Any]:
-    from strata_shared.storage import ObjectStore
+    from strata_core.storage import ObjectStore
 
     result: dict[str, Any] = {"transactions": {"1": transactions_1, "100": transactions_100},
                               "rebuild_splits": rebuild_splits, "entry_batch": entry_batch}
@@ -387,7 +387,7 @@ def render(result: dict[str, Any]) -> str:
         "## Commit log: publish cost and rebuild rate",
         "",
         "`bench/bench_commit_log.py`. (1) N transactions each inserting a batch of published splits (5 "
-        "`split_column_stats` rows each) through `SplitRepository.insert` and committing: **on**, a "
+        "`split_column_stats` rows each) through `publish_splits` (`SplitRepository.insert`) and committing: **on**, a "
         "`session_factory(engine, storage)` session (capture, drain, commit, entry object written to a local "
         "`file://` root before the commit returns); **off**, a plain session on connections started with "
         "`strata.capture = off` (as `SET LOCAL`, without its extra round trip). The sides alternate transaction by "

@@ -24,10 +24,10 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, create_async_engine
 
 from bench.harness import BULK_LOAD
+from strata_core.domain.merge_policy import MergePolicyParams, WindowRules
+from strata_metastore import migrate
+from strata_planner.compaction.debt_repository import DebtRepository
 from strata_services.local.postgres import EmbeddedPostgres
-from strata_shared.domain.merge_policy import MergePolicyParams, WindowRules
-from strata_shared.metastore import migrate
-from strata_shared.metastore.debt_repository import DebtRepository
 
 INDEX_UID = "bench:01JBZZZZZZZZZZZZZZZZZZZZZZ"
 

@@ -58,7 +58,7 @@ QUERY = 'SELECT "service", count(*) AS n, avg("value") AS v FROM "{view}" GROUP 
 
 
 def _predicate(hosts: tuple[str, ...] = DELETED_HOSTS):
-    from strata_shared.query.predicate import InList
+    from strata_core.query.predicate import InList
 
     return InList("host", hosts)
 
@@ -98,14 +98,14 @@ def query_latency(paths: list[Path], runs: int) -> dict[str, Any]:
     """The local engine over every split, without and with the delete pending on every file."""
     import pyarrow.parquet as pq
 
+    from strata_core.domain.fields import FieldType
+    from strata_core.query.predicate_json import predicate_to_json
+    from strata_core.storage import ObjectStore
     from strata_jobs.pruned_scan import ScanTask
     from strata_query.execution.hot_tier import HotTier
     from strata_query.execution.local_query import LocalEngine
     from strata_query.execution.scan_request import ScanRequest
     from strata_query.planning.caches import FooterCache
-    from strata_shared.domain.fields import FieldType
-    from strata_shared.query.predicate_json import predicate_to_json
-    from strata_shared.storage import ObjectStore
 
     storage = ObjectStore(paths[0].parent.resolve().as_uri())
     engine = LocalEngine(HotTier(storage, FooterCache(storage), 4 << 30), threads=2)
@@ -262,13 +262,13 @@ def _coverage_dataset(directory: Path, splits: int, rows: int, seed: int):
     import pyarrow.parquet as pq
 
     from bench.bench_merge import generate_split
-    from strata_shared.artifacts import build_artifacts
-    from strata_shared.domain.column_stats import compute_column_stats
-    from strata_shared.domain.fields import FieldType
-    from strata_shared.domain.index_config import ArtifactConfig
-    from strata_shared.domain.split import SplitMetadata
-    from strata_shared.query.artifact_pruning import ArtifactCandidate, PublishedArtifact
-    from strata_shared.storage import ObjectStore
+    from strata_core.artifacts import build_artifacts
+    from strata_core.domain.column_stats import compute_column_stats
+    from strata_core.domain.fields import FieldType
+    from strata_core.domain.index_config import ArtifactConfig
+    from strata_core.domain.split import SplitMetadata
+    from strata_core.query.artifact_pruning import ArtifactCandidate, PublishedArtifact
+    from strata_core.storage import ObjectStore
 
     store = ObjectStore(directory.resolve().as_uri())
     rng = np.random.default_rng(seed)
@@ -302,9 +302,9 @@ def _coverage_dataset(directory: Path, splits: int, rows: int, seed: int):
 
 
 def coverage(splits: int, rows: int) -> dict[str, Any]:
-    from strata_shared.query.artifact_pruning import splits_ruled_out
-    from strata_shared.query.predicate import Compare
-    from strata_shared.query.pruning import split_may_match
+    from strata_core.query.artifact_pruning import splits_ruled_out
+    from strata_core.query.predicate import Compare
+    from strata_core.query.pruning import split_may_match
 
     constants = {"partition_id": lambda s: s.partition_id}
     directory = Path(tempfile.mkdtemp(prefix="strata-bench-delete-coverage-"))
@@ -348,8 +348,8 @@ def _rewrite(paths: list[Path], out_dir: Path, predicate) -> int:
     """The covered splits through the rewrite kernel, one after the other; the rows removed."""
     from dataclasses import replace
 
+    from strata_core.query.predicate_json import predicate_to_json
     from strata_jobs.merge import run_merge
-    from strata_shared.query.predicate_json import predicate_to_json
 
     drop = predicate_to_json(predicate)
     removed = 0

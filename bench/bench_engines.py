@@ -425,9 +425,9 @@ DEMO_ROWS_PER_WINDOW = 100_000  # `strata demo`'s defaults
 
 def _ingest_demo(indexer_url: str, storage_root: Path, windows: int, rows_per_window: int) -> dict[str, Any]:
     """`strata demo`'s index and rows, with their artifacts published; the files' paths and the queries' `now`."""
+    from strata_core.domain.index_config import IndexSettings
+    from strata_core.storage import ObjectStore
     from strata_services.demo import DEMO_INDEX, demo_batches, demo_index_config
-    from strata_shared.domain.index_config import IndexSettings
-    from strata_shared.storage import ObjectStore
 
     keys = api_keys()
     now = int(time.time())
@@ -549,9 +549,9 @@ def run(stack, *, rows: int, runs: int, spark_runs: int, merge_rows: int = 4_000
         parts: tuple[str, ...] = PARTS, heavy_total: int = HEAVY_ROWS,
         demo_rows_per_window: int = DEMO_ROWS_PER_WINDOW, spark_niceness: int | None = None,
         query_api_python: str | None = None) -> dict[str, Any]:
+    from strata_core.config import Settings
     from strata_services.local.processes import free_port
     from strata_services.local.spark_server import LocalSparkConnectServer
-    from strata_shared.config import Settings
 
     url = stack.create_database("strata_bench_engines")
     storage_root = stack.path("engines-storage")

@@ -30,8 +30,8 @@ import pyarrow.parquet as pq
 
 from bench.common import fmt_bytes, fmt_int, fmt_s, median, metrics_index_config
 from bench.harness import Stack, peak_rss_bytes, reset_peak_rss, rss_bytes
-from strata_shared.domain.index_config import ParquetConfig
-from strata_shared.splitfile.writer import split_writer_options
+from strata_core.domain.index_config import ParquetConfig
+from strata_core.splitfile.writer import split_writer_options
 
 SECTION = "ingest"
 WINDOW = 900

@@ -4,7 +4,7 @@ alone and as a Spark Connect job) and by the usual alternatives, against the cop
 Data (generate_split below): metric_name (200 values), host (2,000) and, derived from the host, service (50),
 env (4), region (12), version (30); an i64 timestamp_secs within one window and a random f64 value. Two datasets
 of the same size: 16 sorted splits of rows/16 and 64 of rows/64, each sorted by metric_name,service,host,
-timestamp_secs, written with strata_shared.splitfile.writer.split_writer_options and the index defaults'
+timestamp_secs, written with strata_core.splitfile.writer.split_writer_options and the index defaults'
 ParquetConfig (zstd 3, 128k-row row groups, statistics; floats without dictionary), as Strata writes splits.
 Measured, alternating the methods on every repeat (the machine is shared) and each local method in a fresh
 subprocess (its peak RSS is its own):
@@ -49,7 +49,7 @@ from typing import Any
 
 from bench.common import fmt_bytes, fmt_int, fmt_s, median
 from bench.harness import DATA_DIR, REPO_ROOT, Stack, peak_rss_bytes, reset_peak_rss
-from strata_shared.domain.index_config import ParquetConfig
+from strata_core.domain.index_config import ParquetConfig
 
 SECTION = "merge"
 SORT_COLUMNS = ["metric_name", "service", "host", "timestamp_secs"]
@@ -84,10 +84,10 @@ GOALS = {
 
 def writer_options(schema, writer: str = "strata") -> dict[str, Any]:
     """Keyword arguments of pq.write_table (besides the row-group size, ROW_GROUP). "strata": Strata's own,
-    strata_shared.splitfile.writer.split_writer_options with PARQUET (what encode_split writes: zstd, statistics,
+    strata_core.splitfile.writer.split_writer_options with PARQUET (what encode_split writes: zstd, statistics,
     no Arrow schema, floats without dictionary), so the inputs, the floor and the merge output are written alike;
     "pyarrow": the same but with pyarrow's default dictionaries (on every column)."""
-    from strata_shared.splitfile.writer import split_writer_options
+    from strata_core.splitfile.writer import split_writer_options
 
     options = split_writer_options(schema, PARQUET)
     if writer == "pyarrow":
@@ -160,8 +160,8 @@ def parquet_bytes(path: Path) -> int:
 
 def merge_spec(paths: list[Path], out_dir: Path, job_id: str):
     """A MergeSpec over `paths` with the index defaults' targets (10M rows, 256 MiB: one output here)."""
+    from strata_core.domain.index_config import MergePolicyConfig
     from strata_jobs.merge import MergeInput, MergeSpec
-    from strata_shared.domain.index_config import MergePolicyConfig
 
     policy = MergePolicyConfig()
     return MergeSpec(
@@ -531,10 +531,10 @@ def crossover(data_dir: Path, rows: int) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from strata_core.arrow_numpy import to_arrow
     from strata_jobs.merge import union_schema
     from strata_jobs.merge_columns import ColumnBuilder
     from strata_jobs.merge_runs import run_heads
-    from strata_shared.arrow_numpy import to_arrow
 
     paths = generate_dataset(data_dir / f"rows{rows}-fanin16", rows, 16, seed=16)
     tables = [pq.ParquetFile(p, read_dictionary=STRING_COLUMNS).read() for p in paths]
@@ -585,7 +585,7 @@ def code_version() -> dict[str, str]:
     import hashlib
 
     files = sorted((REPO_ROOT / "spark-jobs" / "src" / "strata_jobs").glob("*.py")) + [
-        REPO_ROOT / "shared" / "src" / "strata_shared" / "splitfile" / "writer.py"]
+        REPO_ROOT / "shared" / "core" / "src" / "strata_core" / "splitfile" / "writer.py"]
     digest = hashlib.sha256(b"".join(f.read_bytes() for f in files)).hexdigest()[:12]
 
     def git(*args: str) -> str:
@@ -595,14 +595,14 @@ def code_version() -> dict[str, str]:
         except (OSError, subprocess.SubprocessError):
             return ""
 
-    dirty = git("status", "--short", "--", "spark-jobs", "shared/src/strata_shared/splitfile")
+    dirty = git("status", "--short", "--", "spark-jobs", "shared/core/src/strata_core/splitfile")
     return {"commit": git("rev-parse", "--short", "HEAD"), "dirty": dirty.replace("\n", "; "), "digest": digest}
 
 
 def _start_spark(workdir: Path):
+    from strata_core.config import Settings
     from strata_services.local.processes import free_port
     from strata_services.local.spark_server import LocalSparkConnectServer
-    from strata_shared.config import Settings
 
     settings = Settings()
     server = LocalSparkConnectServer(free_port(), master=settings.spark_master,

@@ -179,9 +179,9 @@ async def capture_list_page_sql(
     url: str, index_uid: str, states: tuple[str, ...], after: tuple[int, str] | None, limit: int
 ) -> tuple[str, tuple]:
     """The exact SQL (and parameters) SplitRepository.list_page sends for this page."""
-    from strata_shared.domain.split import SplitState
-    from strata_shared.metastore.engine import create_engine, session_factory
-    from strata_shared.metastore.repositories import SplitFilter, SplitRepository
+    from strata_core.domain.split import SplitState
+    from strata_metastore.engine import create_engine, session_factory
+    from strata_metastore.repositories import SplitFilter, SplitRepository
 
     engine = create_engine(url)
     captured: list[tuple[str, tuple]] = []

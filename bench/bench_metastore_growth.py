@@ -64,7 +64,7 @@ OURS = "2026_11_29_0018"
 def _before_ours() -> str:
     from alembic.script import ScriptDirectory
 
-    from strata_shared.metastore.migrate import alembic_config
+    from strata_metastore.migrate import alembic_config
 
     script = ScriptDirectory.from_config(alembic_config("postgresql+asyncpg://unused/unused"))
     for revision in script.walk_revisions():
@@ -197,8 +197,8 @@ async def _captured(engine, work) -> list[tuple[str, tuple]]:
 def _new_splits(info: ExplainIndex, count: int, window_start: int) -> list[Any]:
     from ulid import ULID
 
-    from strata_shared.domain.column_stats import ColumnStats
-    from strata_shared.domain.split import RowGroupSpan, SplitMetadata, SplitState
+    from strata_core.domain.column_stats import ColumnStats
+    from strata_core.domain.split import RowGroupSpan, SplitMetadata, SplitState
 
     out = []
     for n in range(count):
@@ -226,7 +226,7 @@ async def measure_register(sessions, info: ExplainIndex) -> dict[str, Any]:
 
     from strata_indexer.splits import service
     from strata_indexer.splits.schemas import SplitToRegister
-    from strata_shared.metastore.models import IndexRow
+    from strata_metastore.models import IndexRow
 
     # Into a second index of the same table: the rows land in the same relation and indexes, but not in the
     # queried index's open window, which the planning measured next would otherwise find thousands of new splits in.
@@ -278,12 +278,12 @@ async def measure_statements(url: str, storage_uri: str, info: ExplainIndex, sql
     from sqlalchemy import select
 
     from bench.bench_query import PlanCaches, _timed_plans
+    from strata_core.storage import ObjectStore
+    from strata_metastore.engine import create_engine, session_factory
+    from strata_metastore.models import IndexRow
+    from strata_metastore.repositories import SplitRepository
+    from strata_metastore.window_repository import CompactionWindowRepository
     from strata_planner.compaction.planning import WindowRange, plan_index
-    from strata_shared.metastore.engine import create_engine, session_factory
-    from strata_shared.metastore.models import IndexRow
-    from strata_shared.metastore.repositories import SplitRepository
-    from strata_shared.metastore.window_repository import CompactionWindowRepository
-    from strata_shared.storage import ObjectStore
 
     engine = create_engine(url)
     sessions = session_factory(engine)
@@ -393,7 +393,7 @@ def measure_size(stack: Stack, url: str, storage_root, storage_uri: str, info: E
 
 
 def run(stack: Stack, *, targets: tuple[int, ...], runs: int = HTTP_RUNS) -> dict[str, Any]:
-    from strata_shared.metastore import migrate
+    from strata_metastore import migrate
 
     base_revision = _before_ours()
     url = stack.create_database("strata_bench_growth")

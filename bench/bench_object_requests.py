@@ -49,8 +49,8 @@ def _aws_environment(variables: dict[str, str]):
 
 
 def _ingest(indexer_url: str, storage, keys, now: int, rows_per_window: int) -> list[dict[str, Any]]:
+    from strata_core.domain.index_config import IndexSettings
     from strata_services.demo import DEMO_INDEX, demo_batches, demo_index_config
-    from strata_shared.domain.index_config import IndexSettings
 
     config = demo_index_config(now)
     splits: list[dict[str, Any]] = []
@@ -76,9 +76,9 @@ def _run(client: httpx.Client, sql: str) -> dict[str, int]:
 
 def _read_plan(storage, plan: dict[str, Any], metered: bool) -> float:
     """Seconds to read the plan's row groups as the local engine does, nothing cached, with or without a meter."""
+    from strata_core.object_requests import metered as open_meter
     from strata_query.execution.hot_tier import HotTier
     from strata_query.planning.caches import FooterCache
-    from strata_shared.object_requests import metered as open_meter
 
     footers = FooterCache(storage)
     for part in plan["files"]:
@@ -167,7 +167,7 @@ def _opening(s3, storage, plans: list[dict[str, Any]]) -> dict[str, Any]:
 
 def _local_copy(s3_storage, splits: list[dict[str, Any]], root: Path, plans: list[dict[str, Any]]):
     """The demo's split files copied to a local directory, and the plans pointing at the copies."""
-    from strata_shared.storage import ObjectStore
+    from strata_core.storage import ObjectStore
 
     local = ObjectStore(root.resolve().as_uri())
     moved = {}
@@ -183,8 +183,8 @@ def _local_copy(s3_storage, splits: list[dict[str, Any]], root: Path, plans: lis
 def run(stack: Stack, *, rows_per_window: int = ROWS_PER_WINDOW, overhead_runs: int = 7,
         parts: tuple[str, ...] = ("requests", "overhead")) -> dict[str, Any]:
     from bench.bench_query import api_child
+    from strata_core.storage import ObjectStore
     from strata_services.demo import demo_queries
-    from strata_shared.storage import ObjectStore
     from tests.fixtures.s3 import moto_server
 
     keys = stack.keys

@@ -11,7 +11,7 @@ Timed (medians; every pass runs in its own transaction, rolled back, so each rep
   (1) `plan_index(session, index, now, window_range=WindowRange(), force_final=False, create_jobs=False)`:
       the full dry-run pass, with its stages (load_candidates: SQL vs building candidates; plan_merges);
   (2) the same with create_jobs=True (jobs inserted, windows marked planned; then rolled back);
-  (3) after 1,000 new splits land through `SplitRepository.insert` (committed, flagging their windows):
+  (3) after 1,000 new splits land through `publish_splits` (committed, flagging their windows):
       `plan_incrementally(session, now, budget)` for a worker reporting 4 free slots and for an unbounded
       budget, and `plan_index(..., incremental=True, create_jobs=False)`.
 Then a cProfile of the full dry run.
@@ -55,7 +55,7 @@ UNBOUNDED_BUDGET = 10_000  # compaction_queue_bound
 
 
 def index_settings() -> tuple[dict[str, Any], str]:
-    from strata_shared.domain.index_config import IndexSettings
+    from strata_core.domain.index_config import IndexSettings
 
     config = metrics_index_config("bench-planner")
     config.pop("index_id")
@@ -156,7 +156,7 @@ def new_splits(info: dict[str, Any], count: int, now: int, seed: int = 5) -> lis
     """`count` fresh published splits landing as they would: 70% in the current window, 20% in the one before,
     10% late into the 2-4 windows before that (within the late-data acceptance of 3600 s; all five windows are
     still open at `now`)."""
-    from strata_shared.domain.split import RowGroupSpan, SplitMetadata, SplitState
+    from strata_core.domain.split import RowGroupSpan, SplitMetadata, SplitState
 
     rng = random.Random(seed)
     out = []
@@ -229,8 +229,8 @@ class StageTimer:
 
 
 def _instrument(timer: StageTimer) -> None:
+    from strata_metastore.compaction_repository import CompactionRepository
     from strata_planner.compaction import planning
-    from strata_shared.metastore.compaction_repository import CompactionRepository
 
     timer.wrap_async(planning, "load_candidates")
     timer.wrap_sync(planning, "plan_merges")
@@ -341,11 +341,11 @@ def profile_text(profile: cProfile.Profile, limit: int = 25) -> str:
 
 
 async def _measure(url: str, info: dict[str, Any], runs: int, create_runs: int) -> dict[str, Any]:
+    from strata_metastore.engine import create_engine, session_factory
+    from strata_metastore.models import IndexRow
+    from strata_metastore.publish_splits import publish_splits
     from strata_planner.compaction.planning import WindowRange, plan_index
     from strata_planner.compaction.scheduler import plan_incrementally
-    from strata_shared.metastore.engine import create_engine, session_factory
-    from strata_shared.metastore.models import IndexRow
-    from strata_shared.metastore.repositories import SplitRepository
 
     engine = create_engine(url)
     sessions = session_factory(engine)
@@ -399,7 +399,7 @@ async def _measure(url: str, info: dict[str, Any], runs: int, create_runs: int) 
         fresh = new_splits(info, NEW_SPLITS, info["now"])
         async with sessions() as session:
             started = time.perf_counter()
-            await SplitRepository(session).insert(fresh)
+            await publish_splits(session, fresh)
             await session.commit()
             out["insert_secs"] = time.perf_counter() - started
         # They landed (created_at, window flags) 30 s before the fixed clock, not at the wall-clock time of the
@@ -525,7 +525,7 @@ def render(result: dict[str, Any]) -> str:
     load = full["stages"].get("load_candidates", 0.0)
     lines += [
         "",
-        f"New splits: {fmt_int(NEW_SPLITS)} inserted through `SplitRepository.insert` in "
+        f"New splits: {fmt_int(NEW_SPLITS)} inserted through `publish_splits` in "
         f"{fmt_s(result['insert_secs'])} "
         f"(70% in the current window, 20% in the previous one, 10% late into the 2-4 before; then dated 30 s "
         f"before `now`), flagging {result['dirty_windows']} windows.",

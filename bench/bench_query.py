@@ -271,11 +271,11 @@ class ExplainLoader:
         """A real small split: written, with its artifacts built (registered later, once the rows exist)."""
         from ulid import ULID
 
-        from strata_shared.artifacts import build_artifacts
-        from strata_shared.domain.column_stats import compute_column_stats
-        from strata_shared.domain.index_config import ParquetConfig
-        from strata_shared.domain.split import SplitMetadata
-        from strata_shared.splitfile.writer import encode_split, row_group_spans
+        from strata_core.artifacts import build_artifacts
+        from strata_core.domain.column_stats import compute_column_stats
+        from strata_core.domain.index_config import ParquetConfig
+        from strata_core.domain.split import SplitMetadata
+        from strata_core.splitfile.writer import encode_split, row_group_spans
 
         rng = self.rng
         created = min(self.now - 1, window_start + WINDOW + rng.randint(0, 600))
@@ -343,8 +343,8 @@ async def load_explain_index(url: str, storage_uri: str, splits: int, days: int,
     import asyncpg
     from ulid import ULID
 
-    from strata_shared.domain.index_config import IndexSettings
-    from strata_shared.storage import ObjectStore
+    from strata_core.domain.index_config import IndexSettings
+    from strata_core.storage import ObjectStore
 
     settings = IndexSettings.model_validate(index_config(with_message=False, row_group_size=REAL_ROW_GROUP,
                                                          lookback=3600, late=3600))
@@ -421,11 +421,11 @@ async def _register_artifacts(url: str, storage, info: ExplainIndex, real: list[
                               now: int) -> dict[str, int]:
     """Through the repository the indexer uses: register each file's artifacts, write its manifest, publish its
     snapshot (the same rows `POST /v1/splits/{id}/artifacts` writes)."""
-    from strata_shared.artifacts import manifest_key
-    from strata_shared.domain.artifact_refs import ArtifactRef, manifest_bytes
-    from strata_shared.metastore.engine import create_engine, session_factory
-    from strata_shared.metastore.indexing_repository import IndexingRepository
-    from strata_shared.metastore.models import SplitRow
+    from strata_core.artifacts import manifest_key
+    from strata_core.domain.artifact_refs import ArtifactRef, manifest_bytes
+    from strata_metastore.engine import create_engine, session_factory
+    from strata_metastore.indexing_repository import IndexingRepository
+    from strata_metastore.models import SplitRow
 
     prefix = f"indexes/{EXPLAIN_INDEX}/{info.incarnation}/artifacts"
     engine = create_engine(url)
@@ -533,9 +533,9 @@ STEP_ORDER = (STEP_LOOKUP, STEP_PARSE, STEP_TOTALS, STEP_CANDIDATES, STEP_STATS,
 def _stage_timer():
     """Each step of build_plan timed on its own (wrapped in this process only)."""
     from bench.bench_planner import StageTimer
+    from strata_metastore.indexing_repository import IndexingRepository
+    from strata_metastore.repositories import IndexRepository, SplitRepository
     from strata_query.planning import planner, stages
-    from strata_shared.metastore.indexing_repository import IndexingRepository
-    from strata_shared.metastore.repositories import IndexRepository, SplitRepository
 
     timer = StageTimer()
     timer.wrap_async(IndexRepository, "get_live", STEP_LOOKUP)
@@ -599,9 +599,9 @@ class ExplainClient:
 async def measure_explain(url: str, storage_uri: str, info: ExplainIndex, sql: str, runs: int, cold_runs: int,
                           server_url: str) -> dict[str, Any]:
     from bench.bench_planner import raw_fetch
+    from strata_core.storage import ObjectStore
+    from strata_metastore.engine import create_engine, session_factory
     from strata_query.schemas import plan_out
-    from strata_shared.metastore.engine import create_engine, session_factory
-    from strata_shared.storage import ObjectStore
 
     storage = ObjectStore(storage_uri)
     engine = create_engine(url)
@@ -782,7 +782,7 @@ def publish_artifacts(client: httpx.Client, storage: Any, index_id: str, incarna
                       splits: list[dict[str, Any]], timings: dict[str, float]) -> int:
     """Build each split's artifacts here (as the indexing worker would), register them through indexer-api,
     published; the artifacts' bytes."""
-    from strata_shared.artifacts import build_artifacts
+    from strata_core.artifacts import build_artifacts
 
     keys = api_keys()
     artifact_bytes = 0
@@ -816,8 +816,8 @@ def ingest_and_index(indexer_url: str, storage_root: Path, rows: int, batches: i
                      ) -> dict[str, Any]:
     """Create the index, ingest every (collector, batch), build each split's artifacts here and register them
     through indexer-api (published)."""
-    from strata_shared.domain.index_config import IndexSettings
-    from strata_shared.storage import ObjectStore
+    from strata_core.domain.index_config import IndexSettings
+    from strata_core.storage import ObjectStore
 
     keys = api_keys()
     now = int(time.time())
@@ -896,14 +896,14 @@ def bytes_without_lookback(plan: dict[str, Any], sql: str, uri_to_path: dict[str
 
 
 def duckdb_sql(sql: str, paths: list[str], table: str = f'"{EXEC_INDEX}"') -> str:
-    from strata_shared.artifacts import tokenize
-    from strata_shared.sql.text_match import term_regex
+    from strata_core.artifacts import tokenize
+    from strata_core.sql.text_match import term_regex
 
     files = "read_parquet([" + ", ".join(f"'{p}'" for p in paths) + "])"
     out = sql.replace(table, files)
     marker = "text_match(message, 'disk full')"
     if marker in out:
-        # The same token contract as text_match's Spark form (strata_shared.sql.text_match).
+        # The same token contract as text_match's Spark form (strata_core.sql.text_match).
         terms = tokenize("disk full")
         out = out.replace(marker, "(" + " AND ".join(f"regexp_matches(message, '{term_regex(t)}')"
                                                      for t in terms) + ")")
@@ -1081,9 +1081,9 @@ def measure_latency(query_url: str, proxy_url: str, dataset: dict[str, Any], run
 
 def run_execution(stack: Stack, *, rows: int, batches: int, row_group_size: int, latency_runs: int
                   ) -> dict[str, Any]:
+    from strata_core.config import Settings
     from strata_services.local.processes import free_port
     from strata_services.local.spark_server import LocalSparkConnectServer
-    from strata_shared.config import Settings
 
     url = stack.create_database("strata_bench_query_exec")
     storage_root = stack.path("exec-storage")

@@ -27,11 +27,11 @@ import httpx
 from asgi_lifespan import LifespanManager
 
 from bench.harness import Stack
+from strata_core.config import Settings
 from strata_query.dependencies import query_service_of
 from strata_query.shared_registry import SharedQueryRegistry
 from strata_services.client import arrow_ipc
 from strata_services.sample_data import metrics_index_config, metrics_rows
-from strata_shared.config import Settings
 
 INDEX = "registry-bench"
 ROWS = 20_000

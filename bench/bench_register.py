@@ -2,7 +2,7 @@
 batch.
 
 Each split is a real Parquet file under the storage root (100 rows, one window, sorted by the sort schema,
-with the kv metadata `strata_shared.splitfile.writer.encode_split` writes), and the server reads every footer
+with the kv metadata `strata_core.splitfile.writer.encode_split` writes), and the server reads every footer
 to check it. Files are written before the clock starts; one warm-up batch (not counted) goes first. Goal: >=
 2,000 splits/s.
 """
@@ -22,13 +22,13 @@ from ulid import ULID
 
 from bench.common import fmt_int, fmt_ms, fmt_s, median, metrics_index_config
 from bench.harness import Stack
-from strata_shared.domain.column_stats import compute_column_stats
-from strata_shared.domain.index_config import ParquetConfig
-from strata_shared.domain.sort_key import sort_indices
-from strata_shared.domain.sort_schema import SortSchema
-from strata_shared.domain.split import SplitMetadata
-from strata_shared.splitfile.writer import encode_split
-from strata_shared.storage import ObjectStore
+from strata_core.domain.column_stats import compute_column_stats
+from strata_core.domain.index_config import ParquetConfig
+from strata_core.domain.sort_key import sort_indices
+from strata_core.domain.sort_schema import SortSchema
+from strata_core.domain.split import SplitMetadata
+from strata_core.splitfile.writer import encode_split
+from strata_core.storage import ObjectStore
 
 SECTION = "register"
 WINDOW = 900

@@ -192,9 +192,9 @@ class SoakStack:
         self.exits = ExitStack()
 
     def __enter__(self) -> SoakStack:
+        from strata_core.config import Settings
         from strata_services.local.processes import free_port
         from strata_services.local.spark_server import LocalSparkConnectServer
-        from strata_shared.config import Settings
 
         url = self.stack.create_database(f"strata_bench_{self.name}")
         storage = self.stack.path(f"{self.name}-storage")
@@ -410,12 +410,12 @@ def crossover(stack, *, sizes: tuple[int, ...], runs: int) -> list[dict[str, Any
     """The same merge through `LocalJobPool` (what a worker does under the local limit) and as a Spark job on a
     local Spark Connect server (above it), alternating, `runs` times each; median seconds."""
     from bench.bench_merge import generate_dataset, merge_spec
+    from strata_core.config import Settings
+    from strata_frame.jobqueue.local_jobs import LocalJobPool
+    from strata_frame.spark import SparkSessionFactory
     from strata_jobs.spark_merge import run_merge_locally, submit_merges
     from strata_services.local.processes import free_port
     from strata_services.local.spark_server import LocalSparkConnectServer
-    from strata_shared.config import Settings
-    from strata_shared.jobqueue.local_jobs import LocalJobPool
-    from strata_shared.spark import SparkSessionFactory
 
     settings = Settings()
     out = []

@@ -4,7 +4,7 @@
 (1) The COPY load of the EXPLAIN benchmark (`bench_query.load_explain_index`, N published splits in chunks of
     50,000) into a fresh database per variant: 0007 with both row triggers, with each disabled in turn, with
     neither, and 0008. Rounds alternate the variants.
-(2) Registration's metastore part: `SplitRepository.insert` of batches of 1,000 published splits (as
+(2) Registration's metastore part: `publish_splits` of batches of 1,000 published splits (as
     `POST /v1/indexes/{id}/splits` calls it, then commit), alternating between a database at 0007 and one at head.
 
 Printed only (docs/benchmarks.md takes its figures by hand):
@@ -22,7 +22,7 @@ from typing import Any
 
 from bench.common import fmt_int, fmt_s
 from bench.harness import BULK_LOAD, Stack, asyncpg_dsn
-from strata_shared.metastore import migrate
+from strata_metastore import migrate
 
 ROW_LEVEL = "2026_11_25_0007"
 COUNT, BUMP = "splits_count_published", "splits_bump_plan_generation"
@@ -73,7 +73,7 @@ def measure_load(stack: Stack, splits: int, days: int, rounds: int) -> dict[str,
 
 
 def _published_batch(index_uid: str, prefix: str, count: int) -> list[Any]:
-    from strata_shared.domain.split import RowGroupSpan, SplitMetadata, SplitState
+    from strata_core.domain.split import RowGroupSpan, SplitMetadata, SplitState
 
     window = 1_795_000_500
     return [SplitMetadata(split_id=f"{prefix}{i:06d}".ljust(26, "0"), index_uid=index_uid, source_id="bench",
@@ -85,8 +85,8 @@ def _published_batch(index_uid: str, prefix: str, count: int) -> list[Any]:
 
 
 async def _insert_batches(urls: dict[str, str], batches: int, batch: int) -> dict[str, list[float]]:
-    from strata_shared.metastore.engine import create_engine, session_factory
-    from strata_shared.metastore.repositories import SplitRepository
+    from strata_metastore.engine import create_engine, session_factory
+    from strata_metastore.publish_splits import publish_splits
 
     engines = {label: create_engine(url) for label, url in urls.items()}
     out: dict[str, list[float]] = {label: [] for label in urls}
@@ -98,7 +98,7 @@ async def _insert_batches(urls: dict[str, str], batches: int, batch: int) -> dic
                 rows = _published_batch("bench-triggers:1", f"b{b:03d}", batch)
                 started = time.perf_counter()
                 async with session_factory(engines[label])() as session:
-                    await SplitRepository(session).insert(rows)
+                    await publish_splits(session, rows)
                     await session.commit()
                 if b:
                     out[label].append(time.perf_counter() - started)
@@ -143,7 +143,7 @@ def _render_load(result: dict[str, Any]) -> list[str]:
 
 
 def _render_register(result: dict[str, Any]) -> list[str]:
-    lines = [f"(2) `SplitRepository.insert` of {result['batch']:,} published splits, then commit "
+    lines = [f"(2) `publish_splits` of {result['batch']:,} published splits, then commit "
               f"({result['batches']} batches each, alternating)", "",
               "| triggers | median | min | max |", "|---|---|---|---|"]
     for label, secs in result["register"].items():

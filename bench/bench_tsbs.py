@@ -57,7 +57,7 @@ class Refused(Exception):
 
 def _ingest(indexer_url: str, storage_root: Path, index_id: str, data: tsbs.CpuData, now: int) -> list[str]:
     """The data in the index, an hour per request; the published files' paths."""
-    from strata_shared.storage import ObjectStore
+    from strata_core.storage import ObjectStore
 
     keys = api_keys()
     storage = ObjectStore(storage_root.resolve().as_uri())
@@ -287,9 +287,9 @@ def _spark_types(client: httpx.Client, query_url: str, duck: Duck, texts: dict[s
 
 def run(stack, *, hosts: int = 100, hours: int = 12, runs: int = 20, spark_scale: int = 10,
         spark_runs: int = 3) -> dict[str, Any]:
+    from strata_core.config import Settings
     from strata_services.local.processes import free_port
     from strata_services.local.spark_server import LocalSparkConnectServer
-    from strata_shared.config import Settings
 
     now = int(time.time())
     base = tsbs.recent(hosts, hours * tsbs.HOUR, now)

@@ -25,8 +25,8 @@ from sqlalchemy import text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from strata_shared.config import Settings
-from strata_shared.metastore import migrate
+from strata_core.config import Settings
+from strata_metastore import migrate
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_ROOT = BENCH_DIR.parent

@@ -46,8 +46,8 @@ def main() -> None:
     if args.echo:
         app = echo_app
     else:
+        from strata_core.config import Settings
         from strata_indexer.app import create_app
-        from strata_shared.config import Settings
 
         app = create_app(Settings(**json.loads(os.environ["BENCH_INDEXER_SETTINGS"])))
     uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning", access_log=False)

@@ -42,7 +42,7 @@ from bench.harness import Stack
 # any frame of its stack; samples matching none are shown by their leaf frame.
 INGEST_STAGES: list[tuple[str, tuple[str, ...]]] = [
     ("decode body (ipc read, cast)", ("decode_body (",)),
-    ("cut: pc.sort_indices", ("sort_indices (strata_shared/domain/sort_schema.py",)),
+    ("cut: pc.sort_indices", ("sort_indices (strata_core/domain/sort_schema.py",)),
     # The server cuts in two steps (admit_rows per request, cut_admitted per group); the in-process part calls
     # cut_batch, which is the two in a row.
     ("cut: late rows, window starts, take, slices", ("admit_rows (", "cut_admitted (", "cut_batch (")),
@@ -62,14 +62,14 @@ REGISTER_STAGES: list[tuple[str, tuple[str, ...]]] = [
     ("footer check: pq.read_metadata", ("read_metadata (",)),
     (
         "footer check: canonical_uri/exists/size/open (storage)",
-        ("canonical_uri (", "exists (strata_shared", "size (strata_shared", "open_input ("),
+        ("canonical_uri (", "exists (strata_core", "size (strata_core", "open_input ("),
     ),
     ("footer check: footer_column_stats", ("footer_column_stats (",)),
     ("footer check: row_group_spans", ("row_group_spans (",)),
     ("footer check: schema, kv, SplitMetadata, rest", ("inspect_split (", "_inspect_all (")),
     ("repo.get_many (existing splits + stats)", ("get_many (",)),
     ("repo.find_by_uris", ("find_by_uris (",)),
-    ("repo.insert (column arrays, asyncpg)", ("insert (strata_shared/metastore/repositories.py",)),
+    ("repo.insert (column arrays, asyncpg)", ("insert (strata_metastore/repositories.py",)),
     ("commit", ("commit (",)),
     (
         "request body: json + pydantic validation",
@@ -161,12 +161,12 @@ def rank_key_order(table: pa.Table) -> np.ndarray:
 
 
 def ingest_in_process(rows: int) -> list[tuple[str, float]]:
+    from strata_core.domain.column_stats import compute_column_stats
+    from strata_core.domain.index_config import IndexSettings
+    from strata_core.domain.ingest_batch import cut_batch
+    from strata_core.domain.split import SplitMetadata
+    from strata_core.splitfile.writer import encode_split
     from strata_indexer.ingest.decode import decode_body
-    from strata_shared.domain.column_stats import compute_column_stats
-    from strata_shared.domain.index_config import IndexSettings
-    from strata_shared.domain.ingest_batch import cut_batch
-    from strata_shared.domain.split import SplitMetadata
-    from strata_shared.splitfile.writer import encode_split
 
     settings = IndexSettings.model_validate(
         {k: v for k, v in metrics_index_config("x").items() if k != "index_id"}
@@ -260,10 +260,10 @@ def profile_ingest(args: argparse.Namespace) -> None:
 
 
 def profile_register(args: argparse.Namespace) -> None:
+    from strata_core.domain.index_config import IndexSettings
+    from strata_core.storage import ObjectStore
     from strata_indexer.splits.inspect import IndexIdentity, inspect_split
     from strata_indexer.splits.schemas import SplitToRegister
-    from strata_shared.domain.index_config import IndexSettings
-    from strata_shared.storage import ObjectStore
 
     with Stack() as stack:
         root = stack.path("objects")

@@ -13,8 +13,8 @@ import pyarrow.ipc as ipc
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from strata_shared.errors import PROBLEM_BASE
-from strata_shared.storage import ObjectStore
+from strata_core.errors import PROBLEM_BASE
+from strata_core.storage import ObjectStore
 
 NDJSON = "application/x-ndjson"
 ARROW = "application/vnd.apache.arrow.stream"

@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlalchemy import text
 
-from strata_shared.metastore.engine import create_engine, session_factory
+from strata_metastore.engine import create_engine, session_factory
 
 
 async def execute(database_url: str, sql: str, **params: Any) -> None:

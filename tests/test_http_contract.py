@@ -8,7 +8,7 @@ import asyncio
 
 import pytest
 
-from strata_shared.config import Settings
+from strata_core.config import Settings
 
 # The API fixtures are looked up by name at run time, so the markers cannot be inferred from them.
 pytestmark = [pytest.mark.spark, pytest.mark.postgres]

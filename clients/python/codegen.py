@@ -39,10 +39,10 @@ _GENERATOR_CONFIG = {
 
 def live_specs() -> dict[str, dict]:
     """Each API's OpenAPI document, from its app built with placeholder settings (never started)."""
+    from strata_core.config import Settings
     from strata_indexer.app import create_app as indexer_app
     from strata_planner.app import create_app as planner_app
     from strata_query.app import create_app as query_app
-    from strata_shared.config import Settings
 
     settings = Settings(database_url="postgresql+asyncpg://codegen@127.0.0.1/codegen", api_keys="{}")
     apps = {"indexer": indexer_app(settings, background=False), "planner": planner_app(settings, background=False),

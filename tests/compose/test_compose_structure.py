@@ -21,7 +21,7 @@ DOCKERFILE_PATH = REPO_ROOT / "Dockerfile"
 DOCKERIGNORE_PATH = REPO_ROOT / ".dockerignore"
 SPARK_DOCKERFILE_PATH = REPO_ROOT / "spark.Dockerfile"
 
-# Default ports, as in strata_shared.config.Settings.
+# Default ports, as in strata_core.config.Settings.
 API_PORTS = {"planner-api": 8001, "indexer-api": 8002, "query-api": 8003}
 SERVED_PORTS = {"proxy": 8000, **API_PORTS}
 # The further replicas of each API, reached only through the proxy: service -> the API it serves.
@@ -210,7 +210,7 @@ def test_default_port_published_on_loopback(services: Services, name: str) -> No
 
 
 def test_query_api_publishes_its_flight_sql_port_on_loopback(services: Services) -> None:
-    from strata_shared.config import Settings
+    from strata_core.config import Settings
 
     port = Settings.model_fields["flight_port"].default
     assert ("127.0.0.1", port, port) in _published_ports(_service(services, "query-api"))
@@ -451,7 +451,7 @@ def _seconds(duration: str) -> float:
 
 @pytest.mark.parametrize("name", API_SERVICES)
 def test_docker_stop_outlasts_the_drain_and_the_graceful_shutdown(services: Services, name: str) -> None:
-    from strata_shared.config import Settings
+    from strata_core.config import Settings
 
     service = _service(services, name)
     env = _environment(service)

@@ -19,9 +19,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from strata_core.config import Settings
+from strata_metastore import migrate
 from strata_services.sample_data import metrics_index_config
-from strata_shared.config import Settings
-from strata_shared.metastore import migrate
 from tests.fixtures.http_server import serve_in_thread
 from tests.helpers import NDJSON, ndjson
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from strata_shared.config import Settings
+from strata_core.config import Settings
 
 PROBLEM = {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}
 OPEN_OPERATIONS = {"/healthz", "/readyz", "/metrics"}

@@ -7,9 +7,9 @@ import httpx
 import pytest
 from asgi_lifespan import LifespanManager
 
+from strata_core.config import Settings
 from strata_services.local.processes import free_port
 from strata_services.sample_data import metrics_index_config
-from strata_shared.config import Settings
 from tests.helpers import assert_problem, unique_index_id
 
 pytestmark = pytest.mark.spark

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import httpx
 
+from strata_core.config import Settings
 from strata_services.local.api_process import ApiProcess
 from strata_services.proxy.app import create_proxy_app
-from strata_shared.config import Settings
 from tests.fixtures.apps import Keys
 from tests.fixtures.http_server import serve_in_thread
 

@@ -9,7 +9,7 @@ from collections import Counter
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from strata_shared.storage import ObjectStore
+from strata_core.storage import ObjectStore
 
 DUCK_TEXT = ("regexp_matches(lower(message), '(^|[^a-z0-9])disk([^a-z0-9]|$)') AND "
              "regexp_matches(lower(message), '(^|[^a-z0-9])full([^a-z0-9]|$)')")

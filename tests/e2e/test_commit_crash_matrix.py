@@ -18,15 +18,15 @@ import pytest
 from sqlalchemy import text
 from ulid import ULID
 
+from strata_core.domain.sort_key import sort_indices
+from strata_core.domain.sort_schema import SortSchema
+from strata_metastore import migrate
+from strata_metastore.commit_log import LOGGED_TABLES, STEPS, SimulatedCrash, crash_at
+from strata_metastore.commit_log_passes import ship_pending, write_checkpoint
+from strata_metastore.engine import create_engine, session_factory
+from strata_metastore.rebuild import rebuild
+from strata_metastore.verify import verify
 from strata_services.sample_data import METRICS_SORT_SCHEMA, metrics_index_config, metrics_rows
-from strata_shared.domain.sort_key import sort_indices
-from strata_shared.domain.sort_schema import SortSchema
-from strata_shared.metastore import migrate
-from strata_shared.metastore.commit_log import LOGGED_TABLES, STEPS, SimulatedCrash, crash_at
-from strata_shared.metastore.commit_log_passes import ship_pending, write_checkpoint
-from strata_shared.metastore.engine import create_engine, session_factory
-from strata_shared.metastore.rebuild import rebuild
-from strata_shared.metastore.verify import verify
 from tests.fixtures.apps import AppStack, app_stack
 from tests.helpers import unique_index_id
 

@@ -28,14 +28,14 @@ import httpx
 import pyarrow as pa
 import pytest
 
+from strata_core.config import Settings
+from strata_core.storage import ObjectStore
+from strata_metastore import migrate
 from strata_services.client import arrow_ipc
 from strata_services.local.api_process import ApiProcess
 from strata_services.local.processes import free_port
 from strata_services.proxy.routes import APIS
 from strata_services.sample_data import metrics_index_config, metrics_rows
-from strata_shared.config import Settings
-from strata_shared.metastore import migrate
-from strata_shared.storage import ObjectStore
 from tests.e2e.fleet import Outcomes, all_ready, child_env, proxy_in_thread, restart, wait_for
 from tests.e2e.reference_answers import QUERIES, files_table, normal, row_multiset
 from tests.fixtures.apps import Keys

@@ -2,7 +2,7 @@
 
 An index is ingested into, given a delete and paused; a second index is ingested into. Then, while writers keep
 ingesting, the database is dropped (DROP DATABASE ... WITH (FORCE)), created again empty, and rebuilt from the
-bucket alone (`strata_shared.metastore.rebuild`); the same running APIs then serve from it. Every request answered
+bucket alone (`strata_metastore.rebuild`); the same running APIs then serve from it. Every request answered
 200 has its rows exactly once, no other request's rows are there, every answer equals DuckDB's over the published
 files with the delete applied, the operator state came back, writes go on, and `verify` finds PostgreSQL and the
 bucket agreeing. (Merges and artifact builds before a rebuild are tests/e2e/test_object_storage_journey.py's.)"""
@@ -17,7 +17,7 @@ import duckdb
 import pytest
 from sqlalchemy.engine import make_url
 
-from strata_shared.metastore import migrate
+from strata_metastore import migrate
 from tests.e2e.reference_answers import QUERIES, files_table, normal
 from tests.fixtures.apps import AppStack, app_stack
 from tests.fixtures.postgres import _admin

@@ -23,14 +23,14 @@ import pyarrow.parquet as pq
 import pytest
 from ulid import ULID
 
+from strata_core.config import Settings
+from strata_core.domain.sort_key import is_sorted, sort_indices
+from strata_core.domain.sort_schema import SortSchema
+from strata_metastore import migrate
+from strata_metastore.engine import create_engine, session_factory
+from strata_metastore.rebuild import rebuild
 from strata_planner.compaction.dependencies import planner_services_of
 from strata_services.sample_data import METRICS_SORT_SCHEMA
-from strata_shared.config import Settings
-from strata_shared.domain.sort_key import is_sorted, sort_indices
-from strata_shared.domain.sort_schema import SortSchema
-from strata_shared.metastore import migrate
-from strata_shared.metastore.engine import create_engine, session_factory
-from strata_shared.metastore.rebuild import rebuild
 from tests.e2e.reference_answers import QUERIES, files_table, normal, row_multiset
 from tests.e2e.shown_text import watching
 from tests.fixtures.apps import AppStack, app_stack

@@ -18,14 +18,14 @@ from dataclasses import dataclass
 import httpx
 import pytest
 
+from strata_core.config import Settings
 from strata_indexer.app import create_app as indexer_app
+from strata_metastore import migrate
 from strata_planner.app import create_app as planner_app
 from strata_services.client import arrow_ipc
 from strata_services.local.api_process import ApiProcess
 from strata_services.local.processes import free_port
 from strata_services.sample_data import metrics_index_config, metrics_rows
-from strata_shared.config import Settings
-from strata_shared.metastore import migrate
 from tests.e2e.fleet import Outcomes, child_env, proxy_in_thread, upstream_states, wait_for
 from tests.fixtures.apps import Keys
 from tests.fixtures.http_server import listener_refuses, serve_in_thread

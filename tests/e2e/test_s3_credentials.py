@@ -9,8 +9,8 @@ import uuid
 
 import pytest
 
-from strata_shared.config import Settings
-from strata_shared.metastore import migrate
+from strata_core.config import Settings
+from strata_metastore import migrate
 from tests.e2e.shown_text import watching
 from tests.fixtures.apps import app_stack, indexer_app, serving
 from tests.helpers import ndjson

@@ -18,12 +18,12 @@ import pyarrow.parquet as pq
 import pytest
 from asgi_lifespan import LifespanManager
 
+from strata_core.config import Settings
+from strata_core.domain.sort_key import is_sorted
+from strata_core.domain.sort_schema import SortSchema
+from strata_frame.spark.session import SparkSessionFactory
 from strata_query.dependencies import query_service_of
 from strata_services.local.spark_cluster import ClusterShape, LocalSparkCluster, bare_executor_python
-from strata_shared.config import Settings
-from strata_shared.domain.sort_key import is_sorted
-from strata_shared.domain.sort_schema import SortSchema
-from strata_shared.spark.session import SparkSessionFactory
 from tests.helpers import assert_problem
 from tests.indexer.indexing_helpers import (
     EXPECTED,

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pyarrow.parquet as pq
 
-from strata_shared.artifacts import artifact_key, build_artifacts
-from strata_shared.domain.fields import FieldType
-from strata_shared.domain.index_config import ArtifactConfig
-from strata_shared.domain.index_uid import split_index_uid
-from strata_shared.storage_layout import artifacts_dir
+from strata_core.artifacts import artifact_key, build_artifacts
+from strata_core.domain.fields import FieldType
+from strata_core.domain.index_config import ArtifactConfig
+from strata_core.domain.index_uid import split_index_uid
+from strata_core.storage_layout import artifacts_dir
 from tests.indexer.indexing_helpers import ARTIFACTS, FIELDS
 
 

@@ -13,8 +13,8 @@ from typing import Any
 import httpx
 import pytest
 
-from strata_shared.config import Settings
-from strata_shared.metastore import migrate
+from strata_core.config import Settings
+from strata_metastore import migrate
 from tests.fixtures.apps import Keys
 from tests.fixtures.http_server import serve_in_thread
 

@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from strata_shared.domain.index_uid import split_index_uid
+from strata_core.domain.index_uid import split_index_uid
 from tests.indexer.artifact_fixtures import as_request, build_and_store, prefix_of, split_row
 from tests.indexer.indexing_helpers import EXPECTED, artifacts_of, create_indexed_index, ingest, rows_for
 from tests.planner.compaction_helpers import open_window

@@ -11,8 +11,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
+from strata_core.artifacts import load_artifact
 from strata_indexer.services import indexer_services_of
-from strata_shared.artifacts import load_artifact
 from tests.indexer.indexing_helpers import (
     EXPECTED,
     artifacts_of,

@@ -10,10 +10,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from strata_core.domain.sort_key import is_sorted
+from strata_core.domain.sort_schema import SortSchema
+from strata_core.domain.split import read_kv_metadata
 from strata_services.sample_data import metrics_index_config
-from strata_shared.domain.sort_key import is_sorted
-from strata_shared.domain.sort_schema import SortSchema
-from strata_shared.domain.split import read_kv_metadata
 from tests.helpers import (
     ARROW,
     NDJSON,

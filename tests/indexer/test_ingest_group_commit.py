@@ -23,13 +23,13 @@ import pyarrow.parquet as pq
 import pytest
 from asgi_lifespan import LifespanManager
 
+from strata_core.domain.sort_key import is_sorted
+from strata_core.domain.sort_schema import SortSchema
+from strata_core.storage_layout import COMMIT_LOG_DIR
 from strata_indexer.services import indexer_services_of
+from strata_metastore.engine import database_unavailable
+from strata_metastore.repositories import SplitRepository
 from strata_services.sample_data import metrics_index_config
-from strata_shared.domain.sort_key import is_sorted
-from strata_shared.domain.sort_schema import SortSchema
-from strata_shared.metastore.engine import database_unavailable
-from strata_shared.metastore.repositories import SplitRepository
-from strata_shared.storage_layout import COMMIT_LOG_DIR
 from tests.helpers import ARROW, NDJSON, arrow_stream, assert_problem, ndjson, unique_index_id
 
 SORT = SortSchema.parse(metrics_index_config("x")["sort_schema"])

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from strata_shared.artifacts import artifact_key
+from strata_core.artifacts import artifact_key
 from tests.indexer.artifact_fixtures import as_request, build_and_store, split_row
 from tests.indexer.indexing_helpers import artifacts_of, create_indexed_index, ingest, job_of, rows_for
 from tests.planner.compaction_helpers import open_window

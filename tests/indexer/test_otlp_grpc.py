@@ -17,7 +17,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 
-from strata_shared.storage import ObjectStore
+from strata_core.storage import ObjectStore
 from tests.fixtures.http_server import serve_in_thread
 from tests.helpers import db_snapshot, storage_snapshot
 from tests.indexer.otlp_stack import OtlpStack

@@ -12,7 +12,7 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord, ResourceLogs, ScopeLogs
 
-from strata_shared.storage import ObjectStore
+from strata_core.storage import ObjectStore
 from tests.fixtures.apps import Keys
 from tests.fixtures.http_server import serve_in_thread
 from tests.helpers import db_snapshot, storage_snapshot

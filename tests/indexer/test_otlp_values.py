@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyValue, KeyValueList
 from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 
+from strata_core.errors import BadRequest
 from strata_indexer.otlp import raw, values
-from strata_shared.errors import BadRequest
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 _RAW_LOG_RECORD = type(raw.LogsRequest().resource_logs.add().scope_logs.add().log_records.add())

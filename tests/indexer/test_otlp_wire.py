@@ -40,8 +40,8 @@ from opentelemetry.proto.metrics.v1.metrics_pb2 import (
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
 
+from strata_core.storage import ObjectStore
 from strata_services.proxy.routes import INDEXER, QUERY, api_for_path
-from strata_shared.storage import ObjectStore
 from tests.fixtures.apps import Keys
 from tests.helpers import db_snapshot, storage_snapshot
 from tests.indexer.otlp_stack import OtlpStack

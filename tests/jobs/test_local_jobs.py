@@ -15,14 +15,14 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from strata_core.domain.index_config import ParquetConfig
+from strata_core.domain.sort_schema import SortSchema
+from strata_frame.jobqueue.local_jobs import LocalJobFailed, LocalJobPool
 from strata_jobs.merge import MergeInput
 from strata_jobs.spark_merge import _merge_json, run_merge_locally
 from strata_jobs.spark_tasks import run_task
 from strata_planner.compaction.executor import MergeExecutor, MergeFailed
 from strata_planner.compaction.schemas import AssignedInput, Assignment
-from strata_shared.domain.index_config import ParquetConfig
-from strata_shared.domain.sort_schema import SortSchema
-from strata_shared.jobqueue.local_jobs import LocalJobFailed, LocalJobPool
 from tests.jobs.test_merge import (
     METRICS,
     WINDOW,
@@ -170,11 +170,11 @@ def test_a_failed_local_merge_is_a_failed_job(tmp_path, pool):
 def test_a_tiny_artifact_build_runs_locally_and_builds_what_a_spark_task_builds(tmp_path, pool):
     """The same artifacts (types, columns, content hashes but full text's) from the local process as from the
     kernel a Spark task runs."""
+    from strata_core.domain.index_config import ArtifactConfig
     from strata_indexer.indexing.runner import IndexBuildExecutor
     from strata_indexer.indexing.schemas import IndexingAssignment
     from strata_jobs.index_build import run_index_build
     from strata_services.sample_data import metrics_rows
-    from strata_shared.domain.index_config import ArtifactConfig
     from tests.indexer.indexing_helpers import ARTIFACTS, EXPECTED, FIELDS
 
     table = metrics_rows(300, start=WINDOW, span_secs=900, seed=3, messages=True)
@@ -205,7 +205,7 @@ def test_a_tiny_artifact_build_runs_locally_and_builds_what_a_spark_task_builds(
 
 
 def test_a_merge_counts_its_requests_in_its_worker_into_the_runners_meter(tmp_path, pool):
-    from strata_shared.object_requests import metered
+    from strata_core.object_requests import metered
 
     inputs = _inputs(tmp_path, 2)
     executor = MergeExecutor(NoSpark(), local=pool, local_max_bytes=1 << 20)
@@ -222,11 +222,11 @@ def test_a_merge_counts_its_requests_in_its_worker_into_the_runners_meter(tmp_pa
 
 
 def test_an_artifact_build_counts_its_uploads(tmp_path, pool):
+    from strata_core.domain.index_config import ArtifactConfig
+    from strata_core.object_requests import metered
     from strata_indexer.indexing.runner import IndexBuildExecutor
     from strata_indexer.indexing.schemas import IndexingAssignment
     from strata_services.sample_data import metrics_rows
-    from strata_shared.domain.index_config import ArtifactConfig
-    from strata_shared.object_requests import metered
     from tests.indexer.indexing_helpers import ARTIFACTS, FIELDS
 
     path = tmp_path / "split.parquet"

@@ -21,6 +21,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ulid import ULID
 
+from strata_core.domain.column_stats import compute_column_stats
+from strata_core.domain.index_config import ParquetConfig
+from strata_core.domain.sort_schema import SortSchema
+from strata_core.domain.split import SplitState, read_kv_metadata
+from strata_core.splitfile.writer import encode_split as real_encode_split
 from strata_jobs import merge, merge_output, merge_verify, row_checksum
 from strata_jobs.merge import (
     MergeInput,
@@ -34,11 +39,6 @@ from strata_jobs.merge import (
     spec_to_json,
 )
 from strata_jobs.row_checksum import table_checksum
-from strata_shared.domain.column_stats import compute_column_stats
-from strata_shared.domain.index_config import ParquetConfig
-from strata_shared.domain.sort_schema import SortSchema
-from strata_shared.domain.split import SplitState, read_kv_metadata
-from strata_shared.splitfile.writer import encode_split as real_encode_split
 
 WINDOW = 1_767_225_600
 
@@ -47,7 +47,7 @@ WINDOW = 1_767_225_600
 
 
 def reference_key(schema: SortSchema, names: list[str]):
-    """The comparator of strata_shared.domain.sort_schema, in Python: null greater than every value."""
+    """The comparator of strata_core.domain.sort_schema, in Python: null greater than every value."""
     columns = [(names.index(c.name), c.descending) for c in schema.columns if c.name in names]
 
     def compare(left, right):

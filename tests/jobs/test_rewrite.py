@@ -18,11 +18,11 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from strata_core.domain.sort_schema import SortSchema
+from strata_core.query.predicate import Compare, InList, Like, Or, TextMatch, evaluate_row, to_nnf
+from strata_core.query.predicate_json import predicate_to_json
 from strata_jobs import merge
 from strata_jobs.merge import MergeVerificationError, run_merge
-from strata_shared.domain.sort_schema import SortSchema
-from strata_shared.query.predicate import Compare, InList, Like, Or, TextMatch, evaluate_row, to_nnf
-from strata_shared.query.predicate_json import predicate_to_json
 from tests.jobs.test_merge import files_under, make_spec, output_tables, sorted_table, write_split
 from tests.query_logic.strategies import PREDICATES, ROWS
 

@@ -1,5 +1,5 @@
 """Ingestion and the merge order rows the same way (docs/architecture.md, "Sort schema": one comparator). Both
-go through strata_shared.domain.sort_key, but each builds the key columns its own way (ingestion from an Arrow
+go through strata_core.domain.sort_key, but each builds the key columns its own way (ingestion from an Arrow
 table, the merge from its inputs' Parquet pages), so the same rows, ingested as one batch or merged from unsorted
 pieces of it, must come out in exactly the same (stable) order, and that order must be the reference
 comparator's, NaN, -0.0 and nulls included."""
@@ -13,9 +13,9 @@ import pyarrow as pa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from strata_core.domain.sort_key import sort_indices
+from strata_core.domain.sort_schema import SortColumn, SortSchema, compare_rows
 from strata_jobs.merge import run_merge
-from strata_shared.domain.sort_key import sort_indices
-from strata_shared.domain.sort_schema import SortColumn, SortSchema, compare_rows
 from tests.jobs.test_merge import WINDOW, make_spec, output_tables, write_split
 
 COLUMNS = pa.schema([("s", pa.string()), ("i", pa.int64()), ("f", pa.float64()), ("b", pa.bool_()),

@@ -17,9 +17,9 @@ from typing import Any
 import httpx
 import pytest
 
+from strata_core.config import Settings
+from strata_metastore import migrate
 from strata_planner.compaction.schemas import Assignment
-from strata_shared.config import Settings
-from strata_shared.metastore import migrate
 from tests.fixtures.apps import Keys
 from tests.fixtures.http_server import serve_in_thread
 
@@ -108,11 +108,11 @@ def _seed(client: httpx.Client, keys: Keys) -> dict[str, str | int]:
 
 @pytest.fixture(scope="session")
 def observed_stack(store_settings: Settings, keys: Keys) -> Iterator[ObservedStack]:
+    from strata_core.clock import ManualClock
     from strata_indexer.app import create_app as indexer_app
     from strata_planner.app import create_app as planner_app
     from strata_query.app import create_app as query_app
     from strata_services.proxy.app import create_proxy_app
-    from strata_shared.clock import ManualClock
 
     ahead = ManualClock(datetime.now(UTC) + timedelta(seconds=PLANNER_AHEAD_SECS))
     with ExitStack() as running:

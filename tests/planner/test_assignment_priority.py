@@ -13,14 +13,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import insert
 
-from strata_shared.domain.index_uid import split_index_uid
-from strata_shared.domain.job_statuses import JobStatus
-from strata_shared.domain.merge_policy import MergeKind
-from strata_shared.domain.scheduler_rules import COMPACTION_ASSIGNMENT_ORDER, SortKey, python_sort_key
-from strata_shared.metastore.compaction_models import CompactionJobRow
-from strata_shared.metastore.compaction_repository import CompactionRepository
-from strata_shared.metastore.job_columns import new_job_values
-from strata_shared.metastore.models import IndexRow
+from strata_core.domain.index_uid import split_index_uid
+from strata_core.domain.job_statuses import JobStatus
+from strata_core.domain.merge_policy import MergeKind
+from strata_core.domain.scheduler_rules import COMPACTION_ASSIGNMENT_ORDER, SortKey, python_sort_key
+from strata_metastore.compaction_models import CompactionJobRow
+from strata_metastore.compaction_repository import CompactionRepository
+from strata_metastore.job_columns import new_job_values
+from strata_metastore.models import IndexRow
 from tests.fixtures.postgres import rolled_back
 
 NOW = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)

@@ -13,12 +13,12 @@ import pyarrow.parquet as pq
 import pytest
 from ulid import ULID
 
+from strata_core.domain.index_uid import split_index_uid
+from strata_core.domain.sort_key import is_sorted, sort_indices
+from strata_core.domain.sort_schema import SortSchema
+from strata_core.storage_layout import merges_dir
 from strata_planner.compaction.executor import MergeExecutor
 from strata_planner.compaction.runner import CompactionRunner
-from strata_shared.domain.index_uid import split_index_uid
-from strata_shared.domain.sort_key import is_sorted, sort_indices
-from strata_shared.domain.sort_schema import SortSchema
-from strata_shared.storage_layout import merges_dir
 from tests.planner.compaction_helpers import create_index, ingest_split, open_window
 
 pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("clock_at_present")]

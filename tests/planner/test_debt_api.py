@@ -10,10 +10,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
+from strata_metastore.compaction_models import CompactionJobRow
 from strata_planner.compaction.debt import sample_debts
 from strata_planner.compaction.metrics import CompactionMetrics
-from strata_shared.metastore.compaction_models import CompactionJobRow
-from strata_shared.metastore.compaction_repository import PublishedMerge
+from strata_planner.compaction.publish import PublishedMerge
 from tests.planner.compaction_helpers import create_index, ingest_split
 
 pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("clock_at_present")]

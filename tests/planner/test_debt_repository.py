@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import insert, text
 
-from strata_shared.domain.index_uid import split_index_uid
-from strata_shared.domain.merge_policy import (
+from strata_core.domain.index_uid import split_index_uid
+from strata_core.domain.merge_policy import (
     MergePolicyParams,
     SplitCandidate,
     WindowRules,
@@ -26,12 +26,12 @@ from strata_shared.domain.merge_policy import (
     plan_merges,
     split_level,
 )
-from strata_shared.domain.split import CompactionScope
-from strata_shared.metastore.compaction_models import CompactionJobInputRow, CompactionJobRow
-from strata_shared.metastore.debt_repository import DebtRepository, DebtSample, LevelDebt
-from strata_shared.metastore.indexing_models import IndexingJobRow
-from strata_shared.metastore.job_columns import new_job_values
-from strata_shared.metastore.models import IndexRow, SplitRow
+from strata_core.domain.split import CompactionScope
+from strata_metastore.compaction_models import CompactionJobInputRow, CompactionJobRow
+from strata_metastore.indexing_models import IndexingJobRow
+from strata_metastore.job_columns import new_job_values
+from strata_metastore.models import IndexRow, SplitRow
+from strata_planner.compaction.debt_repository import DebtRepository, DebtSample, LevelDebt
 from tests.fixtures.postgres import rolled_back
 
 NOW = datetime(2026, 11, 27, 12, 7, 30, 500_000, tzinfo=UTC)

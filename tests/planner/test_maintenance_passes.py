@@ -10,7 +10,7 @@ from datetime import datetime
 
 import pytest
 
-from strata_shared.web.singleton import PassLeases
+from strata_frame.web.singleton import PassLeases
 
 pytestmark = [pytest.mark.spark]
 

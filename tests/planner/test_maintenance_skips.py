@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from strata_frame.maintenance.skips import quiet_on_outage
+from strata_metastore.engine import create_engine, session_factory
 from strata_planner.compaction.dependencies import planner_services_of
 from strata_planner.compaction.retention import RetentionSchedule
-from strata_shared.maintenance.skips import quiet_on_outage
-from strata_shared.metastore.engine import create_engine, session_factory
 from tests.planner.compaction_helpers import create_index, ingest_split, open_window, poll
 from tests.skips_helpers import break_config, execute, listed_skips, mend_config, recorded_gauge, skipped_total
 

@@ -19,9 +19,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import insert
 
-from strata_shared.domain.index_uid import split_index_uid
-from strata_shared.domain.job_statuses import JobStatus
-from strata_shared.domain.merge_policy import (
+from strata_core.domain.index_uid import split_index_uid
+from strata_core.domain.job_statuses import JobStatus
+from strata_core.domain.merge_policy import (
     MergePolicyParams,
     SkipReason,
     SplitCandidate,
@@ -30,13 +30,13 @@ from strata_shared.domain.merge_policy import (
     is_mature,
     plan_merges,
 )
-from strata_shared.domain.split import CompactionScope
-from strata_shared.domain.windows import is_window_closed
-from strata_shared.metastore.compaction_models import CompactionJobInputRow, CompactionJobRow, CompactionWindowRow
-from strata_shared.metastore.job_columns import new_job_values
-from strata_shared.metastore.lease_queue import LeaseQueue
-from strata_shared.metastore.models import IndexRow, SplitRow
-from strata_shared.metastore.window_repository import CompactionWindowRepository
+from strata_core.domain.split import CompactionScope
+from strata_core.domain.windows import is_window_closed
+from strata_metastore.compaction_models import CompactionJobInputRow, CompactionJobRow, CompactionWindowRow
+from strata_metastore.job_columns import new_job_values
+from strata_metastore.lease_queue import LeaseQueue
+from strata_metastore.models import IndexRow, SplitRow
+from strata_metastore.window_repository import CompactionWindowRepository
 from tests.fixtures.postgres import rolled_back
 
 NOW = datetime(2026, 11, 25, 12, 0, 0, 250_000, tzinfo=UTC)

@@ -14,11 +14,11 @@ import pytest
 from asgi_lifespan import LifespanManager
 from prometheus_client import CollectorRegistry, generate_latest
 
+from strata_core.domain.windows import retention_cutoff, window_expired
 from strata_planner.compaction.dependencies import planner_services_of
 from strata_planner.compaction.metrics import CompactionMetrics
 from strata_planner.compaction.retention import RetentionSchedule
 from strata_query.dependencies import query_service_of
-from strata_shared.domain.windows import retention_cutoff, window_expired
 from tests.planner.compaction_helpers import create_index, ingest_split, poll
 
 pytestmark = [pytest.mark.spark]

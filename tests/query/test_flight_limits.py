@@ -23,10 +23,10 @@ import pytest
 from asgi_lifespan import LifespanManager
 from google.protobuf import any_pb2
 
+from strata_core.api_keys import ApiKeyRegistry
 from strata_query.app import create_app
 from strata_query.flight.proto import FlightSql_pb2 as sql
 from strata_services.demo import demo_batches, demo_index_config
-from strata_shared.api_keys import ApiKeyRegistry
 from tests.helpers import ARROW, arrow_stream, delete_index, unique_index_id
 
 GLOBEX, SECOND_ADMIN = "test-query-globex-key", "test-second-admin-key"

@@ -20,15 +20,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from strata_core.domain.fields import FieldType
+from strata_core.storage import ObjectStore
+from strata_frame.web.problems import public_detail
 from strata_jobs.pruned_scan import ScanTask
 from strata_query.execution.hot_tier import HotTier
 from strata_query.execution.local_query import LocalEngine, QueryMemoryExceeded
 from strata_query.execution.scan_request import VIEW, ScanRequest
 from strata_query.planning.caches import FooterCache
 from strata_services.sample_data import metrics_index_config
-from strata_shared.domain.fields import FieldType
-from strata_shared.storage import ObjectStore
-from strata_shared.web.problems import public_detail
 from tests.helpers import delete_index, unique_index_id
 from tests.indexer.indexing_helpers import ingest, rows_for
 from tests.planner.compaction_helpers import open_window

@@ -13,15 +13,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from strata_core.domain.fields import FieldType
+from strata_core.object_requests import ObjectRequests, metered
+from strata_core.storage import ObjectStore
 from strata_jobs.pruned_scan import ScanTask
 from strata_query.execution.hot_tier import HotTier
 from strata_query.execution.local_query import LocalEngine, QueryInterrupted, StorageUnavailable
 from strata_query.execution.scan_request import VIEW, ScanRequest
 from strata_query.planning.caches import FooterCache
 from strata_query.planning.row_group_ranges import coalesced_reads, column_byte_ranges
-from strata_shared.domain.fields import FieldType
-from strata_shared.object_requests import ObjectRequests, metered
-from strata_shared.storage import ObjectStore
 from tests.fixtures.s3 import served_requests
 
 COLUMNS = [("host", FieldType.STRING), ("value", FieldType.F64), ("ts", FieldType.I64),

@@ -16,15 +16,15 @@ import pyarrow.parquet as pq
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from strata_core.domain.fields import FieldType
+from strata_core.query.predicate import Compare, InList, Or, TextMatch, evaluate_row, to_nnf
+from strata_core.query.predicate_json import predicate_to_json
+from strata_core.storage import ObjectStore
 from strata_jobs.pruned_scan import ScanTask, read_task, scan_arrow_schema
 from strata_query.execution.hot_tier import HotTier
 from strata_query.execution.local_query import LocalEngine
 from strata_query.execution.scan_request import VIEW, ScanRequest
 from strata_query.planning.caches import FooterCache
-from strata_shared.domain.fields import FieldType
-from strata_shared.query.predicate import Compare, InList, Or, TextMatch, evaluate_row, to_nnf
-from strata_shared.query.predicate_json import predicate_to_json
-from strata_shared.storage import ObjectStore
 from tests.query_logic.strategies import PREDICATES, ROWS
 
 SCHEMA = pa.schema([("i", pa.int64()), ("f", pa.float64()), ("s", pa.string()), ("t", pa.string()),

@@ -22,8 +22,8 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 import pytest
 
-from strata_shared.sql import docs
-from strata_shared.sql.catalog import CLIENT_EXAMPLES, ENTRIES, EXAMPLE_FIELDS
+from strata_core.sql import docs
+from strata_core.sql.catalog import CLIENT_EXAMPLES, ENTRIES, EXAMPLE_FIELDS
 from tests.helpers import ARROW, arrow_stream, delete_index, unique_index_id
 from tests.planner.compaction_helpers import open_window
 
@@ -34,7 +34,7 @@ MESSAGES = ["disk full on /dev/sda1", "error 42: timeout", "ok", "Disk-Full agai
 
 def test_the_reference_page_is_generated_from_the_catalog():
     assert (ROOT / "docs" / "sql.md").read_text() == docs.render(), (
-        "docs/sql.md is stale: run .tools/bin/uv run python -m strata_shared.sql.docs")
+        "docs/sql.md is stale: run .tools/bin/uv run python -m strata_core.sql.docs")
 
 
 def _rows(window: int, count: int, seed: int) -> pa.Table:

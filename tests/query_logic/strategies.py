@@ -7,7 +7,7 @@ import math
 
 from hypothesis import strategies as st
 
-from strata_shared.query.predicate import (
+from strata_core.query.predicate import (
     FALSE,
     TRUE,
     And,

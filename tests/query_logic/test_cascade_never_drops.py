@@ -14,17 +14,13 @@ import pyarrow.parquet as pq
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from strata_query.planning.caches import ArtifactCache, FooterCache
-from strata_query.planning.candidates import CandidateFile, CandidateQuery
-from strata_query.planning.cascade import CascadeContext, CascadeResult, run_cascade
-from strata_query.planning.stages import CASCADE
-from strata_shared.artifacts import build_artifacts
-from strata_shared.domain.column_stats import compute_column_stats
-from strata_shared.domain.fields import FieldType
-from strata_shared.domain.index_config import ArtifactConfig, ParquetConfig
-from strata_shared.domain.split import SplitMetadata
-from strata_shared.query.artifact_pruning import PublishedArtifact
-from strata_shared.query.predicate import (
+from strata_core.artifacts import build_artifacts
+from strata_core.domain.column_stats import compute_column_stats
+from strata_core.domain.fields import FieldType
+from strata_core.domain.index_config import ArtifactConfig, ParquetConfig
+from strata_core.domain.split import SplitMetadata
+from strata_core.query.artifact_pruning import PublishedArtifact
+from strata_core.query.predicate import (
     And,
     Compare,
     InList,
@@ -37,9 +33,13 @@ from strata_shared.query.predicate import (
     evaluate_row,
     to_nnf,
 )
-from strata_shared.query.time_range import TimeRanges
-from strata_shared.splitfile.writer import encode_split, row_group_spans
-from strata_shared.storage import ObjectStore
+from strata_core.query.time_range import TimeRanges
+from strata_core.splitfile.writer import encode_split, row_group_spans
+from strata_core.storage import ObjectStore
+from strata_query.planning.caches import ArtifactCache, FooterCache
+from strata_query.planning.candidates import CandidateFile, CandidateQuery
+from strata_query.planning.cascade import CascadeContext, CascadeResult, run_cascade
+from strata_query.planning.stages import CASCADE
 from tests.query_logic.in_memory_candidates import InMemoryCandidates
 
 TYPES = {"host": FieldType.STRING, "code": FieldType.I64, "value": FieldType.F64, "message": FieldType.STRING}

@@ -17,12 +17,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from strata_core.errors import InvalidInput, Unauthorized
 from strata_query.flight import catalog
 from strata_query.flight.auth import call_headers, presented_key
 from strata_query.flight.proto import FlightSql_pb2 as sql
 from strata_query.flight.sql_info import SCHEMA, sql_info_table
 from strata_query.flight.status import error_class, flight_error
-from strata_shared.errors import InvalidInput, Unauthorized
 
 CODEGEN = Path(__file__).resolve().parents[2] / "query-api" / "flight_sql_codegen.py"
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from strata_shared.query.predicate import (
+from strata_core.query.predicate import (
     FALSE,
     TRUE,
     And,

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from strata_shared.domain.column_stats import ColumnStats
-from strata_shared.query.predicate import (
+from strata_core.domain.column_stats import ColumnStats
+from strata_core.query.predicate import (
     And,
     Compare,
     InList,
@@ -24,7 +24,7 @@ from strata_shared.query.predicate import (
     evaluate_row,
     to_nnf,
 )
-from strata_shared.query.pruning import (
+from strata_core.query.pruning import (
     ColumnRange,
     CombinedOracle,
     MembershipOracle,

@@ -7,6 +7,8 @@ import asyncio
 import pyarrow as pa
 import pytest
 
+from strata_core.storage import ObjectStore
+from strata_frame.spark.session import SparkSessionFactory
 from strata_query.execution.admission import FairAdmission, TenantBusy
 from strata_query.execution.engine_choice import Engines, EngineUnavailable, LocalLimits, choose_engine
 from strata_query.execution.hot_tier import HotTier
@@ -14,8 +16,6 @@ from strata_query.execution.local_query import LocalEngine
 from strata_query.execution.result_stream import ResultStream, engine_limit
 from strata_query.execution.spark_query import SparkEngine
 from strata_query.planning.caches import FooterCache
-from strata_shared.spark.session import SparkSessionFactory
-from strata_shared.storage import ObjectStore
 
 LIMITS = LocalLimits(max_bytes=1000, max_rows=100, max_files=3)
 

@@ -8,9 +8,9 @@ import io
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from strata_core.query.predicate import IsNull, to_nnf
+from strata_core.query.pruning import RangeOracle, may_match
 from strata_query.planning.row_group_ranges import absent_columns, ranges_from_footer
-from strata_shared.query.predicate import IsNull, to_nnf
-from strata_shared.query.pruning import RangeOracle, may_match
 
 
 def _footer(table: pa.Table) -> pq.FileMetaData:

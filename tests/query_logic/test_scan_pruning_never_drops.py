@@ -15,11 +15,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlglot import exp
 
-from strata_shared.domain.index_config import IndexSettings
-from strata_shared.query.predicate import TRUE, And, Or, Predicate, Unknown
-from strata_shared.query.row_filter import matching_rows
-from strata_shared.sql.index_columns import with_partition_column
-from strata_shared.sql.query import parse_query
+from strata_core.domain.index_config import IndexSettings
+from strata_core.query.predicate import TRUE, And, Or, Predicate, Unknown
+from strata_core.query.row_filter import matching_rows
+from strata_core.sql.index_columns import with_partition_column
+from strata_core.sql.query import parse_query
 
 SETTINGS = with_partition_column(IndexSettings.model_validate({
     "fields": [{"name": "ts", "type": "timestamp"}, {"name": "host", "type": "string"},

@@ -9,8 +9,8 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from strata_core.query.predicate import And, Compare, Or, TextMatch, describe, evaluate_row, to_nnf
 from strata_query.execution.text_rows import rows_that_may_match
-from strata_shared.query.predicate import And, Compare, Or, TextMatch, describe, evaluate_row, to_nnf
 from tests.query_logic.strategies import PREDICATES, ROWS, TERMS, WORDS
 
 REPEATS = st.integers(1, 4)

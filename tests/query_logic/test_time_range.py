@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from strata_shared.query.predicate import (
+from strata_core.query.predicate import (
     FALSE,
     TRUE,
     And,
@@ -23,7 +23,7 @@ from strata_shared.query.predicate import (
     describe,
     evaluate_row,
 )
-from strata_shared.query.time_range import Interval, TimeRanges, extract_time_range, intersect_all, union_all
+from strata_core.query.time_range import Interval, TimeRanges, extract_time_range, intersect_all, union_all
 from tests.query_logic.strategies import PREDICATES, ROWS
 
 N = None

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from strata_core.config import Settings
+from strata_frame.spark import SparkSessionFactory
 from strata_services.local import java
 from strata_services.local.processes import free_port, pid_alive, session_members
 from strata_services.local.spark_server import LocalSparkConnectServer, SparkServerError
-from strata_shared.config import Settings
-from strata_shared.spark import SparkSessionFactory
 
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses /proc and prctl")
 

@@ -18,9 +18,9 @@ from fastapi import FastAPI, Request
 from fastapi.responses import StreamingResponse
 from prometheus_client.parser import text_string_to_metric_families
 
+from strata_core.config import Settings
 from strata_services.proxy.app import create_proxy_app
 from strata_services.proxy.pacing import RejectionPacer
-from strata_shared.config import Settings
 from tests.fixtures.http_server import serve_in_thread
 from tests.helpers import assert_problem
 

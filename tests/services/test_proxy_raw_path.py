@@ -8,8 +8,8 @@ import json
 import httpx
 from fastapi import FastAPI, Request
 
+from strata_core.config import Settings
 from strata_services.proxy.app import create_proxy_app
-from strata_shared.config import Settings
 from tests.fixtures.http_server import serve_in_thread
 
 KEY = "raw-path-admin-key"

@@ -16,10 +16,10 @@ import pytest
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
+from strata_core.config import Settings
+from strata_frame.web.health import DRAINING_PROBLEM_TYPE, Drain, draining_response
 from strata_services.proxy.app import create_proxy_app
 from strata_services.proxy.upstreams import ReplicaState, state_of_readiness
-from strata_shared.config import Settings
-from strata_shared.web.health import DRAINING_PROBLEM_TYPE, Drain, draining_response
 from tests.fixtures.http_server import serve_in_thread
 from tests.helpers import assert_problem
 

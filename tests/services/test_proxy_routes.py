@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from strata_core.config import Settings
 from strata_services.proxy.routes import INDEXER, PLANNER, QUERY, api_for_path
-from strata_shared.config import Settings
 
 
 @pytest.mark.parametrize(("path", "api"), [

@@ -16,9 +16,9 @@ import pytest
 from fastapi import FastAPI
 from fastapi.responses import StreamingResponse
 
+from strata_frame.web.health import DRAINING_PROBLEM_TYPE
 from strata_services.local.api_process import ApiProcess
 from strata_services.local.processes import free_port
-from strata_shared.web.health import DRAINING_PROBLEM_TYPE
 from tests.fixtures.http_server import listener_refuses, serve_in_thread
 
 pytestmark = pytest.mark.timeout(120)

@@ -10,6 +10,7 @@ import signal
 
 import pytest
 
+from strata_core.config import Settings
 from strata_services.cli import main
 from strata_services.client import CliError
 from strata_services.local import STATE_FILE
@@ -25,7 +26,6 @@ from strata_services.local.supervision import (
     take_restart_requests,
 )
 from strata_services.restart_cli import restart_targets, rolling_restart, running_state
-from strata_shared.config import Settings
 
 
 class FakeChild:

@@ -1,4 +1,4 @@
-"""Periodic passes run once across replicas (`strata_shared.web.singleton`), on real PostgreSQL: two replicas of one
+"""Periodic passes run once across replicas (`strata_frame.web.singleton`), on real PostgreSQL: two replicas of one
 pass run it once per interval in total and never at once; a holder that dies is replaced once its lease expires;
 a holder shutting down gives the pass back at once; a holder that lost its lease stops; concurrent claims never
 both win. Each test uses passes of its own names on the session's database."""
@@ -14,9 +14,9 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from strata_shared.metastore.background_pass_repository import BackgroundPassRepository
-from strata_shared.metastore.engine import create_engine, session_factory
-from strata_shared.web.singleton import PassLeases, once_every, tick_secs
+from strata_frame.web.singleton import PassLeases, once_every, tick_secs
+from strata_metastore.background_pass_repository import BackgroundPassRepository
+from strata_metastore.engine import create_engine, session_factory
 
 
 @pytest.fixture

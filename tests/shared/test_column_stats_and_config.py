@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from strata_shared.domain.column_stats import compute_column_stats, value_regex
-from strata_shared.domain.index_config import IndexSettings, config_problems
+from strata_core.domain.column_stats import compute_column_stats, value_regex
+from strata_core.domain.index_config import IndexSettings, config_problems
 
 
 @given(st.lists(st.one_of(st.none(), st.text(max_size=8)), min_size=1, max_size=80))

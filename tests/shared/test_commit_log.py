@@ -16,14 +16,14 @@ from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from strata_shared.metastore import migrate
-from strata_shared.metastore.commit_log import LOGGED_TABLES, STEPS, SimulatedCrash, crash_at
-from strata_shared.metastore.commit_log_passes import ship_pending, write_checkpoint
-from strata_shared.metastore.commit_log_replay import list_log, read_entry
-from strata_shared.metastore.engine import create_engine, session_factory
-from strata_shared.metastore.rebuild import DatabaseNotEmpty, rebuild
-from strata_shared.metastore.verify import verify
-from strata_shared.storage import ObjectStore
+from strata_core.storage import ObjectStore
+from strata_metastore import migrate
+from strata_metastore.commit_log import LOGGED_TABLES, STEPS, SimulatedCrash, crash_at
+from strata_metastore.commit_log_passes import ship_pending, write_checkpoint
+from strata_metastore.commit_log_replay import list_log, read_entry
+from strata_metastore.engine import create_engine, session_factory
+from strata_metastore.rebuild import DatabaseNotEmpty, rebuild
+from strata_metastore.verify import verify
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 INSERT_SPLIT = text(

@@ -13,11 +13,11 @@ import pyarrow.parquet as pq
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from strata_shared.artifacts import build_artifacts
-from strata_shared.domain.fields import FieldType
-from strata_shared.domain.index_config import ArtifactConfig
-from strata_shared.query.artifact_pruning import ArtifactCandidate, PublishedArtifact, splits_ruled_out
-from strata_shared.query.predicate import (
+from strata_core.artifacts import build_artifacts
+from strata_core.domain.fields import FieldType
+from strata_core.domain.index_config import ArtifactConfig
+from strata_core.query.artifact_pruning import ArtifactCandidate, PublishedArtifact, splits_ruled_out
+from strata_core.query.predicate import (
     And,
     Compare,
     InList,
@@ -28,7 +28,7 @@ from strata_shared.query.predicate import (
     evaluate_row,
     to_nnf,
 )
-from strata_shared.storage import ObjectStore
+from strata_core.storage import ObjectStore
 
 TYPES = {"user_id": FieldType.STRING, "code": FieldType.I64, "host": FieldType.STRING,
          "message": FieldType.STRING}

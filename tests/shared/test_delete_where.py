@@ -1,4 +1,4 @@
-"""A delete's condition goes through the query SQL front (`strata_shared.sql.delete_where`): the same names,
+"""A delete's condition goes through the query SQL front (`strata_core.sql.delete_where`): the same names,
 literals and NNF as a query's WHERE, positions counted in the condition itself, and anything a delete could not
 apply exactly row by row refused."""
 
@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
+from strata_core.domain.index_config import IndexSettings
+from strata_core.query.predicate import Compare, InList, IsNull, Or, describe
+from strata_core.sql.delete_where import DeleteConditionError, parse_delete_where
+from strata_core.sql.errors import QuerySyntaxError, QueryValidationError
 from strata_services.sample_data import metrics_index_config
-from strata_shared.domain.index_config import IndexSettings
-from strata_shared.query.predicate import Compare, InList, IsNull, Or, describe
-from strata_shared.sql.delete_where import DeleteConditionError, parse_delete_where
-from strata_shared.sql.errors import QuerySyntaxError, QueryValidationError
 
 SETTINGS = IndexSettings.model_validate({k: v for k, v in metrics_index_config("logs").items() if k != "index_id"})
 

@@ -2,15 +2,19 @@
 statements, so a new edge against the direction, or one that closes a cycle, fails here before a reader of the
 doc meets it.
 
-Two checks over the six workspace packages:
+Three checks over the eight workspace packages (the three libraries under shared/: `strata_core`,
+`strata_metastore`, `strata_frame`; the three APIs; `strata_jobs`; `strata_services`):
 
-- **No import cycle**, between modules nor between packages (a package is a module name's first two levels:
-  `strata_shared.metastore`, `strata_indexer.services`, `strata_jobs.merge`). The graph holds the imports that run:
+- **No import cycle**, between modules, between packages (a package is a module name's first two levels:
+  `strata_metastore.repositories`, `strata_indexer.services`, `strata_jobs.merge`) nor between the workspace
+  packages themselves. The graph holds the imports that run:
   at any level, inside functions too, but not those under `if TYPE_CHECKING:`, which never run. A cycle is broken by
   moving code to where it belongs (a type both sides need moves down, a function the lower side uses moves there),
   never by moving the import into a function, which this test sees anyway.
-- **The direction the document states**, package by package. These rules count every import, those under
-  `if TYPE_CHECKING:` included: a type from another API is still a dependency on it.
+- **The direction the document states**, package by package: the core imports neither the metastore nor the
+  frame, nor the web stack, the database or Spark; the metastore imports the core only (plus SQLAlchemy, asyncpg
+  and Alembic); the frame may import both; strata_jobs imports the core only. These rules count every import,
+  those under `if TYPE_CHECKING:` included: a type from another API is still a dependency on it.
 """
 
 from __future__ import annotations
@@ -27,7 +31,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = {
-    "strata_shared": ROOT / "shared" / "src" / "strata_shared",
+    "strata_core": ROOT / "shared" / "core" / "src" / "strata_core",
+    "strata_metastore": ROOT / "shared" / "metastore" / "src" / "strata_metastore",
+    "strata_frame": ROOT / "shared" / "frame" / "src" / "strata_frame",
     "strata_indexer": ROOT / "indexer-api" / "src" / "strata_indexer",
     "strata_planner": ROOT / "planner-api" / "src" / "strata_planner",
     "strata_query": ROOT / "query-api" / "src" / "strata_query",
@@ -35,14 +41,14 @@ PACKAGES = {
     "strata_services": ROOT / "services" / "src" / "strata_services",
 }
 APIS = ("strata_indexer", "strata_planner", "strata_query")
-# The parts of strata_shared free of FastAPI and SQLAlchemy that the Spark Python workers run.
-JOBS_MAY_IMPORT_FROM_SHARED = ("strata_shared.domain", "strata_shared.artifacts", "strata_shared.splitfile",
-                               "strata_shared.arrow_numpy", "strata_shared.object_requests",
-                               # A delete's predicate, its JSON form and its evaluation over Arrow: the rows a
-                               # rewrite leaves out and a scan hides are decided by this one pure code.
-                               "strata_shared.query.predicate", "strata_shared.query.predicate_json",
-                               "strata_shared.query.row_filter")
-# Besides the standard library and the strata_shared modules above: "plus pyarrow, numpy and python-ulid".
+LIBRARIES = ("strata_core", "strata_metastore", "strata_frame")
+# What the core never imports, at any depth of a name: the web stack, the database and its migrations, Spark (and
+# the instrumentations that load the web stack and the database).
+NOT_IN_THE_CORE = ("fastapi", "starlette", "uvicorn", "sqlalchemy", "asyncpg", "alembic", "pyspark",
+                   "opentelemetry.instrumentation.fastapi", "opentelemetry.instrumentation.sqlalchemy")
+# All the metastore imports besides the standard library and the core.
+METASTORE_THIRD_PARTY = ("sqlalchemy", "asyncpg", "alembic", "ulid")
+# Besides the standard library and strata_core: "plus pyarrow, numpy and python-ulid".
 JOBS_THIRD_PARTY = ("pyarrow", "numpy", "ulid")
 # Only these use the Spark session they are handed; the merge and artifact-build kernels know nothing of Spark.
 JOBS_SPARK_MODULES = ("strata_jobs.spark_tasks", "strata_jobs.spark_merge", "strata_jobs.spark_index",
@@ -329,6 +335,16 @@ def test_no_import_cycle_between_packages():
         "\n\n".join(found)
 
 
+def test_no_import_cycle_between_workspace_packages():
+    graph: dict[str, dict[str, Edge]] = {package: {} for package in PACKAGES}
+    for module, targets in module_graph().items():
+        for target, edge in targets.items():
+            if top(target) != top(module):
+                graph[top(module)].setdefault(top(target), edge)
+    found = [describe(cycle, graph) for cycle in cycles(graph)]
+    assert not found, "import cycles between the workspace packages:\n\n" + "\n\n".join(found)
+
+
 # --- the stated direction -------------------------------------------------------------------------------------
 
 
@@ -337,18 +353,47 @@ def offending(package: str, allowed) -> list[str]:
                   if top(module) == package for item in found if not allowed(item.name))
 
 
-def test_strata_shared_imports_no_other_strata_package():
-    others = set(PACKAGES) - {"strata_shared"}
-    assert offending("strata_shared", lambda name: top(name) not in others) == []
+def test_the_core_imports_no_other_strata_package():
+    others = set(PACKAGES) - {"strata_core"}
+    assert offending("strata_core", lambda name: top(name) not in others) == []
 
 
-def test_strata_jobs_imports_only_the_database_free_parts_of_strata_shared():
+def test_the_core_imports_neither_the_web_stack_nor_the_database_nor_spark():
+    assert offending("strata_core", lambda name: not within(name, NOT_IN_THE_CORE)) == []
+
+
+def test_the_metastore_imports_the_core_only_and_sqlalchemy_asyncpg_alembic():
     def allowed(name: str) -> bool:
-        if top(name) == "strata_shared":
-            return within(name, JOBS_MAY_IMPORT_FROM_SHARED)
-        return top(name) not in set(PACKAGES) - {"strata_jobs"}
+        return (top(name) in {"strata_core", "strata_metastore", *METASTORE_THIRD_PARTY}
+                or top(name) in sys.stdlib_module_names)
 
-    assert offending("strata_jobs", allowed) == []
+    assert offending("strata_metastore", allowed) == []
+
+
+def test_the_frame_imports_the_core_and_the_metastore_only():
+    others = set(PACKAGES) - set(LIBRARIES)
+    assert offending("strata_frame", lambda name: top(name) not in others) == []
+
+
+def test_a_metastore_module_one_api_alone_uses_lives_in_that_api():
+    """"A repository used by one API moves into that API": every module of the metastore imported by exactly one
+    API, and by nothing else of the workspace (another metastore module, the frame, the CLI), belongs in that API.
+    Models and migrations stay in the metastore whoever reads them (the schema is one)."""
+    users: dict[str, set[str]] = {}
+    for module, items in imports().items():
+        for item in items:
+            target = workspace_module(item.name)
+            if target and top(target) == "strata_metastore" and target != module:
+                users.setdefault(target, set()).add(top(module))
+    found = sorted(f"{module}: used by {api} alone" for module, by in users.items()
+                   if len(by) == 1 and (api := next(iter(by))) in APIS
+                   and not module.endswith("models") and ".migrations" not in module)
+    assert found == []
+
+
+def test_strata_jobs_imports_only_the_core():
+    others = set(PACKAGES) - {"strata_jobs", "strata_core"}
+    assert offending("strata_jobs", lambda name: top(name) not in others) == []
 
 
 def test_strata_jobs_imports_only_pyarrow_numpy_and_ulid_and_spark_only_in_its_drivers():
@@ -367,8 +412,8 @@ def test_strata_jobs_imports_only_pyarrow_numpy_and_ulid_and_spark_only_in_its_d
 
 
 def test_nothing_strata_jobs_loads_imports_the_web_stack_or_the_database():
-    """The strata_shared modules strata_jobs imports are free of FastAPI and SQLAlchemy through everything they
-    import in turn, packages' `__init__` included (Python runs them on the way)."""
+    """The core modules strata_jobs imports are free of FastAPI and SQLAlchemy through everything they import in
+    turn, packages' `__init__` included (Python runs them on the way)."""
     graph = module_graph()
     reached = {module for module in sources() if top(module) == "strata_jobs"}
     queue = deque(reached)
@@ -389,7 +434,7 @@ def test_an_api_imports_no_other_api_and_only_the_job_entry_points_it_submits(ap
     def allowed(name: str) -> bool:
         if top(name) == "strata_jobs":
             return workspace_module(name) in JOBS_ENTRY_POINTS_OF[api]
-        return top(name) not in set(PACKAGES) - {"strata_shared", "strata_jobs", api}
+        return top(name) not in set(PACKAGES) - {*LIBRARIES, "strata_jobs", api}
 
     assert offending(api, allowed) == []
 
@@ -403,7 +448,7 @@ def test_no_workspace_package_imports_strata_services(package):
 
 # The modules that hand out the web frame's `AppState`: the class itself, and the dependencies that give it (and
 # a session of its factory) to routes.
-APP_STATE_MODULES = ("strata_shared.web.state", "strata_shared.web.deps")
+APP_STATE_MODULES = ("strata_frame.web.state", "strata_frame.web.deps")
 # The edge of an API, where what the frame holds is wired into what each use case takes: the app factory, its
 # routes, the FastAPI dependencies and the background work it starts.
 EDGE_MODULE_NAMES = ("app", "router", "dependencies", "background")
@@ -411,13 +456,13 @@ EDGE_MODULE_NAMES = ("app", "router", "dependencies", "background")
 
 def at_the_edge(module: str) -> bool:
     name = module.rpartition(".")[2]
-    return within(module, ("strata_shared.web",)) or name in EDGE_MODULE_NAMES or name.endswith("_router")
+    return within(module, ("strata_frame.web",)) or name in EDGE_MODULE_NAMES or name.endswith("_router")
 
 
 def test_only_the_edge_of_an_api_reaches_the_app_state():
     """Use cases take what they use (sessions, storage, a clock, a settings group, metrics), never the app's state:
-    a module that imports `strata_shared.web.state` or `strata_shared.web.deps` (which hands routes the state) is
-    inside `strata_shared/web/`, or is named `app.py`, `router.py`, `*_router.py`, `dependencies.py` or
+    a module that imports `strata_frame.web.state` or `strata_frame.web.deps` (which hands routes the state) is
+    inside `strata_frame/web/`, or is named `app.py`, `router.py`, `*_router.py`, `dependencies.py` or
     `background.py` (docs/architecture.md, "Building an API"). Imports under `if TYPE_CHECKING:` count too."""
     found = sorted(f"{where(module, item.line)}: {item.name}" for module, items in imports().items()
                    if not at_the_edge(module) for item in items
@@ -426,8 +471,8 @@ def test_only_the_edge_of_an_api_reaches_the_app_state():
 
 
 def test_the_edge_rule_names_modules_as_the_doc_does():
-    assert at_the_edge("strata_shared.web.openapi") and at_the_edge("strata_planner.compaction.router")
+    assert at_the_edge("strata_frame.web.openapi") and at_the_edge("strata_planner.compaction.router")
     assert at_the_edge("strata_indexer.app") and at_the_edge("strata_query.dependencies")
-    assert at_the_edge("strata_shared.maintenance.passes_router")
-    assert not at_the_edge("strata_planner.compaction.gc") and not at_the_edge("strata_shared.maintenance.skips")
-    assert not at_the_edge("strata_indexer.ingest.service") and not at_the_edge("strata_shared.webhooks")
+    assert at_the_edge("strata_frame.maintenance.passes_router")
+    assert not at_the_edge("strata_planner.compaction.gc") and not at_the_edge("strata_frame.maintenance.skips")
+    assert not at_the_edge("strata_indexer.ingest.service") and not at_the_edge("strata_frame.webhooks")

@@ -10,9 +10,9 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from strata_shared.domain.ingest_batch import admit_rows, cut_admitted, cut_batch, timestamp_seconds
-from strata_shared.domain.sort_key import is_sorted
-from strata_shared.domain.sort_schema import SortSchema
+from strata_core.domain.ingest_batch import admit_rows, cut_admitted, cut_batch, timestamp_seconds
+from strata_core.domain.sort_key import is_sorted
+from strata_core.domain.sort_schema import SortSchema
 
 SCHEMA = pa.schema([("metric", pa.string()), ("ts", pa.int64()), ("v", pa.float64())])
 SORT = SortSchema.parse("metric,-ts")

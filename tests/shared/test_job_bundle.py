@@ -10,7 +10,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-from strata_shared.spark.bundle import (
+from strata_frame.spark.bundle import (
     EXECUTOR_PROVIDES,
     JOB_DEPENDENCIES,
     JOB_PACKAGES,
@@ -68,7 +68,7 @@ def test_bundle_holds_the_code_the_generated_module_and_the_native_dependencies(
     with zipfile.ZipFile(bundle.code_zip) as code:
         names = set(code.namelist())
         generated = code.read("strata_jobs/_bundle.py").decode()
-    assert {"strata_jobs/__init__.py", "strata_jobs/merge.py", "strata_shared/artifacts/build.py"} <= names
+    assert {"strata_jobs/__init__.py", "strata_jobs/merge.py", "strata_core/artifacts/build.py"} <= names
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
     assert f"DEPENDENCIES_DIR = 'strata-deps-{bundle.digest}'" in generated
     with zipfile.ZipFile(bundle.deps_zip) as deps:

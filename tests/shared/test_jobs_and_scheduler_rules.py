@@ -12,14 +12,14 @@ import sys
 
 import pytest
 
-from strata_shared.domain.job_statuses import (
+from strata_core.domain.job_statuses import (
     ALLOWED_TRANSITIONS,
     InvalidTransition,
     JobStatus,
     check_transition,
     status_after_failure,
 )
-from strata_shared.domain.scheduler_rules import InProgressLimits, choose_within_limits, jobs_to_plan
+from strata_core.domain.scheduler_rules import InProgressLimits, choose_within_limits, jobs_to_plan
 
 EXPECTED_ALLOWED = {
     (JobStatus.UNASSIGNED, JobStatus.IN_PROGRESS),
@@ -37,7 +37,7 @@ EXPECTED_ALLOWED = {
 _LOADED_BY_THE_RULES = """
 import json, sys
 before = set(sys.modules)
-import strata_shared.domain.job_statuses, strata_shared.domain.scheduler_rules
+import strata_core.domain.job_statuses, strata_core.domain.scheduler_rules
 print(json.dumps(sorted({m.split('.')[0] for m in set(sys.modules) - before} - set(sys.stdlib_module_names))))
 """
 
@@ -45,7 +45,7 @@ print(json.dumps(sorted({m.split('.')[0] for m in set(sys.modules) - before} - s
 def test_the_queue_rules_import_neither_the_database_nor_the_web_stack():
     # A fresh interpreter: what this test process already imported must not hide an import.
     out = subprocess.run([sys.executable, "-c", _LOADED_BY_THE_RULES], check=True, capture_output=True, text=True)
-    assert json.loads(out.stdout) == ["strata_shared"]
+    assert json.loads(out.stdout) == ["strata_core"]
 
 
 @pytest.mark.parametrize(("current", "target"), list(itertools.product(JobStatus, JobStatus)))

@@ -9,7 +9,7 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from strata_shared.domain.merge_policy import (
+from strata_core.domain.merge_policy import (
     MergeKind,
     MergePolicyParams,
     SkipReason,
@@ -19,7 +19,7 @@ from strata_shared.domain.merge_policy import (
     plan_merges,
     split_level,
 )
-from strata_shared.domain.split import CompactionScope
+from strata_core.domain.split import CompactionScope
 
 NOW = 10_000_000
 PARAMS = MergePolicyParams(min_level_num_docs=1000, merge_factor=3, max_merge_factor=4, maturation_period_secs=86_400,

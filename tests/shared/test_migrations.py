@@ -7,7 +7,7 @@ import asyncio
 from sqlalchemy import inspect, text
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from strata_shared.metastore import (
+from strata_metastore import (
     background_pass_models,  # noqa: F401 - registers the background pass leases
     compaction_models,  # noqa: F401 - registers the compaction tables
     delete_models,  # noqa: F401 - registers the deletes
@@ -16,7 +16,7 @@ from strata_shared.metastore import (
     migrate,
     query_registry_models,  # noqa: F401 - registers the query registry
 )
-from strata_shared.metastore.models import Base
+from strata_metastore.models import Base
 
 
 def test_history_has_a_single_head():

@@ -9,8 +9,8 @@ import uuid
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from strata_shared.object_requests import ObjectRequests, metered
-from strata_shared.storage import ObjectStore
+from strata_core.object_requests import ObjectRequests, metered
+from strata_core.storage import ObjectStore
 from tests.fixtures.s3 import served_requests
 
 

@@ -11,10 +11,10 @@ import httpx
 import pytest
 from fastapi import APIRouter, Depends, FastAPI
 
-from strata_shared.observability.context import annotate, current_fields, current_request_id, log_context
-from strata_shared.observability.http import install_request_context, path_fields, request_id_from
-from strata_shared.observability.logs import JsonFormatter, TextFormatter, configure_logging
-from strata_shared.observability.tracing import exporter_from_env
+from strata_core.observability.context import annotate, current_fields, current_request_id, log_context
+from strata_core.observability.logs import JsonFormatter, TextFormatter, configure_logging
+from strata_core.observability.tracing import exporter_from_env
+from strata_frame.web.request_context import install_request_context, path_fields, request_id_from
 
 log = logging.getLogger("strata.test")
 

@@ -142,14 +142,14 @@ def test_a_multi_row_statement_raises_each_touched_index_once(repository_databas
 
 
 async def _registered_batch(url: str) -> tuple[int, int]:
-    from strata_shared.domain.split import SplitMetadata, SplitState
-    from strata_shared.metastore.repositories import SplitRepository
+    from strata_core.domain.split import SplitMetadata, SplitState
+    from strata_metastore.publish_splits import publish_splits
 
     async with rolled_back(url) as db:
         await db.execute(text("INSERT INTO indexes (index_uid, index_id, incarnation, config, doc_mapping_uid, "
                               "version) VALUES ('a:1', 'a', 'x', '{}', 'd', 1)"))
         before = (await _generations(db)).get("a:1", 0)
-        await SplitRepository(db).insert([
+        await publish_splits(db, [
             SplitMetadata(split_id=f"r{i:025d}", index_uid="a:1", source_id="src", partition_id="p",
                           doc_mapping_uid="d", sort_schema="", window_start=0, window_duration_secs=60,
                           time_range_start=0, time_range_end=59, num_rows=1, uri=f"file:///r{i}", size_bytes=10,
@@ -158,7 +158,7 @@ async def _registered_batch(url: str) -> tuple[int, int]:
 
 
 def test_a_registered_batch_is_one_statement_for_the_triggers(repository_database):
-    # Registration and ingestion insert through SplitRepository.insert: a batch sent row by row would run the
+    # Registration publishes through publish_splits (SplitRepository.insert): a batch sent row by row would run the
     # statement-level triggers once per split, which is what migration 0008 removed.
     before, after = asyncio.run(_registered_batch(repository_database))
     assert after == before + 1

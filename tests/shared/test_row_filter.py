@@ -1,4 +1,4 @@
-"""The vectorized evaluation a delete removes rows with (`strata_shared.query.row_filter`) agrees with the
+"""The vectorized evaluation a delete removes rows with (`strata_core.query.row_filter`) agrees with the
 reference semantics (`evaluate_row`) on random tables and predicates, NaN, NULL, LIKE escapes and text tokens
 included; and a predicate survives its JSON form unchanged (it is stored, then shipped to scans and rewrites)."""
 
@@ -10,9 +10,9 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from strata_shared.query.predicate import Compare, InList, evaluate_row, to_nnf
-from strata_shared.query.predicate_json import predicate_from_json, predicate_to_json
-from strata_shared.query.row_filter import matching_rows
+from strata_core.query.predicate import Compare, InList, evaluate_row, to_nnf
+from strata_core.query.predicate_json import predicate_from_json, predicate_to_json
+from strata_core.query.row_filter import matching_rows
 from tests.query_logic.strategies import PREDICATES, ROWS
 
 SCHEMA = pa.schema([("i", pa.int64()), ("f", pa.float64()), ("s", pa.string()), ("t", pa.string()),

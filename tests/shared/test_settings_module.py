@@ -10,13 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from strata_shared import config_doc
-from strata_shared.config import GROUPS, FaultInjectionSettings, QuerySettings, Settings, env_name, field_group
+from strata_core import config_doc
+from strata_core.config import GROUPS, FaultInjectionSettings, QuerySettings, Settings, env_name, field_group
 
 ROOT = Path(__file__).resolve().parents[2]
-SOURCE_TREES = [ROOT / tree for tree in ("shared/src", "planner-api/src", "indexer-api/src", "query-api/src",
-                                         "services/src", "spark-jobs/src")]
-CONFIG_MODULE = ROOT / "shared/src/strata_shared/config.py"
+SOURCE_TREES = [ROOT / tree for tree in ("shared/core/src", "shared/metastore/src", "shared/frame/src",
+                                         "planner-api/src", "indexer-api/src", "query-api/src", "services/src",
+                                         "spark-jobs/src")]
+CONFIG_MODULE = ROOT / "shared/core/src/strata_core/config.py"
 # `os` attributes that read or change the process's environment.
 ENVIRONMENT_ACCESS = {"environ", "environb", "getenv", "getenvb", "putenv", "unsetenv"}
 
@@ -36,9 +37,10 @@ def environment_reads(path: Path) -> list[str]:
 
 def test_only_the_settings_module_reads_the_environment():
     sources = [path for tree in SOURCE_TREES for path in sorted(tree.rglob("*.py"))]
+    assert all(tree.is_dir() for tree in SOURCE_TREES), [str(t) for t in SOURCE_TREES if not t.is_dir()]
     assert len(sources) > 100  # the trees were found
     offenders = [read for path in sources if path != CONFIG_MODULE for read in environment_reads(path)]
-    assert offenders == [], ("read the environment through strata_shared.config (a Settings field, or a function "
+    assert offenders == [], ("read the environment through strata_core.config (a Settings field, or a function "
                              "there for another program's variable):\n" + "\n".join(offenders))
     assert environment_reads(CONFIG_MODULE)  # the scan sees the reads it is meant to find
 
@@ -88,7 +90,7 @@ def test_views_follow_a_copy():
 def test_the_readme_settings_table_is_generated_from_the_settings():
     readme = (ROOT / "README.md").read_text()
     assert config_doc.with_table(readme) == readme, (
-        "README.md's settings table differs from the settings in strata_shared/config.py; regenerate it with "
-        "`.tools/bin/uv run python -m strata_shared.config_doc`")
+        "README.md's settings table differs from the settings in strata_core/config.py; regenerate it with "
+        "`.tools/bin/uv run python -m strata_core.config_doc`")
     for name in Settings.model_fields:
         assert f"`{env_name(name)}`" in config_doc.render()

@@ -7,8 +7,8 @@ from __future__ import annotations
 import asyncpg
 import pytest
 
-from strata_shared.metastore.engine import DatabaseUnavailable
-from strata_shared.metastore.single_reads import SingleReads
+from strata_metastore.engine import DatabaseUnavailable
+from strata_query.single_reads import SingleReads
 
 APP = "strata-test-single-reads"
 

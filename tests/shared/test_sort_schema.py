@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from strata_shared.domain.sort_key import is_sorted, sort_indices
-from strata_shared.domain.sort_schema import SortColumn, SortSchema
+from strata_core.domain.sort_key import is_sorted, sort_indices
+from strata_core.domain.sort_schema import SortColumn, SortSchema
 
 
 def test_parse_and_render_round_trip():

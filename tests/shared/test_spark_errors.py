@@ -15,9 +15,9 @@ from pyspark.errors.exceptions.connect import (
     SparkConnectGrpcException,
 )
 
-from strata_shared.errors import Unavailable
-from strata_shared.spark import SparkSessionFactory
-from strata_shared.spark.errors import (
+from strata_core.errors import Unavailable
+from strata_frame.spark import SparkSessionFactory
+from strata_frame.spark.errors import (
     SparkJobFailed,
     failure_reason,
     query_error_cause,

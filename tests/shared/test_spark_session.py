@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from strata_shared.spark import SparkSessionFactory
-from strata_shared.spark.session import parse_remote
+from strata_frame.spark import SparkSessionFactory
+from strata_frame.spark.session import parse_remote
 
 
 def _free_port() -> int:

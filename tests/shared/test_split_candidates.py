@@ -8,11 +8,11 @@ import asyncio
 
 from sqlalchemy import text
 
-from strata_shared.domain.column_stats import ColumnStats
-from strata_shared.domain.split import RowGroupSpan, SplitMetadata, SplitState
-from strata_shared.metastore.repositories import SplitRepository
-from strata_shared.query.predicate import TRUE, Compare, to_nnf
-from strata_shared.query.time_range import Interval, TimeRanges
+from strata_core.domain.column_stats import ColumnStats
+from strata_core.domain.split import RowGroupSpan, SplitMetadata, SplitState
+from strata_core.query.predicate import TRUE, Compare, to_nnf
+from strata_core.query.time_range import Interval, TimeRanges
+from strata_metastore.repositories import SplitRepository
 from tests.fixtures.postgres import rolled_back
 
 WINDOW = 900

@@ -1,6 +1,7 @@
 """`SplitRepository.insert` sends each table's rows as one array per column (`metastore.column_arrays`): what it
 writes reads back exactly, for every kind of column it converts on the way (JSONB, text arrays, enums, NULLs, u64
-beyond BIGINT), and publishing flags each window once and enqueues one indexing job per published file."""
+beyond BIGINT), and publishing (`publish_splits`, the use case around it) flags each window once and enqueues one
+indexing job per published file, while staging does neither."""
 
 from __future__ import annotations
 
@@ -8,9 +9,10 @@ import asyncio
 
 from sqlalchemy import text
 
-from strata_shared.domain.column_stats import ColumnStats
-from strata_shared.domain.split import RowGroupSpan, SplitMetadata, SplitState
-from strata_shared.metastore.repositories import SplitRepository
+from strata_core.domain.column_stats import ColumnStats
+from strata_core.domain.split import RowGroupSpan, SplitMetadata, SplitState
+from strata_metastore.publish_splits import publish_splits, stage_splits
+from strata_metastore.repositories import SplitRepository
 from tests.fixtures.postgres import rolled_back
 
 WINDOW = 1_795_000_500
@@ -47,7 +49,8 @@ async def _insert_and_read(url: str) -> None:
         splits.append(_split(4, SplitState.STAGED, time_range_start=None, time_range_end=None, row_groups=[],
                              column_stats={}, sort_schema=""))
         repo = SplitRepository(db)
-        await repo.insert(splits)
+        await publish_splits(db, splits[:4])
+        await stage_splits(db, splits[4:])
 
         read = await repo.get_many([s.split_id for s in splits])
         assert [read[s.split_id] for s in splits] == splits

@@ -23,12 +23,12 @@ from hypothesis import strategies as st
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, create_async_engine
 
-from strata_shared.domain.column_stats import ColumnStats
-from strata_shared.domain.split import SplitMetadata, SplitState
-from strata_shared.metastore.repositories import SplitRepository
-from strata_shared.query.predicate import And, Compare, InList, IsNull, Like, Or, Predicate, to_nnf
-from strata_shared.query.pruning import split_may_match
-from strata_shared.query.time_range import Interval, TimeRanges
+from strata_core.domain.column_stats import ColumnStats
+from strata_core.domain.split import SplitMetadata, SplitState
+from strata_core.query.predicate import And, Compare, InList, IsNull, Like, Or, Predicate, to_nnf
+from strata_core.query.pruning import split_may_match
+from strata_core.query.time_range import Interval, TimeRanges
+from strata_metastore.repositories import SplitRepository
 from tests.query_logic.strategies import PREDICATES
 
 WINDOW = 3600

@@ -10,12 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from strata_shared.domain.index_config import IndexSettings
-from strata_shared.query.predicate import TRUE, Compare, describe
-from strata_shared.sql.engine_forms import java_compatible
-from strata_shared.sql.errors import QueryValidationError
-from strata_shared.sql.index_columns import with_partition_column
-from strata_shared.sql.query import parse_query
+from strata_core.domain.index_config import IndexSettings
+from strata_core.query.predicate import TRUE, Compare, describe
+from strata_core.sql.engine_forms import java_compatible
+from strata_core.sql.errors import QueryValidationError
+from strata_core.sql.index_columns import with_partition_column
+from strata_core.sql.query import parse_query
 
 SETTINGS = with_partition_column(IndexSettings.model_validate({
     "fields": [{"name": "ts", "type": "timestamp"}, {"name": "host", "type": "string"},

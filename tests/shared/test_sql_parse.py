@@ -12,8 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from sqlglot import exp
 
-from strata_shared.domain.index_config import IndexSettings
-from strata_shared.query.predicate import (
+from strata_core.domain.index_config import IndexSettings
+from strata_core.query.predicate import (
     FALSE,
     TRUE,
     And,
@@ -26,9 +26,9 @@ from strata_shared.query.predicate import (
     Unknown,
     evaluate_row,
 )
-from strata_shared.sql import ParsedQuery, QuerySyntaxError, QueryValidationError, parse_query
-from strata_shared.sql.literals import decimal_text, parse_rfc3339_micros
-from strata_shared.sql.text_match import term_regex
+from strata_core.sql import ParsedQuery, QuerySyntaxError, QueryValidationError, parse_query
+from strata_core.sql.literals import decimal_text, parse_rfc3339_micros
+from strata_core.sql.text_match import term_regex
 
 FIELDS = [
     {"name": "service", "type": "string"},

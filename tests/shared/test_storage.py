@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from strata_shared.storage import ObjectStore, PathOutsideRoot, StorageUriRefused
+from strata_core.storage import ObjectStore, PathOutsideRoot, StorageUriRefused
 
 
 @pytest.mark.parametrize("path", ["../x", "a/../../x", "/etc/passwd", "file:///etc/passwd", "s3://bucket/x",

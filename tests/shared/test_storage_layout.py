@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from strata_shared.domain.index_uid import make_index_uid, split_index_uid
-from strata_shared.domain.wire_types import INDEX_ID_PATTERN, ULID_PATTERN
-from strata_shared.storage_layout import artifacts_dir, merge_attempt_dir, merges_dir, split_path
+from strata_core.domain.index_uid import make_index_uid, split_index_uid
+from strata_core.domain.wire_types import INDEX_ID_PATTERN, ULID_PATTERN
+from strata_core.storage_layout import artifacts_dir, merge_attempt_dir, merges_dir, split_path
 
 
 def test_layout_paths_are_the_documented_tree():

@@ -8,8 +8,8 @@ import threading
 
 import pytest
 
-from strata_shared.web.auth import Principal
-from strata_shared.web.tenant_limits import (
+from strata_frame.web.auth import Principal
+from strata_frame.web.tenant_limits import (
     ConcurrencyCap,
     Decision,
     Refusal,

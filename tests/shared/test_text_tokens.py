@@ -1,4 +1,4 @@
-"""The token contract's one evaluator over Arrow (`strata_shared.query.text_tokens.entries_holding`), which the
+"""The token contract's one evaluator over Arrow (`strata_core.query.text_tokens.entries_holding`), which the
 local scan's prefilter and the deletes' row filter both use: exact on every value, sliced arrays, 64-bit offsets,
 NULLs, non-ASCII text whose Unicode case mapping is ASCII, occurrences that overlap or run across values."""
 
@@ -8,10 +8,10 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from strata_shared.artifacts import tokenize
-from strata_shared.query.predicate import TextMatch
-from strata_shared.query.row_filter import matching_rows
-from strata_shared.query.text_tokens import entries_holding
+from strata_core.artifacts import tokenize
+from strata_core.query.predicate import TextMatch
+from strata_core.query.row_filter import matching_rows
+from strata_core.query.text_tokens import entries_holding
 
 # Characters whose Unicode case mapping is ASCII (KELVIN SIGN, LONG S, dotless and dotted I), other non-ASCII,
 # and token boundaries of every kind.

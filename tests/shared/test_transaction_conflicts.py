@@ -10,9 +10,9 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
-from strata_shared.metastore.conflicts import TransactionConflict, conflict_of, retrying_conflicts
-from strata_shared.metastore.engine import DatabaseUnavailable, create_engine, session_factory
-from strata_shared.web.problems import database_problem
+from strata_frame.web.problems import database_problem
+from strata_metastore.conflicts import TransactionConflict, conflict_of, retrying_conflicts
+from strata_metastore.engine import DatabaseUnavailable, create_engine, session_factory
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from strata_shared.domain.windows import (
+from strata_core.domain.windows import (
     VALID_WINDOW_DURATIONS_SECS,
     is_window_closed,
     validate_window_duration,

@@ -5,6 +5,12 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
+from strata_core.clock import Clock
+from strata_core.config import Settings
+from strata_frame.maintenance.metrics import MaintenanceMetrics
+from strata_frame.maintenance.skips import PassRecorder
+from strata_frame.web.app import build_app
+from strata_frame.web.state import AppState
 from strata_indexer.background import start_background
 from strata_indexer.indexes.router import router as indexes_router
 from strata_indexer.indexing.router import router as indexing_router
@@ -13,12 +19,6 @@ from strata_indexer.otlp.grpc_server import start_otlp_grpc, stop_otlp_grpc
 from strata_indexer.otlp.router import router as otlp_router
 from strata_indexer.services import build_indexer_services, indexer_services_of
 from strata_indexer.splits.router import router as splits_router
-from strata_shared.clock import Clock
-from strata_shared.config import Settings
-from strata_shared.maintenance.metrics import MaintenanceMetrics
-from strata_shared.maintenance.skips import PassRecorder
-from strata_shared.web.app import build_app
-from strata_shared.web.state import AppState
 
 
 def create_app(settings: Settings, *, background: bool = True, clock: Clock | None = None) -> FastAPI:

@@ -10,12 +10,12 @@ import socket
 
 from fastapi import FastAPI
 
+from strata_frame.maintenance.skips import quiet_on_outage
+from strata_frame.web.auth import Scope
+from strata_frame.web.background import Background
+from strata_frame.web.singleton import PassLeases, replica_id
+from strata_frame.web.state import AppState
 from strata_indexer.services import indexer_services_of
-from strata_shared.maintenance.skips import quiet_on_outage
-from strata_shared.web.auth import Scope
-from strata_shared.web.background import Background
-from strata_shared.web.singleton import PassLeases, replica_id
-from strata_shared.web.state import AppState
 
 log = logging.getLogger("strata.indexer")
 

@@ -12,18 +12,18 @@ from fastapi import FastAPI
 from prometheus_client import CollectorRegistry, Histogram
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from strata_core.clock import Clock
+from strata_core.config import IndexingSettings, IngestSettings
+from strata_core.storage import ObjectStore
+from strata_frame.jobqueue.service import QueueSpec
+from strata_frame.maintenance.skips import PassRecorder
+from strata_frame.web.app import built_at_start
 from strata_indexer.indexing.janitor import Janitor
 from strata_indexer.indexing.lag import IndexingMetrics
 from strata_indexer.indexing.scheduler import indexing_queue
 from strata_indexer.indexing.schemas import IndexingAssignment, IndexingUpdate
 from strata_indexer.ingest.group_commit import GroupCommitter
 from strata_indexer.ingest.service import Ingest
-from strata_shared.clock import Clock
-from strata_shared.config import IndexingSettings, IngestSettings
-from strata_shared.jobqueue.service import QueueSpec
-from strata_shared.maintenance.skips import PassRecorder
-from strata_shared.storage import ObjectStore
-from strata_shared.web.app import built_at_start
 
 
 @dataclass(frozen=True, slots=True)

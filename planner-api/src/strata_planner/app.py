@@ -5,19 +5,19 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
+from strata_core.clock import Clock
+from strata_core.config import Settings
+from strata_frame.maintenance.metrics import MaintenanceMetrics
+from strata_frame.maintenance.router import passes_router
+from strata_frame.maintenance.skips import PassRecorder
+from strata_frame.web.app import build_app
+from strata_frame.web.state import AppState
 from strata_planner.compaction.background import start_background
 from strata_planner.compaction.metrics import CompactionMetrics
 from strata_planner.compaction.router import router as compaction_router
 from strata_planner.compaction.services import build_planner_services
 from strata_planner.deletes.router import router as deletes_router
 from strata_planner.metastore.router import router as metastore_router
-from strata_shared.clock import Clock
-from strata_shared.config import Settings
-from strata_shared.maintenance.metrics import MaintenanceMetrics
-from strata_shared.maintenance.router import passes_router
-from strata_shared.maintenance.skips import PassRecorder
-from strata_shared.web.app import build_app
-from strata_shared.web.state import AppState
 
 
 def create_app(settings: Settings, *, background: bool = True, clock: Clock | None = None) -> FastAPI:

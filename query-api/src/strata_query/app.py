@@ -7,6 +7,10 @@ import asyncio
 
 from fastapi import FastAPI
 
+from strata_core.config import Settings
+from strata_frame.web.app import build_app
+from strata_frame.web.singleton import replica_id
+from strata_frame.web.state import AppState
 from strata_query.dependencies import query_service_of
 from strata_query.execution.runtime import QueryRuntime
 from strata_query.flight.lifecycle import start_flight_server, stop_flight_server
@@ -14,11 +18,7 @@ from strata_query.router import ASYNC_PLAN_FORMS
 from strata_query.router import router as query_router
 from strata_query.service import QueryService
 from strata_query.shared_registry import SharedQueryRegistry
-from strata_shared.config import Settings
-from strata_shared.metastore.single_reads import SingleReads
-from strata_shared.web.app import build_app
-from strata_shared.web.singleton import replica_id
-from strata_shared.web.state import AppState
+from strata_query.single_reads import SingleReads
 
 
 async def _install_service(app: FastAPI) -> None:

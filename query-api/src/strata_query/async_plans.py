@@ -15,10 +15,10 @@ from typing import Any
 
 from ulid import ULID
 
+from strata_core.config import Settings
+from strata_core.errors import NotFound, StrataError
 from strata_query.calls import PlannedQuery, QueryCall, QueryTimeout
 from strata_query.registry import AsyncPlan, QueryRegistry, replica_stopped
-from strata_shared.config import Settings
-from strata_shared.errors import NotFound, StrataError
 
 log = logging.getLogger("strata.query")
 

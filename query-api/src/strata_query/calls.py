@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
+from strata_core.errors import StrataError
 from strata_query.cache_directives import ResultCacheDirectives
 from strata_query.execution.engine_choice import EngineChoice
 from strata_query.planning.plan import QueryPlan
-from strata_shared.errors import StrataError
 
 
 class QueryTimeout(StrataError):

@@ -11,8 +11,8 @@ from collections.abc import Coroutine, Mapping
 from contextlib import suppress
 from typing import Any
 
+from strata_core.errors import NotFound
 from strata_query.registry import QueryRegistry, RunningQuery
-from strata_shared.errors import NotFound
 
 log = logging.getLogger("strata.query")
 CANCEL_RETRY_SECS = 30.0

@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from strata_query.plan_state import IndexState, earliest_start, index_state
 from strata_query.planning.plan import QueryPlan
-from strata_shared.metastore.plan_state import IndexState, earliest_start, index_state
 
 MAX_PLANS = 256
 # Plans reading more files than this are not kept: their planning is a small part of their cost, and their

@@ -11,10 +11,10 @@ from typing import Literal
 
 from opentelemetry import trace
 
+from strata_core.object_requests import Meter, ObjectRequests
 from strata_query.execution.engine import Engine
 from strata_query.execution.result_stream import ResultStream
 from strata_query.planning.plan import QueryPlan
-from strata_shared.object_requests import Meter, ObjectRequests
 
 tracer = trace.get_tracer("strata.query")
 ResultCacheOutcome = Literal["hit", "miss", "bypass"]

@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from strata_core.errors import StrataError
 from strata_query.execution.engine import Engine
-from strata_shared.errors import StrataError
 
 PlanState = Literal["submitted", "completed", "failed", "cancelled"]
 

@@ -10,15 +10,15 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import StreamingResponse
 
+from strata_core.domain.wire_types import Ulid
+from strata_frame.web.auth import Principal, Scope, require_any
+from strata_frame.web.problems import problem_of, problem_responses
 from strata_query.async_plans import RecordForms
 from strata_query.cache_directives import ResultCacheDirectives
 from strata_query.calls import PlannedQuery, QueryCall
 from strata_query.dependencies import Service
 from strata_query.execution.formats import ARROW, JSON, NDJSON, negotiate, serialize
 from strata_query.schemas import PlanOut, PlanStatus, QueryRequest, QueryResult, ResultSummary, plan_out, plan_status
-from strata_shared.domain.wire_types import Ulid
-from strata_shared.web.auth import Principal, Scope, require_any
-from strata_shared.web.problems import problem_of, problem_responses
 
 router = APIRouter(tags=["query"])
 Caller = Annotated[Principal, Depends(require_any(Scope.QUERY, Scope.ADMIN))]

@@ -12,6 +12,9 @@ from collections.abc import Awaitable, Callable
 from opentelemetry import trace
 from ulid import ULID
 
+from strata_core.config import Settings
+from strata_core.errors import Unavailable
+from strata_core.object_requests import Meter, metered
 from strata_query.calls import PlannedQuery, QueryCall, QueryCancelled, QueryTimeout
 from strata_query.cancellation import Cancellation, interrupt_until_reached
 from strata_query.execution.engine import Engine
@@ -24,9 +27,6 @@ from strata_query.query_cache import CachedPlan, CachedResult
 from strata_query.query_run import QueryRun
 from strata_query.registry import QueryRegistry, RunningQuery
 from strata_query.run_ahead import run_ahead
-from strata_shared.config import Settings
-from strata_shared.errors import Unavailable
-from strata_shared.object_requests import Meter, metered
 
 tracer = trace.get_tracer("strata.query")
 log = logging.getLogger("strata.query")

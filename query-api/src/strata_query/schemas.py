@@ -8,13 +8,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from strata_core.domain.wire_types import INT64_MAX
+from strata_core.object_store_metrics import ObjectRequestsBody
+from strata_core.query.predicate import describe
+from strata_frame.web.problems import Problem
 from strata_query.execution.engine_choice import EngineChoice
 from strata_query.planning.plan import FilePart, QueryPlan
 from strata_query.registry import AsyncPlan
-from strata_shared.domain.wire_types import INT64_MAX
-from strata_shared.object_store_metrics import ObjectRequestsBody
-from strata_shared.query.predicate import describe
-from strata_shared.web.problems import Problem
 
 _FILE_PART_FIELDS = tuple(f.name for f in fields(FilePart))
 

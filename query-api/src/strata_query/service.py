@@ -12,22 +12,22 @@ import time
 from opentelemetry import trace
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from strata_core.config import Settings
+from strata_core.domain.index_config import IndexSettings
+from strata_core.observability.context import annotate
+from strata_metastore.repositories import IndexRepository
 from strata_query.async_plans import AsyncPlans, RecordForms
 from strata_query.calls import IndexTable, PlannedQuery, QueryCall
 from strata_query.cancellation import Cancellation
 from strata_query.execution.engine_choice import EngineChoice, EngineUnavailable, choose_engine
 from strata_query.execution.runtime import QueryRuntime
+from strata_query.plan_state import live_index_state
 from strata_query.planning.plan import QueryPlan
 from strata_query.planning.planner import build_plan, query_schema, table_of
 from strata_query.query_cache import CachedPlan, cacheable, reuse
 from strata_query.query_run import QueryRun
 from strata_query.registry import AsyncPlan, QueryRegistry
 from strata_query.run import QueryRunner
-from strata_shared.config import Settings
-from strata_shared.domain.index_config import IndexSettings
-from strata_shared.metastore.plan_state import live_index_state
-from strata_shared.metastore.repositories import IndexRepository
-from strata_shared.observability.context import annotate
 
 tracer = trace.get_tracer("strata.query")
 

@@ -27,26 +27,49 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from contextlib import suppress
 from typing import Any
 
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from strata_core.errors import StrataError
+from strata_metastore.engine import DatabaseUnavailable
+from strata_metastore.query_registry_repository import RUNNING_ALIVE_SECS, QueryRegistryRepository, StoredPlan
 from strata_query.registry import AsyncPlan, RunningQuery, replica_stopped
-from strata_shared.errors import StrataError
-from strata_shared.metastore.engine import DatabaseUnavailable
-from strata_shared.metastore.query_registry_repository import (
-    RUNNING_ALIVE_SECS,
-    QueryRegistryRepository,
-    StoredPlan,
-    cancel_requests,
-    write_running,
-)
-from strata_shared.metastore.single_reads import SingleReads
+from strata_query.single_reads import SingleReads
 
 log = logging.getLogger("strata.query")
+
+# One statement on a kept connection, sent every few tenths of a second while a replica has work in flight: which of
+# its plans were cancelled elsewhere (no longer submitted), and which of its running queries a cancel was asked for.
+_CANCEL_REQUESTS = """
+    SELECT ARRAY(SELECT plan_id FROM query_plans WHERE plan_id = ANY($1::varchar[]) AND status <> 'submitted'),
+           ARRAY(SELECT query_id FROM running_queries WHERE query_id = ANY($2::varchar[]) AND cancel_requested)"""
+
+
+# A replica's batch of started and ended queries, one autocommit statement on a kept connection (the writer runs
+# beside every query: a session's BEGIN and COMMIT would triple its round trips). Sent twice, it does the same.
+_WRITE_RUNNING = """
+    WITH ended AS (DELETE FROM running_queries WHERE query_id = ANY($1::varchar[]))
+    INSERT INTO running_queries (query_id, tenant, owner)
+    SELECT query_id, tenant, $4 FROM unnest($2::varchar[], $3::varchar[]) AS started(query_id, tenant)
+    ON CONFLICT (query_id) DO NOTHING"""
+
+
+async def write_running(reads: SingleReads, added: Sequence[tuple[str, str | None]], removed: Collection[str],
+                        owner: str) -> None:
+    """One batch of a replica's changes: `added` (query id, tenant) started, `removed` ended."""
+    await reads.fetchrow(_WRITE_RUNNING, list(removed), [query_id for query_id, _ in added],
+                         [tenant for _, tenant in added], owner)
+
+
+async def cancel_requests(reads: SingleReads, plan_ids: Sequence[str],
+                          query_ids: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Of these plans, those no longer submitted; of these queries, those another replica asked to cancel."""
+    row = await reads.fetchrow(_CANCEL_REQUESTS, list(plan_ids), list(query_ids))
+    return list(row[0]), list(row[1])
 
 # A live owner's last write of a timed-out plan lands within this much after the timeout.
 OWNER_GRACE_SECS = 5.0

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import httpx
 
+from strata_core.config import Settings
+from strata_core.observability.logs import LOG_FORMATS
 from strata_services.client import CliError, api_key, api_url, problem_text, stack_state
 from strata_services.cluster import add_commands as add_cluster_commands
 from strata_services.compact import add_commands as add_compaction_commands
@@ -30,8 +32,6 @@ from strata_services.metastore_cli import add_commands as add_metastore_commands
 from strata_services.query_cli import add_commands as add_query_commands
 from strata_services.skips_cli import add_commands as add_skips_commands
 from strata_services.worker_cli import add_commands as add_worker_commands
-from strata_shared.config import Settings
-from strata_shared.observability.logs import LOG_FORMATS
 
 SERVABLE = ("planner-api", "indexer-api", "query-api", "proxy")
 APIS = ("planner-api", "indexer-api", "query-api")
@@ -185,9 +185,9 @@ def _readiness_detail(body: dict) -> str:
 
 
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
+    from strata_core.observability.logs import configure_logging
+    from strata_core.observability.tracing import SERVICE_NAMES, configure_tracing, shutdown_tracing
     from strata_services.serving import serve
-    from strata_shared.observability.logs import configure_logging
-    from strata_shared.observability.tracing import SERVICE_NAMES, configure_tracing, shutdown_tracing
 
     configure_logging(SERVICE_NAMES[args.name], settings.log_format, settings.log_level or "INFO")
     configure_tracing(args.name)
@@ -222,7 +222,7 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_migrate(args: argparse.Namespace, settings: Settings) -> int:
-    from strata_shared.metastore import migrate
+    from strata_metastore import migrate
 
     if not settings.database_url:
         raise CliError("STRATA_DATABASE_URL is not set (the local stack migrates its embedded database itself)")

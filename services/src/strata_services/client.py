@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
+from strata_core.config import Settings
 from strata_services.local import STATE_FILE
 from strata_services.local.keys import key_with_scope, local_keys
-from strata_shared.config import Settings
 
 if TYPE_CHECKING:
     import pyarrow as pa

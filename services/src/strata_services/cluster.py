@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 import threading
 
+from strata_core.config import Settings
 from strata_services.client import CliError
-from strata_shared.config import Settings
 
 
 def cmd_spark_cluster_up(args: argparse.Namespace, settings: Settings) -> int:

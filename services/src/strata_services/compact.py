@@ -9,8 +9,8 @@ from datetime import datetime
 
 import httpx
 
+from strata_core.config import Settings
 from strata_services.client import CliError, api_key, api_url, problem_text
-from strata_shared.config import Settings
 
 TERMINAL = {"success", "excluded", "cancelled"}
 

@@ -10,10 +10,10 @@ import sys
 import time
 from typing import Any
 
+from strata_core.config import Settings
 from strata_services.client import call
 from strata_services.compact import _bar
 from strata_services.output import FORMATS, emit
-from strata_shared.config import Settings
 
 ENDED = ("succeeded", "failed", "cancelled")
 

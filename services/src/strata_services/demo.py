@@ -11,10 +11,10 @@ from collections.abc import Iterator
 import httpx
 import pyarrow as pa
 
+from strata_core.config import Settings
 from strata_services.client import CliError, api_key, api_url, arrow_ipc, problem_text
 from strata_services.compact import TERMINAL
 from strata_services.sample_data import metrics_index_config, metrics_rows
-from strata_shared.config import Settings
 
 DEMO_INDEX = "demo-metrics"
 # Index ids may hold '-': in SQL the index is a quoted identifier.

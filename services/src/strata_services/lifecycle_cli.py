@@ -7,10 +7,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from strata_core.config import Settings
 from strata_services.client import QUEUE_API, CliError, call
 from strata_services.compact import parse_time
 from strata_services.output import FORMATS, emit, iso_time
-from strata_shared.config import Settings
 
 
 def cmd_pause(args: argparse.Namespace, settings: Settings) -> int:

@@ -9,11 +9,11 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
+from strata_core.config import Settings
+from strata_core.domain.job_statuses import LIVE_STATUSES, JobStatus
 from strata_services.client import QUEUE_API, call
 from strata_services.compact import parse_time
 from strata_services.output import FORMATS, emit, iso_time
-from strata_shared.config import Settings
-from strata_shared.domain.job_statuses import LIVE_STATUSES, JobStatus
 
 READ_SCOPES = ("admin", "worker", "writer")
 

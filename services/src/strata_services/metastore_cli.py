@@ -13,9 +13,9 @@ import json
 import sys
 from datetime import UTC, datetime
 
+from strata_core.config import Settings
+from strata_core.errors import StrataError
 from strata_services.client import CliError, stack_state
-from strata_shared.config import Settings
-from strata_shared.errors import StrataError
 
 # The metastore's modules (SQLAlchemy, Alembic: about a second) are imported by the commands that use them, not when
 # the CLI starts: every other command would pay for them.
@@ -32,8 +32,8 @@ def _database_url(settings: Settings) -> str:
 
 
 async def _with_sessions(settings: Settings, work):
-    from strata_shared.metastore.engine import create_engine, session_factory
-    from strata_shared.storage import ObjectStore
+    from strata_core.storage import ObjectStore
+    from strata_metastore.engine import create_engine, session_factory
 
     engine = create_engine(_database_url(settings), pool_size=2)
     storage = ObjectStore(settings.resolved_storage_uri)
@@ -50,8 +50,8 @@ def _progress(what: str, done: int, total: int) -> None:
 
 
 def cmd_rebuild(args: argparse.Namespace, settings: Settings) -> int:
-    from strata_shared.metastore import migrate
-    from strata_shared.metastore.rebuild import rebuild
+    from strata_metastore import migrate
+    from strata_metastore.rebuild import rebuild
 
     migrate.upgrade(_database_url(settings))
     report = asyncio.run(_with_sessions(settings, lambda sessions, storage: rebuild(
@@ -70,7 +70,7 @@ def cmd_rebuild(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_verify(args: argparse.Namespace, settings: Settings) -> int:
-    from strata_shared.metastore.verify import verify
+    from strata_metastore.verify import verify
 
     report = asyncio.run(_with_sessions(settings, verify))
     if args.json:
@@ -90,7 +90,7 @@ def cmd_verify(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_checkpoint(args: argparse.Namespace, settings: Settings) -> int:
-    from strata_shared.metastore.commit_log_passes import write_checkpoint
+    from strata_metastore.commit_log_passes import write_checkpoint
 
     report = asyncio.run(_with_sessions(settings, write_checkpoint))
     if report is None:

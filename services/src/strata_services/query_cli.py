@@ -11,9 +11,9 @@ from typing import Any, BinaryIO
 
 import httpx
 
+from strata_core.config import Settings
 from strata_services.client import CliError, api_key, api_url, problem_text
 from strata_services.output import FORMATS, emit, table
-from strata_shared.config import Settings
 
 MEDIA = {"table": "application/json", "json": "application/json", "ndjson": "application/x-ndjson",
          "arrow": "application/vnd.apache.arrow.stream"}

@@ -1,7 +1,7 @@
 """How `strata serve` runs one process under uvicorn, with the rolling-restart drain (README "Replicas and rolling
 restarts"): on SIGTERM the process first drains, then shuts down.
 
-1. At once: /readyz answers 503 `draining` (`strata_shared.web.health.Drain`); /healthz still answers 200, and
+1. At once: /readyz answers 503 `draining` (`strata_frame.web.health.Drain`); /healthz still answers 200, and
    requests, new or in flight (streamed query results too), are served as before.
 2. For `drain_grace_secs`, a bit over the proxy's health-check interval: the proxy sees `draining` and stops
    sending new requests before the listener closes, so no caller meets a closed port.
@@ -21,8 +21,8 @@ from types import FrameType
 import uvicorn
 from fastapi import FastAPI
 
-from strata_shared.config import Settings
-from strata_shared.web.health import Drain
+from strata_core.config import Settings
+from strata_frame.web.health import Drain
 
 log = logging.getLogger("strata.serve")
 

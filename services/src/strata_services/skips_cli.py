@@ -6,10 +6,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from strata_core.config import Settings
+from strata_frame.maintenance.passes import LISTING_HEAD, MaintenancePass
 from strata_services.client import call
 from strata_services.output import FORMATS, emit
-from strata_shared.config import Settings
-from strata_shared.maintenance.passes import LISTING_HEAD, MaintenancePass
 
 API_OF_HEAD = {"compaction": "planner-api", "indexing": "indexer-api"}
 

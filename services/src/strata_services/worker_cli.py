@@ -12,8 +12,8 @@ import socket
 
 import httpx
 
+from strata_core.config import Settings
 from strata_services.client import QUEUE_API, CliError, api_key, api_url
-from strata_shared.config import Settings
 
 
 def _runner_builder(kind: str, settings: Settings, spark, executors: list):
@@ -45,8 +45,8 @@ def _runner_builder(kind: str, settings: Settings, spark, executors: list):
 
 
 def cmd_worker(args: argparse.Namespace, settings: Settings) -> int:
-    from strata_shared.observability.logs import configure_logging
-    from strata_shared.spark.session import SparkSessionFactory
+    from strata_core.observability.logs import configure_logging
+    from strata_frame.spark.session import SparkSessionFactory
 
     if not settings.spark_remote:
         raise CliError(f"STRATA_SPARK_REMOTE is not set: a {args.kind} worker submits its jobs to a Spark Connect "

@@ -1,6 +1,6 @@
 """strata_jobs: the code that runs inside Spark (sorted merge, artifact builds, pruned scans).
 
-On an executor this package usually arrives as a Spark Connect session artifact (`strata_shared.spark.bundle`),
+On an executor this package usually arrives as a Spark Connect session artifact (`strata_frame.spark.bundle`),
 with a generated `_bundle` module naming the archive of third-party dependencies Spark unpacked beside it. That
 archive goes on the path here, before any job module imports from it, and an executor that cannot run the
 bundle's native code fails with one line that says why instead of an ImportError deep in a job.

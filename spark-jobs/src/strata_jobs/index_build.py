@@ -1,5 +1,5 @@
 """One file's artifact build, as run inside a Spark Python worker: read the split, build the configured artifacts
-(`strata_shared.artifacts`), upload each under its deterministic name with retry and backoff, and describe what
+(`strata_core.artifacts`), upload each under its deterministic name with retry and backoff, and describe what
 was stored. Pure pyarrow and object storage: no database, no Spark API (that is `spark_index`)."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from strata_core.artifacts import artifact_key, build_artifacts
+from strata_core.domain.artifact_refs import ArtifactRef
+from strata_core.domain.fields import FieldType
+from strata_core.domain.index_config import ArtifactConfig
 from strata_jobs.merge_output import filesystem_for, upload
-from strata_shared.artifacts import artifact_key, build_artifacts
-from strata_shared.domain.artifact_refs import ArtifactRef
-from strata_shared.domain.fields import FieldType
-from strata_shared.domain.index_config import ArtifactConfig
 
 
 class UploadFailed(Exception):

@@ -1,23 +1,23 @@
 """The sorted merge kernel of compaction: N sorted splits of one window -> fewer, larger, sorted, staged
 splits.
 
-Pure pyarrow + numpy (+ strata_shared pure modules): it runs in a Spark Python worker
-(strata_jobs.spark_merge) and can be called directly. It never imports pandas (see strata_shared.arrow_numpy).
+Pure pyarrow + numpy (+ strata_core modules): it runs in a Spark Python worker
+(strata_jobs.spark_merge) and can be called directly. It never imports pandas (see strata_core.arrow_numpy).
 Steps:
 
 1. Footers of every input (merge_inputs); the output schema is the union of their columns, in
    first-appearance order over the inputs as given. A column whose logical type
-   (strata_shared.domain.fields.field_type_of; dictionary<string> == string) differs between two inputs raises
+   (strata_core.domain.fields.field_type_of; dictionary<string> == string) differs between two inputs raises
    MergeTypeConflict before any data is read or anything written (MC-4).
 2. Read the inputs one after another, string columns as dictionaries, in a pipeline: a reader thread reads
    and casts input i+1 to the union's types while a hasher thread hashes input i for the row checksum and
    this thread copies it into the merge's column form (merge_columns). Missing columns are nulls.
-3. Global order (strata_shared.domain.sort_key, the comparator ingestion sorts with too): per-column ranks
+3. Global order (strata_core.domain.sort_key, the comparator ingestion sorts with too): per-column ranks
    packed into one uint64 key, then a stable argsort (timsort over the presorted runs of the inputs).
 4. Outputs of at most target_split_num_rows rows and about target_split_size_bytes bytes (bytes per row
    estimated from the inputs' file sizes), each column gathered through the order (`take`) or, for column
    kinds whose crossover the order's mean run length reaches, cut as zero-copy slices of the runs; encoded
-   with strata_shared.splitfile.writer.encode_split on a writer thread, uploaded under a temporary name and
+   with strata_core.splitfile.writer.encode_split on a writer thread, uploaded under a temporary name and
    moved.
 5. Verification (merge_verify) before returning, else MergeVerificationError and every output deleted: MC-1
    row counts (the written footers) and MC-2 an order-independent checksum of every row (row_checksum) equal
@@ -57,6 +57,11 @@ from concurrent.futures import Executor
 import numpy as np
 import pyarrow as pa
 
+from strata_core.domain.sort_key import build_sort_key, stable_order
+from strata_core.domain.sort_schema import SortSchema
+from strata_core.domain.split import SplitMetadata
+from strata_core.query.predicate_json import predicate_from_json
+from strata_core.splitfile.writer import row_group_spans
 from strata_jobs import merge_output
 from strata_jobs.merge_columns import SourceColumn
 from strata_jobs.merge_inputs import Clock, RowDrop, check_timestamp, close_inputs, open_inputs, read_all, union_schema
@@ -76,11 +81,6 @@ from strata_jobs.merge_spec import (
 from strata_jobs.merge_verify import Verifier, check_footer
 from strata_jobs.rewrite import run_rewrite
 from strata_jobs.worker_threads import INLINE_MAX_ROWS, worker_threads
-from strata_shared.domain.sort_key import build_sort_key, stable_order
-from strata_shared.domain.sort_schema import SortSchema
-from strata_shared.domain.split import SplitMetadata
-from strata_shared.query.predicate_json import predicate_from_json
-from strata_shared.splitfile.writer import row_group_spans
 
 __all__ = [
     "MergeInput", "MergeResult", "MergeSpec", "MergeTypeConflict", "MergeVerificationError", "run_merge",

@@ -8,7 +8,7 @@ Three kinds, chosen by the column's output type:
 - `num` (integers, floats, temporal, bool): one numpy array of the values plus a validity mask when some are
   null.
 - `arrow` (anything else: lists, binaries, decimals...): one combined Arrow array, cut with Arrow's take.
-This is the KeyColumn form strata_shared.domain.sort_key ranks, so the merge's order needs no other copy.
+This is the KeyColumn form strata_core.domain.sort_key ranks, so the merge's order needs no other copy.
 
 Output string columns are written as dictionary arrays whose dictionary is compacted per row group (only the
 values that row group uses): the Parquet writer then stores that dictionary as is, skipping the per-value
@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from strata_shared.arrow_numpy import int_values, numpy_dtype, primitive_values, to_arrow, validity
+from strata_core.arrow_numpy import int_values, numpy_dtype, primitive_values, to_arrow, validity
 
 # Past this many distinct values per row group row, compacting per row group costs more than decoding (O(D)
 # work).

@@ -13,15 +13,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from strata_core.arrow_numpy import to_arrow
+from strata_core.domain.fields import field_type_of
+from strata_core.query.predicate import Predicate
+from strata_core.query.row_filter import matching_rows
 from strata_jobs import merge_output
 from strata_jobs.merge_columns import ColumnBuilder, SourceColumn, is_dict_type
 from strata_jobs.merge_spec import MergeInput, MergeSpec, MergeTypeConflict, MergeVerificationError
 from strata_jobs.row_checksum import combine, table_checksum
 from strata_jobs.worker_threads import worker_threads
-from strata_shared.arrow_numpy import to_arrow
-from strata_shared.domain.fields import field_type_of
-from strata_shared.query.predicate import Predicate
-from strata_shared.query.row_filter import matching_rows
 
 # Threads finishing the columns (dictionary unification) once every input is read.
 FINISH_THREADS = 2
@@ -201,7 +201,7 @@ def read_all(inputs: list[InputSplit], union: pa.Schema, clock: Clock, stats: di
 
 @dataclass(frozen=True)
 class RowDrop:
-    """What a rewrite leaves out: the rows where `predicate` is TRUE (`strata_shared.query.row_filter`), with
+    """What a rewrite leaves out: the rows where `predicate` is TRUE (`strata_core.query.row_filter`), with
     the split's own columns (`partition_id`) as constants."""
 
     predicate: Predicate

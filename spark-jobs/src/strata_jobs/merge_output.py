@@ -19,15 +19,15 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from ulid import ULID
 
+from strata_core.arrow_numpy import to_arrow
+from strata_core.domain.column_stats import ColumnStats, compute_column_stats
+from strata_core.domain.index_config import ParquetConfig
+from strata_core.domain.sort_schema import SortSchema
+from strata_core.domain.split import SplitMetadata, SplitState
+from strata_core.object_requests import MeteredFileSystem
+from strata_core.splitfile.writer import encode_split
 from strata_jobs.merge_columns import dictionary_codes, is_dict_type
 from strata_jobs.merge_spec import MergeSpec
-from strata_shared.arrow_numpy import to_arrow
-from strata_shared.domain.column_stats import ColumnStats, compute_column_stats
-from strata_shared.domain.index_config import ParquetConfig
-from strata_shared.domain.sort_schema import SortSchema
-from strata_shared.domain.split import SplitMetadata, SplitState
-from strata_shared.object_requests import MeteredFileSystem
-from strata_shared.splitfile.writer import encode_split
 
 _FILESYSTEMS: dict[tuple[str, str, str], MeteredFileSystem] = {}
 _FS_LOCK = threading.Lock()

@@ -6,8 +6,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from strata_shared.domain.index_config import ParquetConfig
-from strata_shared.domain.split import SplitMetadata
+from strata_core.domain.index_config import ParquetConfig
+from strata_core.domain.split import SplitMetadata
 
 
 class MergeTypeConflict(ValueError):
@@ -56,7 +56,7 @@ class MergeSpec:
     # Verify the checksum and the order on the Parquet bytes decoded again, not only on the Arrow tables
     # handed to the writer. Costs one more decode of the outputs.
     verify_readback: bool = False
-    # A rewrite (one input): the delete's predicate (`strata_shared.query.predicate_json`); the rows where it
+    # A rewrite (one input): the delete's predicate (`strata_core.query.predicate_json`); the rows where it
     # is TRUE are left out, every other row is kept in order (DL-1..DL-3).
     delete_predicate: str | None = None
 

@@ -8,13 +8,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from strata_core.arrow_numpy import to_arrow
+from strata_core.domain.sort_key import build_sort_key, first_unsorted
+from strata_core.domain.sort_schema import SortSchema, compare_rows
 from strata_jobs.merge_columns import ColumnBuilder
 from strata_jobs.merge_inputs import logical_type
 from strata_jobs.merge_spec import MergeVerificationError
 from strata_jobs.row_checksum import combine, table_checksum
-from strata_shared.arrow_numpy import to_arrow
-from strata_shared.domain.sort_key import build_sort_key, first_unsorted
-from strata_shared.domain.sort_schema import SortSchema, compare_rows
 
 SPOT_CHECK_PAIRS = 64
 # Rows per verification block: MC-3 keys and checksum accumulators stay this size whatever the output size.

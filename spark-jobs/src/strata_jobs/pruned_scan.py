@@ -4,7 +4,7 @@ SQL (the full WHERE as the residual filter, grouping, ordering, limit) runs in S
 
 A file written before a column existed yields nulls for it (MC-4's union of columns, at read time).
 
-Each Spark task counts its object-store requests (`strata_shared.object_requests`) and hands them to the driver
+Each Spark task counts its object-store requests (`strata_core.object_requests`) and hands them to the driver
 in the scan itself: one extra row per task whose request columns are set and whose data columns are null. An
 observation on the scan sums those rows and the rows are dropped before any SQL sees them; Spark Connect sends the
 sums with the end of the result (`requests_of`). A result the caller stops reading early (a LIMIT reached, a
@@ -23,13 +23,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from strata_core.arrow_numpy import to_arrow
+from strata_core.domain.fields import FieldType
+from strata_core.object_requests import Meter, ObjectRequests, counting_into
+from strata_core.query.predicate import Predicate
+from strata_core.query.predicate_json import predicate_from_json
+from strata_core.query.row_filter import matching_rows
 from strata_jobs.merge_output import filesystem_for
-from strata_shared.arrow_numpy import to_arrow
-from strata_shared.domain.fields import FieldType
-from strata_shared.object_requests import Meter, ObjectRequests, counting_into
-from strata_shared.query.predicate import Predicate
-from strata_shared.query.predicate_json import predicate_from_json
-from strata_shared.query.row_filter import matching_rows
 
 # The request columns of the scan's per-task counts row, dropped before the query's SQL.
 REQUEST_COLUMNS = {f"__strata_requests_{name}": name for name in ObjectRequests().as_dict()}
@@ -42,7 +42,7 @@ class ScanTask:
     # Columns that are split metadata rather than file data (partition_id), one value for the whole file.
     constants: dict[str, str] | None = None
     # Deletes in force on the file (accepted, not yet rewritten): the rows where this predicate (JSON,
-    # `strata_shared.query.predicate_json`) is TRUE are hidden.
+    # `strata_core.query.predicate_json`) is TRUE are hidden.
     drop: str | None = None
 
 

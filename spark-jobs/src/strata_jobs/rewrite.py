@@ -28,6 +28,10 @@ import time
 import numpy as np
 import pyarrow as pa
 
+from strata_core.arrow_numpy import to_arrow
+from strata_core.domain.sort_schema import SortSchema
+from strata_core.domain.split import SplitMetadata
+from strata_core.splitfile.writer import row_group_spans
 from strata_jobs import merge_output
 from strata_jobs.merge_inputs import Clock, RowDrop, check_timestamp, close_inputs, normalize, open_inputs, union_schema
 from strata_jobs.merge_output import encode_and_upload, output_metadata, plan_outputs, read_back
@@ -35,10 +39,6 @@ from strata_jobs.merge_spec import MergeResult, MergeSpec, MergeVerificationErro
 from strata_jobs.merge_verify import check_footer
 from strata_jobs.row_checksum import row_hashes
 from strata_jobs.worker_threads import INLINE_MAX_ROWS, worker_threads
-from strata_shared.arrow_numpy import to_arrow
-from strata_shared.domain.sort_schema import SortSchema
-from strata_shared.domain.split import SplitMetadata
-from strata_shared.splitfile.writer import row_group_spans
 
 
 def run_rewrite(spec: MergeSpec, schema: SortSchema, drop: RowDrop) -> MergeResult:

@@ -25,7 +25,7 @@ import hashlib
 import numpy as np
 import pyarrow as pa
 
-from strata_shared.arrow_numpy import int_values, primitive_values, validity
+from strata_core.arrow_numpy import int_values, primitive_values, validity
 
 U64 = np.uint64
 NULL_HASH = U64(0x6A09E667F3BCC909)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from strata_core.object_requests import ObjectRequests
 from strata_jobs.merge import (
     MergeResult,
     MergeSpec,
@@ -15,7 +16,6 @@ from strata_jobs.merge import (
     spec_to_json,
 )
 from strata_jobs.spark_tasks import TaskOutcome, run_one_task_each, run_task
-from strata_shared.object_requests import ObjectRequests
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +42,6 @@ def _outcome(outcome: TaskOutcome) -> MergeOutcome:
 
 
 def run_merge_locally(pool, spec) -> MergeOutcome:
-    """The same merge (kernel and checks) in a local process of `pool` (`strata_shared.jobqueue.local_jobs`)
+    """The same merge (kernel and checks) in a local process of `pool` (`strata_frame.jobqueue.local_jobs`)
     instead of a Spark task: for tiny inputs, where a Spark job's fixed cost is most of the time."""
     return _outcome(pool.run(run_task, _merge_json, spec.job_id, spec_to_json(spec)))

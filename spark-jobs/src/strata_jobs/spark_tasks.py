@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from strata_shared.object_requests import ObjectRequests, metered
+from strata_core.object_requests import ObjectRequests, metered
 
 RESULT_SCHEMA = "job_id string, ok boolean, result string, error string, requests string"
 

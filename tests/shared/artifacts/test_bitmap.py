@@ -10,15 +10,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyroaring import BitMap
 
-from strata_shared.artifacts import (
+from strata_core.artifacts import (
     ArtifactType,
     BitmapArtifact,
     TooManyDistinctValues,
     decode_artifact,
     encode_artifact,
 )
-from strata_shared.artifacts.bitmap import BitmapBuilder
-from strata_shared.domain.fields import FieldType
+from strata_core.artifacts.bitmap import BitmapBuilder
+from strata_core.domain.fields import FieldType
 
 VALUES = {
     FieldType.STRING: st.sampled_from(["a", "b", "ü", "", "long " * 10]),

@@ -13,12 +13,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from strata_shared.artifacts import ArtifactType, BloomArtifact, SplitBlockBloomFilter, decode_artifact, encode_artifact
-from strata_shared.artifacts import bloom as bloom_module
-from strata_shared.artifacts.bloom import BloomBuilder, estimate_distinct, sorted_unique
-from strata_shared.artifacts.sbbf import MAX_BYTES, MIN_BYTES, optimal_num_bytes
-from strata_shared.artifacts.value_hashing import arrow_hashes
-from strata_shared.domain.fields import FieldType
+from strata_core.artifacts import ArtifactType, BloomArtifact, SplitBlockBloomFilter, decode_artifact, encode_artifact
+from strata_core.artifacts import bloom as bloom_module
+from strata_core.artifacts.bloom import BloomBuilder, estimate_distinct, sorted_unique
+from strata_core.artifacts.sbbf import MAX_BYTES, MIN_BYTES, optimal_num_bytes
+from strata_core.artifacts.value_hashing import arrow_hashes
+from strata_core.domain.fields import FieldType
 
 I64 = st.integers(-(1 << 63), (1 << 63) - 1)
 # Arrow's microsecond timestamps span what datetime can show and far more; any int64 is a valid value.

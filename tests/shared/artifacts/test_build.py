@@ -10,7 +10,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from strata_shared.artifacts import (
+from strata_core.artifacts import (
     ArtifactFormatError,
     ArtifactType,
     BitmapArtifact,
@@ -24,11 +24,11 @@ from strata_shared.artifacts import (
     parse_artifact_key,
     tokenize,
 )
-from strata_shared.artifacts.build import few_valued_string_columns
-from strata_shared.domain.fields import FieldType
-from strata_shared.domain.index_config import ArtifactConfig, ParquetConfig
-from strata_shared.domain.split import SplitMetadata
-from strata_shared.splitfile.writer import encode_split
+from strata_core.artifacts.build import few_valued_string_columns
+from strata_core.domain.fields import FieldType
+from strata_core.domain.index_config import ArtifactConfig, ParquetConfig
+from strata_core.domain.split import SplitMetadata
+from strata_core.splitfile.writer import encode_split
 
 SPLIT_ID = "01JSPLIT0000000000000000AA"
 ROWS = 6_000
@@ -210,8 +210,8 @@ def test_a_failing_build_leaves_no_threads_or_temporary_directories(data: bytes,
     import tempfile
     import threading
 
-    from strata_shared.artifacts import bitmap as bitmap_module
-    from strata_shared.artifacts import bloom as bloom_module
+    from strata_core.artifacts import bitmap as bitmap_module
+    from strata_core.artifacts import bloom as bloom_module
 
     monkeypatch.setattr(bloom_module, "_FILE_INSERT_BATCH", 100)  # background insertion starts early
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))

@@ -7,7 +7,7 @@ import struct
 
 import pytest
 
-from strata_shared.artifacts import (
+from strata_core.artifacts import (
     FORMAT_VERSIONS,
     ArtifactFormatError,
     ArtifactHeader,
@@ -16,7 +16,7 @@ from strata_shared.artifacts import (
     encode_artifact,
     read_header,
 )
-from strata_shared.artifacts.envelope import MAGIC, content_hash
+from strata_core.artifacts.envelope import MAGIC, content_hash
 
 PAYLOAD = b"some payload " * 100
 

@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from strata_shared.artifacts import ArtifactType, FullTextArtifact, decode_artifact, encode_artifact, tokenize
-from strata_shared.artifacts.full_text import MAX_INDEXED_TOKEN_BYTES, FullTextBuilder, text_analyzer
-from strata_shared.domain.fields import FieldType
+from strata_core.artifacts import ArtifactType, FullTextArtifact, decode_artifact, encode_artifact, tokenize
+from strata_core.artifacts.full_text import MAX_INDEXED_TOKEN_BYTES, FullTextBuilder, text_analyzer
+from strata_core.domain.fields import FieldType
 
 LONG = "Supercalifragilisticexpialidocious" + "X" * 20  # > 40 characters, one token
 CORPUS = [

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from strata_shared.artifacts import ArtifactKey, ArtifactType, artifact_key, manifest_key, parse_artifact_key
+from strata_core.artifacts import ArtifactKey, ArtifactType, artifact_key, manifest_key, parse_artifact_key
 
 SPLIT = "01JABCDEFGHJKMNPQRSTVWXYZ0"
 columns = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,20}", fullmatch=True)

@@ -8,9 +8,9 @@ import xxhash
 from hypothesis import given
 from hypothesis import strategies as st
 
-from strata_shared.artifacts.value_hashing import arrow_hashes, probe_hash
-from strata_shared.artifacts.xxh64 import xxh64_bytes, xxh64_matrix, xxh64_offsets, xxh64_u64
-from strata_shared.domain.fields import FieldType
+from strata_core.artifacts.value_hashing import arrow_hashes, probe_hash
+from strata_core.artifacts.xxh64 import xxh64_bytes, xxh64_matrix, xxh64_offsets, xxh64_u64
+from strata_core.domain.fields import FieldType
 
 
 def test_every_length_from_0_to_100() -> None:

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from strata_shared.artifacts import ArtifactType, ColumnZone, ZoneMap, decode_artifact, encode_artifact
-from strata_shared.artifacts.zone_map import ZoneMapBuilder, zone_from_statistics
-from strata_shared.domain.fields import FieldType
+from strata_core.artifacts import ArtifactType, ColumnZone, ZoneMap, decode_artifact, encode_artifact
+from strata_core.artifacts.zone_map import ZoneMapBuilder, zone_from_statistics
+from strata_core.domain.fields import FieldType
 
 TYPES = {
     "s": FieldType.STRING,

@@ -6,14 +6,14 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Response
 
+from strata_core.domain.index_config import IndexConfig, IndexSettings
+from strata_core.domain.wire_types import IndexId
+from strata_frame.web.auth import Principal, Scope, require, require_any
+from strata_frame.web.deps import Session
+from strata_frame.web.problems import problem_responses
 from strata_indexer.indexes import service
 from strata_indexer.indexes.schemas import IndexOut, IndexPage
-from strata_shared.domain.index_config import IndexConfig, IndexSettings
-from strata_shared.domain.wire_types import IndexId
-from strata_shared.metastore.repositories import IndexRepository, load_live_index
-from strata_shared.web.auth import Principal, Scope, require, require_any
-from strata_shared.web.deps import Session
-from strata_shared.web.problems import problem_responses
+from strata_metastore.repositories import IndexRepository, load_live_index
 
 router = APIRouter(prefix="/v1/indexes", tags=["indexes"])
 any_key = require_any(Scope.ADMIN, Scope.WRITER, Scope.WORKER, Scope.QUERY)

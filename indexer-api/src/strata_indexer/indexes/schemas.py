@@ -6,7 +6,7 @@ from datetime import datetime
 
 from pydantic import BaseModel
 
-from strata_shared.domain.index_config import IndexSettings
+from strata_core.domain.index_config import IndexSettings
 
 
 class IndexOut(BaseModel):

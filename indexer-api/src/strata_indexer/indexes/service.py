@@ -6,14 +6,14 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 from ulid import ULID
 
+from strata_core.domain.index_config import IndexConfig, IndexSettings, config_problems
+from strata_core.domain.index_uid import make_index_uid
+from strata_core.errors import Conflict, InvalidInput
 from strata_indexer.indexes.schemas import IndexOut
-from strata_shared.domain.index_config import IndexConfig, IndexSettings, config_problems
-from strata_shared.domain.index_uid import make_index_uid
-from strata_shared.errors import Conflict, InvalidInput
-from strata_shared.metastore.compaction_repository import CompactionRepository
-from strata_shared.metastore.indexing_repository import IndexingRepository
-from strata_shared.metastore.models import IndexRow
-from strata_shared.metastore.repositories import IndexRepository, SplitRepository, load_live_index, utcnow
+from strata_metastore.compaction_repository import CompactionRepository
+from strata_metastore.indexing_repository import IndexingRepository
+from strata_metastore.models import IndexRow
+from strata_metastore.repositories import IndexRepository, SplitRepository, load_live_index, utcnow
 
 
 def to_out(row: IndexRow) -> IndexOut:

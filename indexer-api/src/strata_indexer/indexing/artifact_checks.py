@@ -6,17 +6,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from strata_shared.artifacts import FORMAT_VERSIONS, ArtifactFormatError, ArtifactType, decode_artifact
-from strata_shared.domain.artifact_refs import ArtifactRef
-from strata_shared.domain.index_uid import split_index_uid
-from strata_shared.storage import ObjectStore, PathOutsideRoot
-from strata_shared.storage_layout import artifacts_dir
+from strata_core.artifacts import FORMAT_VERSIONS, ArtifactFormatError, ArtifactType, decode_artifact
+from strata_core.domain.artifact_refs import ArtifactRef
+from strata_core.domain.index_uid import split_index_uid
+from strata_core.storage import ObjectStore, PathOutsideRoot
+from strata_core.storage_layout import artifacts_dir
 
 KNOWN_TYPES = {t.value for t in ArtifactType}
 
 
 def artifact_prefix(storage: ObjectStore, index_uid: str) -> str:
-    """Where one index incarnation's artifacts live: `{prefix}/{split_id}/...` (see strata_shared.artifacts)."""
+    """Where one index incarnation's artifacts live: `{prefix}/{split_id}/...` (see strata_core.artifacts)."""
     return storage.uri_for(artifacts_dir(*split_index_uid(index_uid)))
 
 

@@ -8,16 +8,16 @@ from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from strata_core.domain.artifact_refs import ArtifactRef
+from strata_core.errors import Conflict, InvalidInput, NotFound
+from strata_core.principal import Principal
+from strata_core.storage import ObjectStore
 from strata_indexer.indexing import snapshots
 from strata_indexer.indexing.artifact_checks import check_artifacts
 from strata_indexer.indexing.schemas import ArtifactOut, SnapshotOut, SplitArtifacts
-from strata_shared.domain.artifact_refs import ArtifactRef
-from strata_shared.errors import Conflict, InvalidInput, NotFound
-from strata_shared.metastore.indexing_repository import ArtifactConflict, IndexingRepository
-from strata_shared.metastore.models import SplitRow
-from strata_shared.metastore.repositories import SplitRepository
-from strata_shared.principal import Principal
-from strata_shared.storage import ObjectStore
+from strata_metastore.indexing_repository import ArtifactConflict, IndexingRepository
+from strata_metastore.models import SplitRow
+from strata_metastore.repositories import SplitRepository
 
 
 async def split_of(session: AsyncSession, split_id: str, principal: Principal, *,

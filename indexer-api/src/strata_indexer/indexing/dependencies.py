@@ -6,11 +6,11 @@ from typing import Annotated
 
 from fastapi import Depends, FastAPI, Request
 
+from strata_frame.jobqueue.service import QueueSpec
+from strata_frame.web.app import built_at_start
+from strata_frame.web.deps import on_app_state
 from strata_indexer.indexing.janitor import Janitor
 from strata_indexer.indexing.schemas import IndexingAssignment, IndexingUpdate
-from strata_shared.jobqueue.service import QueueSpec
-from strata_shared.web.app import built_at_start
-from strata_shared.web.deps import on_app_state
 
 
 def _services(app: FastAPI):

@@ -9,7 +9,7 @@ Per index incarnation, it lists `.../artifacts/` and compares with the registere
 - a registered artifact whose object is missing from a listing made after it was registered: the row goes, the
   file's snapshot is unpublished (queries fall back to Parquet statistics) and the file is indexed again.
 Running it twice changes nothing the second time. An index whose artifacts cannot be listed, or an object that
-cannot be read or deleted, is skipped and recorded (`strata_shared.maintenance.skips`); the rest goes on.
+cannot be read or deleted, is skipped and recorded (`strata_frame.maintenance.skips`); the rest goes on.
 """
 
 from __future__ import annotations
@@ -21,16 +21,16 @@ from datetime import datetime, timedelta
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from strata_core.artifacts import ArtifactFormatError, decode_artifact, manifest_key, parse_artifact_key
+from strata_core.config import IndexingSettings
+from strata_core.domain.artifact_refs import ArtifactRef
+from strata_core.domain.split import SplitState
+from strata_core.observability.tracing import traced
+from strata_core.storage import ObjectStore
+from strata_frame.maintenance.skips import MaintenancePass, PassRecorder, PassSkips, maintenance_pass
 from strata_indexer.indexing.artifact_checks import artifact_prefix
-from strata_shared.artifacts import ArtifactFormatError, decode_artifact, manifest_key, parse_artifact_key
-from strata_shared.config import IndexingSettings
-from strata_shared.domain.artifact_refs import ArtifactRef
-from strata_shared.domain.split import SplitState
-from strata_shared.maintenance.skips import MaintenancePass, PassRecorder, PassSkips, maintenance_pass
-from strata_shared.metastore.indexing_repository import ArtifactConflict, IndexingRepository
-from strata_shared.metastore.repositories import IndexRepository, SplitRepository
-from strata_shared.observability.tracing import traced
-from strata_shared.storage import ObjectStore
+from strata_metastore.indexing_repository import ArtifactConflict, IndexingRepository
+from strata_metastore.repositories import IndexRepository, SplitRepository
 
 log = logging.getLogger("strata.janitor")
 READABLE = (SplitState.STAGED, SplitState.PUBLISHED, SplitState.MARKED_FOR_DELETION)

@@ -9,8 +9,8 @@ from prometheus_client import Gauge
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from strata_indexer.indexing.schemas import IndexLag
-from strata_shared.metastore.indexing_repository import IndexingRepository
-from strata_shared.metastore.repositories import IndexRepository
+from strata_metastore.indexing_repository import IndexingRepository
+from strata_metastore.repositories import IndexRepository
 
 
 async def lag_by_index(session: AsyncSession, now: datetime) -> list[IndexLag]:

@@ -7,6 +7,13 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends
 
+from strata_core.domain.wire_types import Ulid
+from strata_frame.jobqueue.router import JobAction, JobQueueApi, job_queue_router
+from strata_frame.maintenance.router import maintenance_router
+from strata_frame.maintenance.skips import MaintenancePass
+from strata_frame.web.auth import Principal, Scope, require, require_any
+from strata_frame.web.deps import Session, State
+from strata_frame.web.problems import problem_responses
 from strata_indexer.indexing.artifacts import register_artifacts, split_artifacts, split_of
 from strata_indexer.indexing.dependencies import JanitorDep, indexing_queue
 from strata_indexer.indexing.lag import lag_by_index
@@ -22,14 +29,7 @@ from strata_indexer.indexing.schemas import (
     RegisterArtifactsResponse,
     SplitArtifacts,
 )
-from strata_shared.domain.wire_types import Ulid
-from strata_shared.jobqueue.router import JobAction, JobQueueApi, job_queue_router
-from strata_shared.maintenance.router import maintenance_router
-from strata_shared.maintenance.skips import MaintenancePass
-from strata_shared.metastore.indexing_repository import IndexingJobFilter, IndexingRepository
-from strata_shared.web.auth import Principal, Scope, require, require_any
-from strata_shared.web.deps import Session, State
-from strata_shared.web.problems import problem_responses
+from strata_metastore.indexing_repository import IndexingJobFilter, IndexingRepository
 
 router = APIRouter(tags=["indexing"])
 

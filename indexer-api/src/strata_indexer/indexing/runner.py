@@ -1,5 +1,5 @@
 """The indexing runner: the shared polling worker loop speaking `/v1/indexing/poll`, executing each assigned
-file's build with the job queue's executor (`strata_shared.jobqueue.executor`) as a Spark job through Spark
+file's build with the job queue's executor (`strata_frame.jobqueue.executor`) as a Spark job through Spark
 Connect, or, for a tiny file, in a local process with the same kernel (`STRATA_INDEXING_LOCAL_MAX_BYTES`). It runs
 inside indexer-api (slots configurable, 0 = off)."""
 
@@ -9,15 +9,15 @@ import functools
 
 import httpx
 
+from strata_core.config import Settings
+from strata_core.observability.tracing import record_phases
+from strata_frame.jobqueue.executor import JobExecutor, JobKind
+from strata_frame.jobqueue.local_jobs import LocalJobPool
+from strata_frame.jobqueue.runner import PollingRunner, PollProtocol
+from strata_frame.spark.session import SparkSessionFactory
 from strata_indexer.indexing.schemas import IndexingAssignment, IndexingPollResponse
 from strata_jobs.index_build import IndexBuildResult, IndexBuildSpec
 from strata_jobs.spark_index import run_build_locally, submit_index_builds
-from strata_shared.config import Settings
-from strata_shared.jobqueue.executor import JobExecutor, JobKind
-from strata_shared.jobqueue.local_jobs import LocalJobPool
-from strata_shared.jobqueue.runner import PollingRunner, PollProtocol
-from strata_shared.observability.tracing import record_phases
-from strata_shared.spark.session import SparkSessionFactory
 
 
 class IndexBuildFailed(Exception):

@@ -10,21 +10,21 @@ from datetime import datetime, timedelta
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from strata_core.clock import Clock
+from strata_core.config import IndexingSettings
+from strata_core.domain.index_config import IndexSettings
+from strata_core.domain.scheduler_rules import InProgressLimits
+from strata_core.domain.split import SplitState
+from strata_core.storage import ObjectStore
+from strata_frame.jobqueue.service import QueueSpec
+from strata_frame.maintenance.skips import PLANNING_FAULTS, MaintenancePass, PassRecorder, maintenance_pass
 from strata_indexer.indexing import snapshots
 from strata_indexer.indexing.artifact_checks import artifact_prefix, check_artifacts
 from strata_indexer.indexing.schemas import IndexingAssignment, IndexingUpdate
-from strata_shared.clock import Clock
-from strata_shared.config import IndexingSettings
-from strata_shared.domain.index_config import IndexSettings
-from strata_shared.domain.scheduler_rules import InProgressLimits
-from strata_shared.domain.split import SplitState
-from strata_shared.jobqueue.service import QueueSpec
-from strata_shared.maintenance.skips import PLANNING_FAULTS, MaintenancePass, PassRecorder, maintenance_pass
-from strata_shared.metastore.indexing_models import IndexingJobRow
-from strata_shared.metastore.indexing_repository import IndexingRepository
-from strata_shared.metastore.lease_queue import PublishRefused
-from strata_shared.metastore.repositories import IndexRepository, SplitRepository
-from strata_shared.storage import ObjectStore
+from strata_metastore.indexing_models import IndexingJobRow
+from strata_metastore.indexing_repository import IndexingRepository
+from strata_metastore.lease_queue import PublishRefused
+from strata_metastore.repositories import IndexRepository, SplitRepository
 
 
 class BuildRejected(PublishRefused):

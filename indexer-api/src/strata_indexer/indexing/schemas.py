@@ -7,10 +7,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from strata_shared.domain.artifact_refs import ArtifactRef
-from strata_shared.domain.index_config import ArtifactConfig
-from strata_shared.domain.wire_types import NonNegativeInt64, PositiveInt32
-from strata_shared.jobqueue.schemas import JobUpdate, LeasedJobOut, PollFields, UpdateResult
+from strata_core.domain.artifact_refs import ArtifactRef
+from strata_core.domain.index_config import ArtifactConfig
+from strata_core.domain.wire_types import NonNegativeInt64, PositiveInt32
+from strata_frame.jobqueue.schemas import JobUpdate, LeasedJobOut, PollFields, UpdateResult
 
 
 class _Strict(BaseModel):

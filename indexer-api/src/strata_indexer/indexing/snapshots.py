@@ -10,13 +10,13 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from strata_core.artifacts import manifest_key
+from strata_core.domain.artifact_refs import ArtifactRef, manifest_bytes
+from strata_core.storage import ObjectStore
 from strata_indexer.indexing.artifact_checks import artifact_prefix
-from strata_shared.artifacts import manifest_key
-from strata_shared.domain.artifact_refs import ArtifactRef, manifest_bytes
-from strata_shared.metastore.indexing_models import ArtifactRow, ArtifactSnapshotRow
-from strata_shared.metastore.indexing_repository import IndexingRepository
-from strata_shared.metastore.models import SplitRow
-from strata_shared.storage import ObjectStore
+from strata_metastore.indexing_models import ArtifactRow, ArtifactSnapshotRow
+from strata_metastore.indexing_repository import IndexingRepository
+from strata_metastore.models import SplitRow
 
 
 def manifest_uri(storage: ObjectStore, split: SplitRow) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import Request
 
-from strata_shared.errors import PayloadTooLarge
+from strata_core.errors import PayloadTooLarge
 
 
 async def read_limited(request: Request, max_bytes: int) -> bytearray:

@@ -13,8 +13,8 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 import pyarrow.json as pj
 
-from strata_shared.domain.fields import FieldType, arrow_schema, field_type_of
-from strata_shared.errors import BadRequest, UnsupportedMediaType
+from strata_core.domain.fields import FieldType, arrow_schema, field_type_of
+from strata_core.errors import BadRequest, UnsupportedMediaType
 
 # application/octet-stream is the Arrow stream too: generated clients send binary bodies as it.
 ARROW_STREAM_TYPES = ("application/vnd.apache.arrow.stream", "application/octet-stream")

@@ -7,14 +7,14 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel, Field
 
+from strata_core.domain.wire_types import IndexId, Name
+from strata_frame.web.auth import Principal, Scope, require
+from strata_frame.web.deps import Session, State
+from strata_frame.web.problems import problem_responses
 from strata_indexer.ingest.body import read_limited
 from strata_indexer.ingest.decode import ARROW_STREAM_TYPES, NDJSON_TYPES, media_kind
 from strata_indexer.ingest.dependencies import IngestWrites
 from strata_indexer.ingest.service import index_to_ingest, ingest_table
-from strata_shared.domain.wire_types import IndexId, Name
-from strata_shared.web.auth import Principal, Scope, require
-from strata_shared.web.deps import Session, State
-from strata_shared.web.problems import problem_responses
 
 router = APIRouter(prefix="/v1/indexes", tags=["ingest"])
 

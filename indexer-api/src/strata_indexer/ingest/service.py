@@ -18,18 +18,19 @@ import pyarrow as pa
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from ulid import ULID
 
+from strata_core.domain.column_stats import compute_column_stats
+from strata_core.domain.index_config import IndexSettings
+from strata_core.domain.ingest_batch import AdmittedRows, admit_rows, cut_admitted
+from strata_core.domain.split import SplitMetadata
+from strata_core.errors import Unavailable
+from strata_core.splitfile.writer import encode_split, row_group_spans
+from strata_core.storage import ObjectStore
+from strata_core.storage_layout import split_path
 from strata_indexer.ingest.decode import decode_body
 from strata_indexer.ingest.group_commit import GroupCommitter
-from strata_shared.domain.column_stats import compute_column_stats
-from strata_shared.domain.index_config import IndexSettings
-from strata_shared.domain.ingest_batch import AdmittedRows, admit_rows, cut_admitted
-from strata_shared.domain.split import SplitMetadata
-from strata_shared.errors import Unavailable
-from strata_shared.metastore.models import IndexRow
-from strata_shared.metastore.repositories import SplitRepository, load_live_index
-from strata_shared.splitfile.writer import encode_split, row_group_spans
-from strata_shared.storage import ObjectStore
-from strata_shared.storage_layout import split_path
+from strata_metastore.models import IndexRow
+from strata_metastore.publish_splits import publish_staged, stage_splits
+from strata_metastore.repositories import SplitRepository, load_live_index
 
 log = logging.getLogger("strata.ingest")
 
@@ -200,7 +201,7 @@ async def ingest_decoded(
 async def _stage_upload_publish(ingest: Ingest, encoded: list[EncodedSplit]) -> None:
     split_ids = [e.metadata.split_id for e in encoded]
     async with ingest.sessions() as session:
-        await SplitRepository(session).insert([e.metadata for e in encoded])
+        await stage_splits(session, [e.metadata for e in encoded])
         await session.commit()
 
     uploaded: list[str] = []
@@ -214,7 +215,7 @@ async def _stage_upload_publish(ingest: Ingest, encoded: list[EncodedSplit]) -> 
         raise Unavailable(f"object storage write failed: {exc}") from exc
 
     async with ingest.sessions() as session:
-        moved = await SplitRepository(session).publish_staged(split_ids)
+        moved = await publish_staged(session, split_ids)
         await session.commit()
     if moved != len(split_ids):
         # Another actor deleted a staged row (e.g. an index delete raced): report it rather than half-publish.

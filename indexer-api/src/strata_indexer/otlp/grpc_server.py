@@ -18,15 +18,15 @@ from fastapi import FastAPI
 from grpc import aio
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from strata_core.api_keys import ApiKeyRegistry, authorize
+from strata_core.config import Settings
+from strata_core.domain.wire_types import INDEX_ID_PATTERN
+from strata_core.errors import BadRequest, PayloadTooLarge, StrataError
+from strata_core.principal import Scope
 from strata_indexer.ingest.service import Ingest
 from strata_indexer.otlp import wire
 from strata_indexer.otlp.schemas import Signal, default_index_id
 from strata_indexer.otlp.service import SIGNALS, export
-from strata_shared.api_keys import ApiKeyRegistry, authorize
-from strata_shared.config import Settings
-from strata_shared.domain.wire_types import INDEX_ID_PATTERN
-from strata_shared.errors import BadRequest, PayloadTooLarge, StrataError
-from strata_shared.principal import Scope
 
 log = logging.getLogger("strata.otlp.grpc")
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pyarrow as pa
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 
+from strata_core.domain.fields import FieldType
 from strata_indexer.otlp.schemas import LOG_FIELDS, RESOURCE_COLUMNS
 from strata_indexer.otlp.table import Columns
 from strata_indexer.otlp.values import Resource, attributes_json, body_of
-from strata_shared.domain.fields import FieldType
 
 
 def logs_table(request: ExportLogsServiceRequest, fields: dict[str, FieldType]) -> pa.Table:

@@ -9,11 +9,11 @@ import pyarrow as pa
 from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceRequest
 from opentelemetry.proto.metrics.v1.metrics_pb2 import AggregationTemporality, Metric
 
+from strata_core.domain.fields import FieldType
 from strata_indexer.otlp.promoted import PromotedAttributes
 from strata_indexer.otlp.schemas import METRIC_FIELDS, RESOURCE_COLUMNS
 from strata_indexer.otlp.table import Columns
 from strata_indexer.otlp.values import Resource, attributes_json, attributes_plain, to_json
-from strata_shared.domain.fields import FieldType
 
 _TEMPORALITY = {number: name.removeprefix("AGGREGATION_TEMPORALITY_").lower()
                 for name, number in AggregationTemporality.items()}

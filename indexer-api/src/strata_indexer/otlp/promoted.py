@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from strata_core.domain.fields import FieldType
+from strata_core.domain.wire_types import INT64_MAX, INT64_MIN
 from strata_indexer.otlp.values import pair, plain_of
-from strata_shared.domain.fields import FieldType
-from strata_shared.domain.wire_types import INT64_MAX, INT64_MIN
 
 
 class PromotedAttributes:

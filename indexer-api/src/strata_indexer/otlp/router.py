@@ -14,16 +14,16 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request, Response
 
+from strata_core.domain.wire_types import INDEX_ID_PATTERN
+from strata_core.errors import BadRequest, StrataError
+from strata_frame.web.auth import Principal, Scope, require
+from strata_frame.web.deps import Session, State
 from strata_indexer.ingest.body import read_limited
 from strata_indexer.ingest.dependencies import IngestWrites
 from strata_indexer.ingest.service import Ingest
 from strata_indexer.otlp import wire
 from strata_indexer.otlp.schemas import Signal, default_index_id
 from strata_indexer.otlp.service import decode_request, export
-from strata_shared.domain.wire_types import INDEX_ID_PATTERN
-from strata_shared.errors import BadRequest, StrataError
-from strata_shared.web.auth import Principal, Scope, require
-from strata_shared.web.deps import Session, State
 
 router = APIRouter(prefix="/v1", tags=["otlp"])
 

@@ -12,7 +12,7 @@ import enum
 import hashlib
 import re
 
-from strata_shared.domain.index_config import ArtifactConfig, BloomColumnConfig, FieldSpec, IndexSettings
+from strata_core.domain.index_config import ArtifactConfig, BloomColumnConfig, FieldSpec, IndexSettings
 
 # Resource attributes that get a column of their own (when their value is a string): the ones dashboards filter
 # and group by. Any other resource attribute stays in `resource_attributes`.

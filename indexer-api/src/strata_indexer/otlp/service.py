@@ -19,6 +19,9 @@ from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2 as metr
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2 as trace_service
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from strata_core.domain.fields import FieldType
+from strata_core.domain.index_config import IndexConfig, IndexSettings
+from strata_core.errors import BadRequest, Conflict, NotFound
 from strata_indexer.indexes.service import create_index
 from strata_indexer.ingest.service import Ingest, ingest_decoded
 from strata_indexer.otlp import raw, wire
@@ -26,11 +29,8 @@ from strata_indexer.otlp.logs import logs_table
 from strata_indexer.otlp.metrics import metrics_table
 from strata_indexer.otlp.schemas import FIELDS, Signal, default_settings
 from strata_indexer.otlp.spans import spans_table
-from strata_shared.domain.fields import FieldType
-from strata_shared.domain.index_config import IndexConfig, IndexSettings
-from strata_shared.errors import BadRequest, Conflict, NotFound
-from strata_shared.metastore.models import IndexRow
-from strata_shared.metastore.repositories import load_live_index
+from strata_metastore.models import IndexRow
+from strata_metastore.repositories import load_live_index
 
 SOURCE_ID = "otlp"
 

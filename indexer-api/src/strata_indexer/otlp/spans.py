@@ -7,10 +7,10 @@ import pyarrow as pa
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
+from strata_core.domain.fields import FieldType
 from strata_indexer.otlp.schemas import RESOURCE_COLUMNS, SPAN_FIELDS
 from strata_indexer.otlp.table import Columns
 from strata_indexer.otlp.values import Resource, attributes_json, attributes_plain, to_json
-from strata_shared.domain.fields import FieldType
 
 # SPAN_KIND_SERVER -> "server", STATUS_CODE_ERROR -> "error": what people type in a WHERE.
 _KINDS = {number: name.removeprefix("SPAN_KIND_").lower() for name, number in Span.SpanKind.items()}

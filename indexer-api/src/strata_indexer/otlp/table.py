@@ -5,11 +5,11 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from strata_core.domain.fields import FieldType, arrow_schema
+from strata_core.errors import BadRequest
 from strata_indexer.otlp.promoted import PromotedAttributes
 from strata_indexer.otlp.schemas import RESOURCE_COLUMNS
 from strata_indexer.otlp.values import Resource
-from strata_shared.domain.fields import FieldType, arrow_schema
-from strata_shared.errors import BadRequest
 
 _TIMESTAMP = pa.timestamp("us", tz="UTC")
 

@@ -18,9 +18,9 @@ from math import isfinite
 
 from google.protobuf.message import DecodeError
 
+from strata_core.errors import BadRequest
 from strata_indexer.otlp.raw import AnyValue
 from strata_indexer.otlp.raw import KeyValue as KeyValueMessage
-from strata_shared.errors import BadRequest
 
 _DOUBLE = struct.Struct("<d")
 

@@ -17,7 +17,7 @@ from google.protobuf import json_format
 from google.protobuf.message import DecodeError, Message
 from google.rpc.status_pb2 import Status
 
-from strata_shared.errors import BadRequest, PayloadTooLarge, UnsupportedMediaType
+from strata_core.errors import BadRequest, PayloadTooLarge, UnsupportedMediaType
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"

@@ -9,17 +9,17 @@ from dataclasses import dataclass
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from strata_core.domain.column_stats import ColumnStats
+from strata_core.domain.fields import FieldType, field_type_of
+from strata_core.domain.index_config import IndexSettings
+from strata_core.domain.ingest_batch import timestamp_seconds
+from strata_core.domain.sort_schema import SortSchema
+from strata_core.domain.split import SplitMetadata, SplitState, read_kv_metadata
+from strata_core.domain.windows import NULL_TIMESTAMP_WINDOW_START, validate_window_duration, window_start
+from strata_core.splitfile.footer import footer_column_stats
+from strata_core.splitfile.writer import row_group_spans
+from strata_core.storage import ObjectStore, PathOutsideRoot
 from strata_indexer.splits.schemas import SplitToRegister
-from strata_shared.domain.column_stats import ColumnStats
-from strata_shared.domain.fields import FieldType, field_type_of
-from strata_shared.domain.index_config import IndexSettings
-from strata_shared.domain.ingest_batch import timestamp_seconds
-from strata_shared.domain.sort_schema import SortSchema
-from strata_shared.domain.split import SplitMetadata, SplitState, read_kv_metadata
-from strata_shared.domain.windows import NULL_TIMESTAMP_WINDOW_START, validate_window_duration, window_start
-from strata_shared.splitfile.footer import footer_column_stats
-from strata_shared.splitfile.writer import row_group_spans
-from strata_shared.storage import ObjectStore, PathOutsideRoot
 
 
 class SplitRejected(Exception):

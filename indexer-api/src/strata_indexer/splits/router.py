@@ -6,14 +6,14 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query
 
+from strata_core.domain.split import SplitState
+from strata_core.domain.wire_types import IndexId, Int64, Name
+from strata_frame.web.auth import Principal, Scope, require, require_any
+from strata_frame.web.deps import Session, State
+from strata_frame.web.problems import problem_responses
 from strata_indexer.splits import service
 from strata_indexer.splits.schemas import RegisterSplitsRequest, RegisterSplitsResponse, SplitOut, SplitPage
-from strata_shared.domain.split import SplitState
-from strata_shared.domain.wire_types import IndexId, Int64, Name
-from strata_shared.metastore.repositories import SplitFilter, load_live_index
-from strata_shared.web.auth import Principal, Scope, require, require_any
-from strata_shared.web.deps import Session, State
-from strata_shared.web.problems import problem_responses
+from strata_metastore.repositories import SplitFilter, load_live_index
 
 router = APIRouter(prefix="/v1/indexes", tags=["splits"])
 

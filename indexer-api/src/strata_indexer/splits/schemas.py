@@ -6,8 +6,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from strata_shared.domain.split import SplitMetadata
-from strata_shared.domain.wire_types import Int64, Name, NonNegativeInt64, Ulid
+from strata_core.domain.split import SplitMetadata
+from strata_core.domain.wire_types import Int64, Name, NonNegativeInt64, Ulid
 
 
 class SplitToRegister(BaseModel):

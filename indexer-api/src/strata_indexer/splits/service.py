@@ -12,16 +12,17 @@ from pydantic import TypeAdapter
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from strata_core.domain.index_config import IndexSettings
+from strata_core.domain.split import SplitMetadata
+from strata_core.domain.wire_types import Int64, Ulid
+from strata_core.errors import BadRequest, Conflict, InvalidInput
+from strata_core.object_requests import counting_into, current_meter
+from strata_core.storage import ObjectStore
 from strata_indexer.splits.inspect import IndexIdentity, SplitRejected, inspect_split
 from strata_indexer.splits.schemas import RegisterSplitsResponse, SplitToRegister
-from strata_shared.domain.index_config import IndexSettings
-from strata_shared.domain.split import SplitMetadata
-from strata_shared.domain.wire_types import Int64, Ulid
-from strata_shared.errors import BadRequest, Conflict, InvalidInput
-from strata_shared.metastore.models import IndexRow
-from strata_shared.metastore.repositories import SplitFilter, SplitRepository
-from strata_shared.object_requests import counting_into, current_meter
-from strata_shared.storage import ObjectStore
+from strata_metastore.models import IndexRow
+from strata_metastore.publish_splits import publish_splits
+from strata_metastore.repositories import SplitFilter, SplitRepository
 
 # On S3 a footer read is a round trip: a few in flight hide the latency. On a local disk the check is Python
 # holding the GIL, and threads only add switching (measured: 0.51 s vs 0.35 s per 1,000 footers).
@@ -100,7 +101,7 @@ async def register_splits(session: AsyncSession, index: IndexRow, items: list[Sp
         raise Conflict("; ".join(conflicts[:20]) + more)
 
     try:
-        await repo.insert(fresh)
+        await publish_splits(session, fresh)
         await session.commit()
     except IntegrityError as exc:
         # A concurrent registration of the same split or file won the race; nothing of this batch was written.

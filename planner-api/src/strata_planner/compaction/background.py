@@ -9,15 +9,15 @@ import socket
 
 from fastapi import FastAPI
 
+from strata_frame.maintenance.skips import quiet_on_outage
+from strata_frame.web.auth import Scope
+from strata_frame.web.background import Background
+from strata_frame.web.singleton import PassLeases, replica_id
+from strata_frame.web.state import AppState
+from strata_metastore.commit_log_passes import ship_pending, write_checkpoint
 from strata_planner.compaction.debt import SAMPLE_SECS, sample_debts
 from strata_planner.compaction.dependencies import planner_services_of
 from strata_planner.compaction.retention import RetentionSchedule
-from strata_shared.maintenance.skips import quiet_on_outage
-from strata_shared.metastore.commit_log_passes import ship_pending, write_checkpoint
-from strata_shared.web.auth import Scope
-from strata_shared.web.background import Background
-from strata_shared.web.singleton import PassLeases, replica_id
-from strata_shared.web.state import AppState
 
 
 async def start_background(app: FastAPI) -> None:

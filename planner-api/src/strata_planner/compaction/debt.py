@@ -7,6 +7,10 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from strata_core.domain.index_config import IndexSettings
+from strata_metastore.models import IndexRow
+from strata_metastore.repositories import IndexRepository
+from strata_planner.compaction.debt_repository import MERGE_RATE_SECS, DebtRepository, DebtSample
 from strata_planner.compaction.planning import policy_params, window_rules
 from strata_planner.compaction.schemas import (
     CompactionDebtOut,
@@ -16,10 +20,6 @@ from strata_planner.compaction.schemas import (
     IndexingDebtOut,
     LevelDebtOut,
 )
-from strata_shared.domain.index_config import IndexSettings
-from strata_shared.metastore.debt_repository import MERGE_RATE_SECS, DebtRepository, DebtSample
-from strata_shared.metastore.models import IndexRow
-from strata_shared.metastore.repositories import IndexRepository
 
 # One sample per index and bucket, by the replica holding the debt samples pass; an hour kept.
 SAMPLE_SECS = 10

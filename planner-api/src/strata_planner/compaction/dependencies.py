@@ -6,9 +6,9 @@ from typing import Annotated
 
 from fastapi import Depends, FastAPI, Request
 
+from strata_frame.web.app import built_at_start
+from strata_frame.web.deps import on_app_state
 from strata_planner.compaction.services import PlannerServices
-from strata_shared.web.app import built_at_start
-from strata_shared.web.deps import on_app_state
 
 
 def planner_services_of(app: FastAPI) -> PlannerServices:

@@ -1,18 +1,18 @@
 """How a runner executes one assigned merge: the assignment as the kernel's spec (`merge_spec`), run by the job
-queue's executor (`strata_shared.jobqueue.executor`) as a Spark job through Spark Connect, interruptible by its tag,
+queue's executor (`strata_frame.jobqueue.executor`) as a Spark job through Spark Connect, interruptible by its tag,
 or, when its inputs are tiny, in a local process with the same kernel and checks
 (`STRATA_COMPACTION_LOCAL_MAX_BYTES`)."""
 
 from __future__ import annotations
 
+from strata_core.config import Settings
+from strata_frame.jobqueue.executor import JobExecutor, JobKind
+from strata_frame.jobqueue.local_jobs import LocalJobPool
+from strata_frame.spark.session import SparkSessionFactory
 from strata_jobs.merge import MergeInput, MergeResult, MergeSpec
 from strata_jobs.spark_merge import run_merge_locally, submit_merges
 from strata_planner.compaction.lineage import lineage_of
 from strata_planner.compaction.schemas import Assignment
-from strata_shared.config import Settings
-from strata_shared.jobqueue.executor import JobExecutor, JobKind
-from strata_shared.jobqueue.local_jobs import LocalJobPool
-from strata_shared.spark.session import SparkSessionFactory
 
 
 class MergeFailed(Exception):

@@ -13,13 +13,13 @@ from datetime import datetime, timedelta
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from strata_shared.config import CompactionSettings
-from strata_shared.maintenance.skips import MaintenancePass, PassRecorder, PassSkips, maintenance_pass
-from strata_shared.metastore.query_registry_repository import QueryRegistryRepository
-from strata_shared.metastore.repositories import IndexRepository, SplitRepository
-from strata_shared.observability.tracing import traced
-from strata_shared.storage import ObjectStore
-from strata_shared.storage_layout import merges_dir
+from strata_core.config import CompactionSettings
+from strata_core.observability.tracing import traced
+from strata_core.storage import ObjectStore
+from strata_core.storage_layout import merges_dir
+from strata_frame.maintenance.skips import MaintenancePass, PassRecorder, PassSkips, maintenance_pass
+from strata_metastore.query_registry_repository import QueryRegistryRepository
+from strata_metastore.repositories import IndexRepository, SplitRepository
 
 log = logging.getLogger("strata.gc")
 BATCH = 1000

@@ -11,13 +11,14 @@ from datetime import datetime
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from strata_core.domain.index_uid import split_index_uid
+from strata_core.domain.job_statuses import JobStatus
+from strata_metastore.compaction_repository import CompactionRepository
+from strata_metastore.delete_repository import DeleteRepository
+from strata_metastore.repositories import SplitRepository
 from strata_planner.compaction.debt import measure_debts
+from strata_planner.compaction.publish import PublishedMerge
 from strata_planner.compaction.schemas import LevelDebtOut
-from strata_shared.domain.index_uid import split_index_uid
-from strata_shared.domain.job_statuses import JobStatus
-from strata_shared.metastore.compaction_repository import CompactionRepository, PublishedMerge
-from strata_shared.metastore.delete_repository import DeleteRepository
-from strata_shared.metastore.repositories import SplitRepository
 
 
 class CompactionMetrics:

@@ -12,8 +12,8 @@ from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from strata_shared.domain.index_config import IndexSettings
-from strata_shared.domain.merge_policy import (
+from strata_core.domain.index_config import IndexSettings
+from strata_core.domain.merge_policy import (
     MergeOperation,
     MergePlan,
     MergePolicyParams,
@@ -22,11 +22,11 @@ from strata_shared.domain.merge_policy import (
     WindowRules,
     plan_merges,
 )
-from strata_shared.domain.scheduler_rules import COMPACTION_ASSIGNMENT_ORDER, python_sort_key
-from strata_shared.domain.windows import is_window_closed
-from strata_shared.metastore.compaction_repository import CompactionRepository
-from strata_shared.metastore.models import IndexRow
-from strata_shared.metastore.window_repository import CompactionWindowRepository
+from strata_core.domain.scheduler_rules import COMPACTION_ASSIGNMENT_ORDER, python_sort_key
+from strata_core.domain.windows import is_window_closed
+from strata_metastore.compaction_repository import CompactionRepository
+from strata_metastore.models import IndexRow
+from strata_metastore.window_repository import CompactionWindowRepository
 
 
 @dataclass(frozen=True, slots=True)

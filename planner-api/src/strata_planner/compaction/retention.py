@@ -21,15 +21,15 @@ from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from strata_shared.clock import Clock
-from strata_shared.domain.index_config import IndexSettings
-from strata_shared.domain.windows import retention_cutoff
-from strata_shared.maintenance.skips import PLANNING_FAULTS, MaintenancePass, PassRecorder, maintenance_pass
-from strata_shared.metastore.compaction_repository import CompactionRepository
-from strata_shared.metastore.models import IndexRow
-from strata_shared.metastore.repositories import IndexRepository
-from strata_shared.metastore.window_repository import CompactionWindowRepository
-from strata_shared.observability.tracing import traced
+from strata_core.clock import Clock
+from strata_core.domain.index_config import IndexSettings
+from strata_core.domain.windows import retention_cutoff
+from strata_core.observability.tracing import traced
+from strata_frame.maintenance.skips import PLANNING_FAULTS, MaintenancePass, PassRecorder, maintenance_pass
+from strata_metastore.compaction_repository import CompactionRepository
+from strata_metastore.models import IndexRow
+from strata_metastore.repositories import IndexRepository
+from strata_metastore.window_repository import CompactionWindowRepository
 
 log = logging.getLogger("strata.retention")
 

@@ -9,6 +9,19 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from strata_core.domain.index_config import IndexSettings
+from strata_core.domain.windows import retention_cutoff
+from strata_core.domain.wire_types import IndexId, Int64
+from strata_core.errors import Conflict, InvalidInput
+from strata_frame.jobqueue.router import JobAction, JobQueueApi, job_queue_router
+from strata_frame.jobqueue.service import QueueSpec
+from strata_frame.maintenance.router import maintenance_router
+from strata_frame.maintenance.skips import MaintenancePass
+from strata_frame.web.auth import Principal, Scope, require, require_any
+from strata_frame.web.deps import Session
+from strata_frame.web.problems import problem_responses
+from strata_metastore.compaction_repository import CompactionJobFilter, CompactionRepository
+from strata_metastore.repositories import load_live_index
 from strata_planner.compaction.debt import HISTORY_KEPT, debt_history, index_debt
 from strata_planner.compaction.dependencies import Planner
 from strata_planner.compaction.planning import WindowRange, create_planned_jobs, plan_index, skipped_summary
@@ -32,19 +45,6 @@ from strata_planner.compaction.schemas import (
 )
 from strata_planner.compaction.services import PlannerServices
 from strata_planner.compaction.status import window_summaries
-from strata_shared.domain.index_config import IndexSettings
-from strata_shared.domain.windows import retention_cutoff
-from strata_shared.domain.wire_types import IndexId, Int64
-from strata_shared.errors import Conflict, InvalidInput
-from strata_shared.jobqueue.router import JobAction, JobQueueApi, job_queue_router
-from strata_shared.jobqueue.service import QueueSpec
-from strata_shared.maintenance.router import maintenance_router
-from strata_shared.maintenance.skips import MaintenancePass
-from strata_shared.metastore.compaction_repository import CompactionJobFilter, CompactionRepository
-from strata_shared.metastore.repositories import load_live_index
-from strata_shared.web.auth import Principal, Scope, require, require_any
-from strata_shared.web.deps import Session
-from strata_shared.web.problems import problem_responses
 
 router = APIRouter(tags=["compaction"])
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import httpx
 
+from strata_frame.jobqueue.runner import Executor, PollingRunner, PollProtocol
 from strata_jobs.merge import MergeResult
 from strata_planner.compaction.schemas import OutputSplit, PollResponse
-from strata_shared.jobqueue.runner import Executor, PollingRunner, PollProtocol
 
 
 def output_splits(result: MergeResult) -> list[OutputSplit]:

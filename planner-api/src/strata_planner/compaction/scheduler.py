@@ -9,33 +9,30 @@ from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from strata_core.config import CompactionSettings
+from strata_core.domain.column_stats import ColumnStats
+from strata_core.domain.fields import FieldType
+from strata_core.domain.index_config import IndexSettings
+from strata_core.domain.index_uid import split_index_uid
+from strata_core.domain.job_statuses import JobStatus
+from strata_core.domain.scheduler_rules import COMPACTION_ASSIGNMENT_ORDER, InProgressLimits, jobs_to_plan
+from strata_core.domain.split import RowGroupSpan, SplitMetadata, SplitState
+from strata_core.query.predicate_json import predicate_to_json
+from strata_core.storage import ObjectStore
+from strata_core.storage_layout import merge_attempt_dir
+from strata_frame.jobqueue.service import QueueSpec
+from strata_frame.maintenance.skips import PLANNING_FAULTS, MaintenancePass, PassRecorder, PassSkips, maintenance_pass
+from strata_metastore.compaction_models import CompactionJobRow
+from strata_metastore.compaction_repository import REWRITE_KIND, CompactionRepository
+from strata_metastore.delete_repository import DeleteRepository
+from strata_metastore.models import IndexRow
+from strata_metastore.publish_splits import PublishConflict
+from strata_metastore.repositories import IndexRepository, SplitRepository
+from strata_metastore.window_repository import CompactionWindowRepository
 from strata_planner.compaction.lineage import lineage_of
 from strata_planner.compaction.planning import WindowRange, plan_index
+from strata_planner.compaction.publish import PublishedMerge, publish_merge
 from strata_planner.compaction.schemas import AssignedInput, Assignment, StatusUpdate
-from strata_shared.config import CompactionSettings
-from strata_shared.domain.column_stats import ColumnStats
-from strata_shared.domain.fields import FieldType
-from strata_shared.domain.index_config import IndexSettings
-from strata_shared.domain.index_uid import split_index_uid
-from strata_shared.domain.job_statuses import JobStatus
-from strata_shared.domain.scheduler_rules import COMPACTION_ASSIGNMENT_ORDER, InProgressLimits, jobs_to_plan
-from strata_shared.domain.split import RowGroupSpan, SplitMetadata, SplitState
-from strata_shared.jobqueue.service import QueueSpec
-from strata_shared.maintenance.skips import PLANNING_FAULTS, MaintenancePass, PassRecorder, PassSkips, maintenance_pass
-from strata_shared.metastore.compaction_models import CompactionJobRow
-from strata_shared.metastore.compaction_repository import (
-    REWRITE_KIND,
-    CompactionRepository,
-    PublishConflict,
-    PublishedMerge,
-)
-from strata_shared.metastore.delete_repository import DeleteRepository
-from strata_shared.metastore.models import IndexRow
-from strata_shared.metastore.repositories import IndexRepository, SplitRepository
-from strata_shared.metastore.window_repository import CompactionWindowRepository
-from strata_shared.query.predicate_json import predicate_to_json
-from strata_shared.storage import ObjectStore
-from strata_shared.storage_layout import merge_attempt_dir
 
 
 def compaction_queue(storage: ObjectStore, settings: CompactionSettings, passes: PassRecorder,
@@ -48,7 +45,8 @@ def compaction_queue(storage: ObjectStore, settings: CompactionSettings, passes:
         repo = CompactionRepository(session)
         job = await repo.get(update.job_id)
         outputs = await _outputs_as_splits(session, storage, job, update) if job else []
-        return await repo.publish(update.job_id, update.fencing_token, outputs, now, unchanged=update.unchanged)
+        return await publish_merge(session, update.job_id, update.fencing_token, outputs, now,
+                                   unchanged=update.unchanged)
 
     limits = InProgressLimits(per_tenant=settings.max_in_progress_per_tenant,
                               per_index=settings.max_in_progress_per_index)

@@ -7,9 +7,9 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
-from strata_shared.domain.column_stats import ValueType
-from strata_shared.domain.index_config import ParquetConfig
-from strata_shared.domain.wire_types import (
+from strata_core.domain.column_stats import ValueType
+from strata_core.domain.index_config import ParquetConfig
+from strata_core.domain.wire_types import (
     INT64_MAX,
     INT64_MIN,
     UINT64_MAX,
@@ -18,7 +18,7 @@ from strata_shared.domain.wire_types import (
     NonNegativeInt64,
     Ulid,
 )
-from strata_shared.jobqueue.schemas import JobUpdate, LeasedJobOut, PollFields, UpdateResult
+from strata_frame.jobqueue.schemas import JobUpdate, LeasedJobOut, PollFields, UpdateResult
 
 
 class _Strict(BaseModel):
@@ -63,6 +63,9 @@ class OutputRowGroup(_Strict):
     byte_length: NonNegativeInt64
 
 
+# The docstring is this schema's description in the published OpenAPI document, which the generated client under
+# clients/ carries word for word: it keeps the module's old name (now strata_core.domain.column_stats) so the
+# contract does not change with the code's layout.
 class OutputColumnStats(_Strict):
     """Typed min/max of one column (strata_shared.domain.column_stats), each within its type's range."""
 
@@ -145,7 +148,7 @@ class Assignment(BaseModel):
     spark_operation_tag: str
     inputs: list[AssignedInput]
     # A rewrite (kind `rewrite`, one input): the delete it applies and that delete's predicate (the JSON form of
-    # `strata_shared.query.predicate_json`); the rows where it is TRUE are left out.
+    # `strata_core.query.predicate_json`); the rows where it is TRUE are left out.
     kind: str = "level"
     delete_id: str | None = None
     delete_predicate: str | None = None

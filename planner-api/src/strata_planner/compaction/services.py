@@ -8,16 +8,16 @@ from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from strata_core.clock import Clock
+from strata_core.config import CompactionSettings
+from strata_core.storage import ObjectStore
+from strata_frame.jobqueue.service import QueueSpec
+from strata_frame.maintenance.skips import PassRecorder
 from strata_planner.compaction.gc import GarbageCollector
 from strata_planner.compaction.metrics import CompactionMetrics
 from strata_planner.compaction.retention import Retention
 from strata_planner.compaction.scheduler import compaction_queue
 from strata_planner.compaction.schemas import Assignment, StatusUpdate
-from strata_shared.clock import Clock
-from strata_shared.config import CompactionSettings
-from strata_shared.jobqueue.service import QueueSpec
-from strata_shared.maintenance.skips import PassRecorder
-from strata_shared.storage import ObjectStore
 
 
 @dataclass(slots=True)

@@ -7,14 +7,14 @@ from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from strata_core.domain.index_config import IndexSettings
+from strata_core.domain.merge_policy import split_level
+from strata_core.domain.windows import is_window_closed, retention_cutoff, window_expired
+from strata_metastore.models import IndexRow
+from strata_metastore.window_repository import CompactionWindowRepository
+from strata_planner.compaction.debt_repository import DebtRepository
 from strata_planner.compaction.planning import policy_params, window_rules
 from strata_planner.compaction.schemas import WindowOut
-from strata_shared.domain.index_config import IndexSettings
-from strata_shared.domain.merge_policy import split_level
-from strata_shared.domain.windows import is_window_closed, retention_cutoff, window_expired
-from strata_shared.metastore.debt_repository import DebtRepository
-from strata_shared.metastore.models import IndexRow
-from strata_shared.metastore.window_repository import CompactionWindowRepository
 
 
 async def window_summaries(session: AsyncSession, index: IndexRow, now: datetime, *, start_gte: int | None,

@@ -11,7 +11,7 @@ from weakref import WeakKeyDictionary
 
 from prometheus_client import CollectorRegistry, Counter
 
-from strata_shared.metastore.delete_repository import Accepted
+from strata_metastore.delete_repository import Accepted
 
 
 class DeleteMetrics:

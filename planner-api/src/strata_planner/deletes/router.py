@@ -6,6 +6,11 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query
 
+from strata_core.domain.wire_types import IndexId, Ulid
+from strata_frame.web.auth import Principal, Scope, require_any
+from strata_frame.web.deps import Session, State
+from strata_frame.web.problems import problem_responses
+from strata_metastore.conflicts import retrying_conflicts
 from strata_planner.deletes.metrics import delete_metrics
 from strata_planner.deletes.schemas import DeleteOut, DeletePage, DeleteRequest, DeleteVerification
 from strata_planner.deletes.service import (
@@ -16,11 +21,6 @@ from strata_planner.deletes.service import (
     list_deletes,
     verify_delete,
 )
-from strata_shared.domain.wire_types import IndexId, Ulid
-from strata_shared.metastore.conflicts import retrying_conflicts
-from strata_shared.web.auth import Principal, Scope, require_any
-from strata_shared.web.deps import Session, State
-from strata_shared.web.problems import problem_responses
 
 router = APIRouter(tags=["deletes"])
 Writer = Annotated[Principal, Depends(require_any(Scope.WRITER))]

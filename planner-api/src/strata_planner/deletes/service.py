@@ -17,6 +17,25 @@ from datetime import datetime
 import pyarrow.parquet as pq
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from strata_core.domain.fields import FieldType
+from strata_core.domain.index_config import IndexSettings
+from strata_core.domain.index_uid import split_index_uid
+from strata_core.domain.split import SplitMetadata
+from strata_core.errors import Conflict, NotFound
+from strata_core.principal import Principal
+from strata_core.query.artifact_pruning import splits_ruled_out
+from strata_core.query.predicate import Predicate, columns_of, describe
+from strata_core.query.predicate_json import predicate_from_data
+from strata_core.query.row_filter import matching_rows
+from strata_core.query.time_range import TimeRanges, extract_time_range
+from strata_core.sql.delete_where import parse_delete_where
+from strata_core.sql.index_columns import PARTITION_COLUMN
+from strata_core.storage import ObjectStore
+from strata_metastore.compaction_repository import CompactionRepository
+from strata_metastore.delete_models import DeleteRow, DeleteSplitRow
+from strata_metastore.delete_repository import DeleteRepository
+from strata_metastore.indexing_repository import IndexingRepository
+from strata_metastore.repositories import load_live_index
 from strata_planner.deletes.metrics import DeleteMetrics
 from strata_planner.deletes.schemas import (
     DeleteCutoff,
@@ -29,25 +48,6 @@ from strata_planner.deletes.schemas import (
     ReceiptSplit,
     VerifiedSplit,
 )
-from strata_shared.domain.fields import FieldType
-from strata_shared.domain.index_config import IndexSettings
-from strata_shared.domain.index_uid import split_index_uid
-from strata_shared.domain.split import SplitMetadata
-from strata_shared.errors import Conflict, NotFound
-from strata_shared.metastore.compaction_repository import CompactionRepository
-from strata_shared.metastore.delete_models import DeleteRow, DeleteSplitRow
-from strata_shared.metastore.delete_repository import DeleteRepository
-from strata_shared.metastore.indexing_repository import IndexingRepository
-from strata_shared.metastore.repositories import load_live_index
-from strata_shared.principal import Principal
-from strata_shared.query.artifact_pruning import splits_ruled_out
-from strata_shared.query.predicate import Predicate, columns_of, describe
-from strata_shared.query.predicate_json import predicate_from_data
-from strata_shared.query.row_filter import matching_rows
-from strata_shared.query.time_range import TimeRanges, extract_time_range
-from strata_shared.sql.delete_where import parse_delete_where
-from strata_shared.sql.index_columns import PARTITION_COLUMN
-from strata_shared.storage import ObjectStore
 
 log = logging.getLogger("strata.deletes")
 

@@ -1,9 +1,9 @@
 """The commit log over HTTP, for operators (admin key):
 
-- `POST /v1/metastore/verify`: PostgreSQL compared with the bucket's commit log (`strata_shared.metastore.verify`),
+- `POST /v1/metastore/verify`: PostgreSQL compared with the bucket's commit log (`strata_metastore.verify`),
   each kind of drift also exported as `strata_metastore_drift{kind}`;
 - `POST /v1/metastore/rebuild` and `GET /v1/metastore/rebuild`: the rebuild from the bucket
-  (`strata_shared.metastore.rebuild`) run by this replica in the background, and its progress. Refused (409) while
+  (`strata_metastore.rebuild`) run by this replica in the background, and its progress. Refused (409) while
   the database holds indexes, unless `from_dump`. `strata metastore rebuild` does the same without an API, which
   is what to use when no API can start."""
 
@@ -20,12 +20,12 @@ from fastapi import APIRouter, Depends, Request
 from prometheus_client import CollectorRegistry, Gauge
 from pydantic import BaseModel
 
-from strata_shared.errors import Conflict, NotFound
-from strata_shared.metastore.rebuild import rebuild, refuse_a_database_with_indexes
-from strata_shared.metastore.verify import verify
-from strata_shared.web.auth import Principal, Scope, require
-from strata_shared.web.deps import State
-from strata_shared.web.problems import problem_responses
+from strata_core.errors import Conflict, NotFound
+from strata_frame.web.auth import Principal, Scope, require
+from strata_frame.web.deps import State
+from strata_frame.web.problems import problem_responses
+from strata_metastore.rebuild import rebuild, refuse_a_database_with_indexes
+from strata_metastore.verify import verify
 
 router = APIRouter(tags=["metastore"])
 

@@ -9,7 +9,7 @@ from collections import OrderedDict, deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from strata_shared.errors import TooManyRequests
+from strata_core.errors import TooManyRequests
 
 
 class TenantBusy(TooManyRequests):

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from strata_core.errors import StrataError
 from strata_query.execution.result_stream import ResultStream
 from strata_query.execution.scan_request import ScanRequest
-from strata_shared.errors import StrataError
 
 
 class Engine(Protocol):

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from strata_core.sql.errors import QueryValidationError
 from strata_query.execution.engine import Engine
-from strata_shared.sql.errors import QueryValidationError
 
 # What a request naming an engine that is not configured here is told.
 _NOT_CONFIGURED = {"spark": "the query asks for Spark, but query-api has no Spark Connect server configured"}

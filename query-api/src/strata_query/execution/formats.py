@@ -11,9 +11,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
+from strata_core.errors import StrataError
 from strata_query.execution.json_encoding import encode_rows, joined, text_offsets
 from strata_query.execution.result_stream import ResultStream
-from strata_shared.errors import StrataError
 
 ARROW = "application/vnd.apache.arrow.stream"
 NDJSON = "application/x-ndjson"

@@ -14,10 +14,10 @@ from contextlib import ExitStack
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from strata_core.object_requests import current_meter
+from strata_core.storage import ObjectStore
 from strata_query.planning.caches import ByteLru, FooterCache
 from strata_query.planning.row_group_ranges import chunk_byte_ranges, coalesced_reads, leaf_positions
-from strata_shared.object_requests import current_meter
-from strata_shared.storage import ObjectStore
 
 
 def columns_in(file_schema: pa.Schema, columns: list[str]) -> list[str]:

@@ -19,6 +19,10 @@ from itertools import chain
 import duckdb
 import pyarrow as pa
 
+from strata_core.config import Settings
+from strata_core.domain.fields import FieldType
+from strata_core.errors import StrataError
+from strata_core.object_requests import Meter, counting_into, current_meter
 from strata_jobs.pruned_scan import scan_arrow_schema, shape_row_group
 from strata_query.execution.hot_tier import HotTier
 from strata_query.execution.masked_tier import MaskedTier
@@ -26,10 +30,6 @@ from strata_query.execution.result_stream import ResultStream
 from strata_query.execution.scan_request import ScanRequest
 from strata_query.execution.text_rows import rows_that_may_match
 from strata_query.planning.caches import StorageUnavailable
-from strata_shared.config import Settings
-from strata_shared.domain.fields import FieldType
-from strata_shared.errors import StrataError
-from strata_shared.object_requests import Meter, counting_into, current_meter
 
 log = logging.getLogger("strata.query")
 RESULT_BATCH_ROWS = 65_536

@@ -19,10 +19,10 @@ from collections.abc import Iterator
 
 import pyarrow as pa
 
+from strata_core.arrow_numpy import to_arrow
+from strata_core.query.predicate import columns_of
 from strata_jobs.pruned_scan import ScanTask, drop_predicate, hidden_rows
 from strata_query.execution.hot_tier import HotTier, columns_in
-from strata_shared.arrow_numpy import to_arrow
-from strata_shared.query.predicate import columns_of
 
 # The cached mask of a row group that the deletes leave whole.
 _NOTHING_HIDDEN = object()

@@ -8,6 +8,10 @@ import logging
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
+from strata_core.config import QuerySettings
+from strata_core.object_store_metrics import ObjectStoreMetrics
+from strata_core.storage import ObjectStore
+from strata_frame.spark.session import SparkSessionFactory
 from strata_query.execution.admission import FairAdmission
 from strata_query.execution.engine_choice import Engines, LocalLimits
 from strata_query.execution.hot_tier import HotTier
@@ -16,11 +20,7 @@ from strata_query.execution.spark_query import SparkEngine
 from strata_query.planning.caches import ArtifactCache, ByteLru, FooterCache
 from strata_query.planning.plan import QueryPlan
 from strata_query.query_cache import PlanCache
-from strata_shared.config import QuerySettings
-from strata_shared.metastore.single_reads import SingleReads
-from strata_shared.object_store_metrics import ObjectStoreMetrics
-from strata_shared.spark.session import SparkSessionFactory
-from strata_shared.storage import ObjectStore
+from strata_query.single_reads import SingleReads
 
 log = logging.getLogger("strata.query")
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from strata_core.domain.fields import FieldType
+from strata_core.query.predicate import TRUE, Predicate
+from strata_core.query.predicate_json import predicate_to_json
+from strata_core.sql.index_columns import PARTITION_COLUMN
 from strata_jobs.pruned_scan import ScanTask
 from strata_query.execution.result_stream import engine_limit
 from strata_query.planning.plan import QueryPlan
-from strata_shared.domain.fields import FieldType
-from strata_shared.query.predicate import TRUE, Predicate
-from strata_shared.query.predicate_json import predicate_to_json
-from strata_shared.sql.index_columns import PARTITION_COLUMN
 
 VIEW = "{view}"
 

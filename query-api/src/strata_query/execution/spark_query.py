@@ -13,14 +13,14 @@ import pyarrow as pa
 from pyspark.sql.connect.observation import Observation
 from pyspark.sql.pandas.types import to_arrow_schema
 
+from strata_core.errors import StrataError
+from strata_core.object_requests import current_meter
+from strata_frame.spark.errors import query_error_cause, spark_problem
+from strata_frame.spark.session import SparkSessionFactory
 from strata_jobs.pruned_scan import requests_of, scan_frame
 from strata_query.execution.local_query import QueryFailed
 from strata_query.execution.result_stream import ResultStream
 from strata_query.execution.scan_request import ScanRequest
-from strata_shared.errors import StrataError
-from strata_shared.object_requests import current_meter
-from strata_shared.spark.errors import query_error_cause, spark_problem
-from strata_shared.spark.session import SparkSessionFactory
 
 log = logging.getLogger("strata.query")
 

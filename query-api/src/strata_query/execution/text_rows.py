@@ -8,12 +8,12 @@ distinct messages for its tens of thousands of rows, so the local scan decides e
 that cannot match before DuckDB reads them. The query's SQL still applies the exact condition to the rows that
 are left: a row wrongly kept costs time, only a row wrongly dropped would change an answer.
 
-The WHERE clause is walked in negation normal form as pruning walks it (`strata_shared.query.pruning.may_match`):
+The WHERE clause is walked in negation normal form as pruning walks it (`strata_core.query.pruning.may_match`):
 AND keeps a row only if every child may match, OR if any child may, a text_match atom is decided per row, and any
 other atom keeps every row. A row whose value is NULL makes its atom NULL, never TRUE, and NNF's AND/OR are
 monotone, so such a row is dropped only where the whole predicate could not be TRUE either.
 
-Each entry is decided by `strata_shared.query.text_tokens.entries_holding`, the token contract's one evaluator
+Each entry is decided by `strata_core.query.text_tokens.entries_holding`, the token contract's one evaluator
 over Arrow (the deletes' row filter uses it too).
 """
 
@@ -24,8 +24,8 @@ from collections.abc import Iterator
 import numpy as np
 import pyarrow as pa
 
-from strata_shared.query.predicate import Atom, Predicate, PredicateVisitor, TextMatch, Unknown, visit
-from strata_shared.query.text_tokens import entries_holding, offset_strings
+from strata_core.query.predicate import Atom, Predicate, PredicateVisitor, TextMatch, Unknown, visit
+from strata_core.query.text_tokens import entries_holding, offset_strings
 
 # A chunk whose dictionary is not much smaller than its rows (Parquet fell back to plain encoding) gains little
 # from deciding per entry: DuckDB decides those rows itself.

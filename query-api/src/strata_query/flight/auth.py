@@ -11,12 +11,12 @@ from dataclasses import dataclass
 
 import pyarrow.flight as flight
 
+from strata_core.api_keys import ApiKeyRegistry, authorize
+from strata_core.errors import InvalidInput, StrataError, Unauthorized
+from strata_core.principal import Principal, Scope
+from strata_frame.web.problems import problem_of
+from strata_frame.web.tenant_limits import Slot
 from strata_query.flight.status import flight_error
-from strata_shared.api_keys import ApiKeyRegistry, authorize
-from strata_shared.errors import InvalidInput, StrataError, Unauthorized
-from strata_shared.principal import Principal, Scope
-from strata_shared.web.problems import problem_of
-from strata_shared.web.tenant_limits import Slot
 
 QUERY_SCOPES = (Scope.QUERY, Scope.ADMIN)
 MIDDLEWARE_KEY = "strata"

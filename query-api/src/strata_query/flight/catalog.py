@@ -10,8 +10,8 @@ from collections.abc import Sequence
 
 import pyarrow as pa
 
-from strata_shared.sql.validation import INDEX_CATALOG as CATALOG
-from strata_shared.sql.validation import INDEX_SCHEMA as DB_SCHEMA
+from strata_core.sql.validation import INDEX_CATALOG as CATALOG
+from strata_core.sql.validation import INDEX_SCHEMA as DB_SCHEMA
 
 TABLE_TYPE = "TABLE"
 

@@ -11,9 +11,9 @@ import threading
 import time
 from dataclasses import dataclass
 
+from strata_core.errors import NotFound
+from strata_frame.web.tenant_limits import Slot
 from strata_query.query_run import QueryRun
-from strata_shared.errors import NotFound
-from strata_shared.web.tenant_limits import Slot
 
 
 @dataclass

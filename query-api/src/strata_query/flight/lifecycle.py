@@ -9,11 +9,11 @@ import logging
 
 from prometheus_client import CollectorRegistry
 
+from strata_core.api_keys import ApiKeyRegistry
+from strata_core.config import Settings
 from strata_query.flight.limits import FlightLimits
 from strata_query.flight.server import FlightSqlServer
 from strata_query.service import QueryService
-from strata_shared.api_keys import ApiKeyRegistry
-from strata_shared.config import Settings
 
 log = logging.getLogger("strata.query.flight")
 

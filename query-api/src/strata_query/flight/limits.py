@@ -33,10 +33,10 @@ import math
 
 from prometheus_client import CollectorRegistry, Counter
 
+from strata_core.config import Settings
+from strata_core.errors import TooManyRequests
+from strata_frame.web.tenant_limits import Refusal, TenantLimits
 from strata_query.flight.auth import Authenticated
-from strata_shared.config import Settings
-from strata_shared.errors import TooManyRequests
-from strata_shared.web.tenant_limits import Refusal, TenantLimits
 
 
 class Charge(enum.Enum):

@@ -23,6 +23,10 @@ import pyarrow.flight as flight
 from google.protobuf import any_pb2
 from google.protobuf.message import DecodeError, Message
 
+from strata_core.api_keys import ApiKeyRegistry
+from strata_core.errors import BadRequest, NotFound, StrataError, Unavailable
+from strata_core.principal import Principal
+from strata_frame.web.problems import database_problem, problem_of
 from strata_query.cache_directives import ResultCacheDirectives
 from strata_query.calls import QueryCall, QueryCancelled
 from strata_query.execution.result_stream import ResultStream
@@ -36,10 +40,6 @@ from strata_query.flight.sql_info import sql_info_table
 from strata_query.flight.status import flight_error
 from strata_query.query_run import QueryRun
 from strata_query.service import QueryService
-from strata_shared.api_keys import ApiKeyRegistry
-from strata_shared.errors import BadRequest, NotFound, StrataError, Unavailable
-from strata_shared.principal import Principal
-from strata_shared.web.problems import database_problem, problem_of
 
 log = logging.getLogger("strata.query.flight")
 T = TypeVar("T")

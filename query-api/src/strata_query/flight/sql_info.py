@@ -7,8 +7,8 @@ from collections.abc import Iterable
 
 import pyarrow as pa
 
+from strata_core.sql.catalog import function_names
 from strata_query.flight.proto import FlightSql_pb2 as sql
-from strata_shared.sql.catalog import function_names
 
 # The union's members, in FlightSql.proto's order: a member's type code is its position.
 VALUE_TYPE = pa.dense_union([
@@ -24,7 +24,7 @@ SCHEMA = pa.schema([pa.field("info_name", pa.uint32(), nullable=False),
 _STRING, _BOOL, _BIGINT, _BITMASK, _STRING_LIST = range(5)
 
 # Strata's SQL reads one index as its table (DuckDB's dialect on top, the same on Spark), never writes. Its function
-# lists come from the SQL catalog (strata_shared.sql.catalog, docs/sql.md), as the validator's allowlist does.
+# lists come from the SQL catalog (strata_core.sql.catalog, docs/sql.md), as the validator's allowlist does.
 _SUBQUERIES = (1 << sql.SQL_SUBQUERIES_IN_COMPARISONS) | (1 << sql.SQL_SUBQUERIES_IN_EXISTS) | (
     1 << sql.SQL_SUBQUERIES_IN_INS)
 _INFO: dict[int, tuple[int, object]] = {

@@ -12,9 +12,9 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from strata_shared.errors import Unavailable
-from strata_shared.query.artifact_pruning import read_artifact
-from strata_shared.storage import ObjectStore
+from strata_core.errors import Unavailable
+from strata_core.query.artifact_pruning import read_artifact
+from strata_core.storage import ObjectStore
 
 _ABSENT = object()
 

@@ -16,12 +16,12 @@ from typing import Protocol
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from strata_shared.domain.split import SplitMetadata, SplitSummary
-from strata_shared.metastore.indexing_repository import IndexingRepository
-from strata_shared.metastore.repositories import SplitRepository
-from strata_shared.query.artifact_pruning import PublishedArtifact
-from strata_shared.query.predicate import Predicate
-from strata_shared.query.time_range import TimeRanges
+from strata_core.domain.split import SplitMetadata, SplitSummary
+from strata_core.query.artifact_pruning import PublishedArtifact
+from strata_core.query.predicate import Predicate
+from strata_core.query.time_range import TimeRanges
+from strata_metastore.indexing_repository import IndexingRepository
+from strata_metastore.repositories import SplitRepository
 
 
 @dataclass(frozen=True, slots=True)

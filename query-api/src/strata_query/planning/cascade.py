@@ -14,11 +14,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from strata_core.domain.split import SplitSummary
+from strata_core.query.predicate import Predicate, Value, columns_of
 from strata_query.planning.caches import ArtifactCache, FooterCache
 from strata_query.planning.candidates import NOTHING, CandidateFile, CandidateRead, Tally
 from strata_query.planning.plan import FilePart, StageCount
-from strata_shared.domain.split import SplitSummary
-from strata_shared.query.predicate import Predicate, Value, columns_of
 
 
 @dataclass(slots=True)

@@ -8,11 +8,11 @@ from typing import Literal
 
 from sqlglot import exp
 
-from strata_shared.domain.fields import FieldType
-from strata_shared.domain.index_config import IndexSettings
-from strata_shared.object_requests import ObjectRequests
-from strata_shared.query.predicate import Predicate, disjunction
-from strata_shared.sql import ParsedQuery
+from strata_core.domain.fields import FieldType
+from strata_core.domain.index_config import IndexSettings
+from strata_core.object_requests import ObjectRequests
+from strata_core.query.predicate import Predicate, disjunction
+from strata_core.sql import ParsedQuery
 
 
 @dataclass(frozen=True, slots=True)

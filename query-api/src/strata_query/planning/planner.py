@@ -17,24 +17,24 @@ from opentelemetry import trace
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlglot import exp
 
+from strata_core.domain.fields import FieldType, arrow_schema
+from strata_core.domain.index_config import IndexSettings
+from strata_core.errors import InvalidInput, NotFound
+from strata_core.query.predicate import And, Compare, columns_of, describe, disjunction, to_nnf
+from strata_core.query.time_range import TimeRanges, extract_time_range
+from strata_core.sql import parse_query
+from strata_core.sql.errors import QueryValidationError
+from strata_core.sql.index_columns import PARTITION_COLUMN, with_partition_column
+from strata_core.sql.query import parse_sql
+from strata_core.sql.validation import query_statement, refuse_recursive, refuse_source, refuse_unlisted
+from strata_core.sql.where import timestamp_literal
+from strata_metastore.delete_repository import DeleteRepository
+from strata_metastore.repositories import IndexRepository
 from strata_query.planning.caches import ArtifactCache, FooterCache
 from strata_query.planning.candidates import CandidateQuery, MetastoreCandidates
 from strata_query.planning.cascade import CascadeContext, CascadeResult, run_cascade
 from strata_query.planning.plan import PlannedTimeRange, QueryPlan
 from strata_query.planning.stages import CASCADE
-from strata_shared.domain.fields import FieldType, arrow_schema
-from strata_shared.domain.index_config import IndexSettings
-from strata_shared.errors import InvalidInput, NotFound
-from strata_shared.metastore.delete_repository import DeleteRepository
-from strata_shared.metastore.repositories import IndexRepository
-from strata_shared.query.predicate import And, Compare, columns_of, describe, disjunction, to_nnf
-from strata_shared.query.time_range import TimeRanges, extract_time_range
-from strata_shared.sql import parse_query
-from strata_shared.sql.errors import QueryValidationError
-from strata_shared.sql.index_columns import PARTITION_COLUMN, with_partition_column
-from strata_shared.sql.query import parse_sql
-from strata_shared.sql.validation import query_statement, refuse_recursive, refuse_source, refuse_unlisted
-from strata_shared.sql.where import timestamp_literal
 
 tracer = trace.get_tracer("strata.query")
 

@@ -1,6 +1,6 @@
 """Per row group column ranges for the zone-map stage while a file's artifacts are not published yet: from the
 Parquet footer's statistics (bounds that may be loose but are never wrong). A published zone map's ranges are
-`strata_shared.query.artifact_pruning.ranges_from_zone_map`."""
+`strata_core.query.artifact_pruning.ranges_from_zone_map`."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from datetime import datetime
 
 import pyarrow.parquet as pq
 
-from strata_shared.query.pruning import ColumnRange
+from strata_core.query.pruning import ColumnRange
 
 
 def _scalar(value):

@@ -7,8 +7,8 @@ Where each decision lives:
 - `time_range`: the candidate source applies it (`planning/candidates.py`; in PostgreSQL, `published_candidates`
   with its `_in_time` condition); the stage takes the files it read.
 - `split_min_max`: split statistics, in two halves. The source may apply the SQL form first
-  (`strata_shared.metastore.split_pruning`), which never rules out a split the reference keeps and keeps it where
-  it is unsure; the stage then runs the Python reference (`strata_shared.query.pruning.split_may_match`) on what
+  (`strata_metastore.split_pruning`), which never rules out a split the reference keeps and keeps it where
+  it is unsure; the stage then runs the Python reference (`strata_core.query.pruning.split_may_match`) on what
   was sent, so the plan is the one the reference alone would make.
 - `zone_maps`: row groups by their min/max, from the published zone map or, for a file without a snapshot, the
   Parquet footer (`planning/row_group_ranges.py`), decided by `RangeOracle`.
@@ -16,13 +16,21 @@ Where each decision lives:
 - `full_text`: `text_match`, per row group, decided by `TextOracle`.
 - `read_shaping`: per kept file, its row groups' column-chunk byte ranges and the columns a scan reads.
 
-The oracles (`strata_shared.query.pruning`) answer "may match" unless their evidence rules the unit out; a file
+The oracles (`strata_core.query.pruning`) answer "may match" unless their evidence rules the unit out; a file
 without a published snapshot passes the artifact stages untouched. The artifact stages' decisions per file are
-`strata_shared.query.artifact_pruning`'s, which a delete's coverage runs too.
+`strata_core.query.artifact_pruning`'s, which a delete's coverage runs too.
 """
 
 from __future__ import annotations
 
+from strata_core.domain.split import SplitMetadata
+from strata_core.query.artifact_pruning import (
+    full_text_row_groups,
+    membership_row_groups,
+    ranged_row_groups,
+    ranges_from_zone_map,
+)
+from strata_core.query.pruning import split_may_match
 from strata_query.planning.caches import FooterCache
 from strata_query.planning.cascade import Candidates, CascadeContext, LiveFile
 from strata_query.planning.plan import FilePart
@@ -33,14 +41,6 @@ from strata_query.planning.row_group_ranges import (
     column_bytes,
     ranges_from_footer,
 )
-from strata_shared.domain.split import SplitMetadata
-from strata_shared.query.artifact_pruning import (
-    full_text_row_groups,
-    membership_row_groups,
-    ranged_row_groups,
-    ranges_from_zone_map,
-)
-from strata_shared.query.pruning import split_may_match
 
 
 def _num_groups(split: SplitMetadata, footers: FooterCache) -> int:

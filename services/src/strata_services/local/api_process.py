@@ -12,8 +12,8 @@ from pathlib import Path
 
 import httpx
 
+from strata_core.config import process_environment
 from strata_services.local.processes import Spawner, die_with_parent_hook
-from strata_shared.config import process_environment
 
 
 class ApiProcess:

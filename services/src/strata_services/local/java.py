@@ -12,7 +12,7 @@ import os
 import shutil
 from pathlib import Path
 
-from strata_shared.config import java_home
+from strata_core.config import java_home
 
 log = logging.getLogger(__name__)
 

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pyspark
 
+from strata_core.config import process_environment
 from strata_services.local.java import resolve_java_home
 from strata_services.local.processes import Spawner, die_with_parent_hook, session_members, signal_group
-from strata_shared.config import process_environment
 
 log = logging.getLogger(__name__)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import os
 
-from strata_shared.api_keys import ApiKeyRegistry, generate_keys
-from strata_shared.config import Settings
+from strata_core.api_keys import ApiKeyRegistry, generate_keys
+from strata_core.config import Settings
 
 KEYS_FILE = "api-keys.json"
 

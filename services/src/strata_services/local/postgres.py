@@ -7,7 +7,7 @@ import logging
 import warnings
 from pathlib import Path
 
-from strata_shared.config import set_environment_default
+from strata_core.config import set_environment_default
 
 log = logging.getLogger("strata.local.postgres")
 

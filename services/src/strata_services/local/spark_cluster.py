@@ -18,10 +18,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from strata_core.config import uv_executable
 from strata_services.local.jvm import JavaProcess, JavaProcessError, spark_environment, spark_home
 from strata_services.local.processes import free_port
 from strata_services.local.spark_server import LocalSparkConnectServer
-from strata_shared.config import uv_executable
 
 log = logging.getLogger(__name__)
 

@@ -15,6 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from strata_core.config import Settings
+from strata_metastore import migrate
 from strata_services.local import STATE_FILE
 from strata_services.local.api_process import ApiProcess
 from strata_services.local.keys import resolve_api_keys
@@ -28,8 +30,6 @@ from strata_services.local.supervision import (
     write_json_atomically,
 )
 from strata_services.proxy.routes import APIS
-from strata_shared.config import Settings
-from strata_shared.metastore import migrate
 
 log = logging.getLogger("strata.stack")
 # Replica i (from 0) of an API listens on the API's port + 10 * i: 8001, 8011, 8021 for planner-api, 8002, 8012

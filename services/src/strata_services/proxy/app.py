@@ -16,24 +16,24 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from prometheus_client import CollectorRegistry, Counter, Gauge
 from starlette.types import Receive, Scope, Send
 
+from strata_core.api_keys import ApiKeyRegistry
+from strata_core.config import Settings
+from strata_core.errors import PROBLEM_BASE, TooManyRequests, Unavailable
+from strata_core.observability.context import current_request_id
+from strata_core.observability.tracing import client_span
+from strata_core.principal import Principal
+from strata_frame.web.auth import presented_key
+from strata_frame.web.health import Drain, draining_response
+from strata_frame.web.metrics import install_metrics
+from strata_frame.web.openapi import install_openapi
+from strata_frame.web.problems import PROBLEM_MEDIA_TYPE, install_problem_handlers, problem_responses
+from strata_frame.web.request_context import REQUEST_ID, install_request_context
+from strata_frame.web.tenant_limits import Slot, TenantLimits
 from strata_services.console import install_console
 from strata_services.proxy.pacing import RejectionPacer
 from strata_services.proxy.routes import APIS, QUERY, api_for_path
 from strata_services.proxy.upstream_http import UpstreamError, UpstreamPool, UpstreamResponse, UpstreamUnreachable
 from strata_services.proxy.upstreams import Upstreams
-from strata_shared.api_keys import ApiKeyRegistry
-from strata_shared.config import Settings
-from strata_shared.errors import PROBLEM_BASE, TooManyRequests, Unavailable
-from strata_shared.observability.context import current_request_id
-from strata_shared.observability.http import REQUEST_ID, install_request_context
-from strata_shared.observability.tracing import client_span
-from strata_shared.principal import Principal
-from strata_shared.web.auth import presented_key
-from strata_shared.web.health import Drain, draining_response
-from strata_shared.web.metrics import install_metrics
-from strata_shared.web.openapi import install_openapi
-from strata_shared.web.problems import PROBLEM_MEDIA_TYPE, install_problem_handlers, problem_responses
-from strata_shared.web.tenant_limits import Slot, TenantLimits
 
 # Request bodies and finished responses up to this size are read whole before forwarding (see _body, forward).
 _WHOLE_BODY_BYTES = 256 * 1024

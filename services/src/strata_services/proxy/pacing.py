@@ -1,5 +1,5 @@
 """The pacing of the proxy's 429s. The per-tenant limits that decide them are shared with the Flight SQL door
-(`strata_shared.web.tenant_limits`); holding a refusal is the proxy's own, since it protects its one event loop."""
+(`strata_frame.web.tenant_limits`); holding a refusal is the proxy's own, since it protects its one event loop."""
 
 from __future__ import annotations
 

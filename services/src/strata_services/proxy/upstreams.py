@@ -4,7 +4,7 @@ rotation. The proxy keeps one pool per API (planner-api, indexer-api, query-api)
 Each replica's /readyz is asked every `interval_secs`, and its answer puts it in one of four states:
 
 - `ready` (200): in rotation.
-- `draining` (503 with the draining problem type, `strata_shared.web.health`): out of rotation. It is shutting
+- `draining` (503 with the draining problem type, `strata_frame.web.health`): out of rotation. It is shutting
   down and finishes what it has; its listener closes after its grace, by when the proxy has stopped sending to it.
 - `unready` (503 for any other reason: PostgreSQL or Spark Connect unreachable from it): out of rotation while
   another replica is ready, in rotation when none is. A dependency down for every replica is the API's own
@@ -24,8 +24,8 @@ import logging
 from collections.abc import Collection
 from enum import StrEnum
 
+from strata_frame.web.health import DRAINING_PROBLEM_TYPE
 from strata_services.proxy.upstream_http import UpstreamError, UpstreamPool
-from strata_shared.web.health import DRAINING_PROBLEM_TYPE
 
 log = logging.getLogger("strata.proxy")
 

@@ -1,0 +1,1 @@
+"""Strata's service frame: the web app frame, the job queue, the maintenance passes, Spark Connect."""

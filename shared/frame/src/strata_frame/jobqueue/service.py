@@ -1,0 +1,200 @@
+"""The one scheduler behind every `POST /v1/<queue>/poll`: apply the worker's status updates (each fenced by its
+token, each in its own transaction), revoke expired leases, let the queue do its housekeeping (compaction plans
+new jobs, indexing cancels jobs of files gone), and hand out assignments. What differs between queues is a
+`QueueSpec`: its table, its settings, what a success publishes, and how jobs are chosen and described.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Generic, Protocol, TypeVar
+
+from opentelemetry import trace
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from strata_core.domain.job_statuses import JobStatus
+from strata_core.observability.context import log_context
+from strata_frame.jobqueue.schemas import JobUpdate, PollFields, UpdateResult
+from strata_metastore.lease_queue import JobFilter, LeaseQueue, PublishRefused, StaleToken
+from strata_metastore.repositories import load_live_index
+
+log = logging.getLogger("strata.scheduler")
+tracer = trace.get_tracer("strata.scheduler")
+
+U = TypeVar("U", bound=JobUpdate)
+A = TypeVar("A")
+
+
+class JobRepository(Protocol):
+    """What the job routes use of a queue's repository: reads, and the operator's controls (its `queue`, the
+    shared `LeaseQueue`, pauses and finds jobs; `cancel` and `retry` are the queue's own, since what a job holds
+    differs)."""
+
+    queue: LeaseQueue[Any]
+
+    async def get(self, job_id: str) -> Any: ...
+
+    async def cancel(self, job_id: str, now: datetime) -> Any: ...
+
+    async def retry(self, job_id: str, now: datetime) -> Any: ...
+
+    async def list_page(self, flt: Any, *, limit: int, after_job_id: str | None) -> Sequence[Any]: ...
+
+    async def count_by_status(self) -> dict[Any, int]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class QueueSpec(Generic[U, A]):
+    name: str
+    lease_secs: float
+    max_failures: int
+    queue_of: Callable[[AsyncSession], LeaseQueue[Any]]
+    # A success: publish the job's result in the caller's transaction (the job is checked against its token
+    # first); raise PublishRefused when the result is unusable. Returns what `after_publish` gets once committed.
+    publish: Callable[[AsyncSession, U, datetime], Awaitable[object]]
+    # Before assigning: the queue's own upkeep in the poll's transaction, given the worker's capacity.
+    housekeeping: Callable[[AsyncSession, int, datetime], Awaitable[object]]
+    # Locks and leases at most `capacity` jobs for the worker, in the queue's priority order.
+    assign: Callable[[AsyncSession, str, int, datetime, timedelta], Awaitable[Sequence[Any]]]
+    # What the worker receives for each leased job.
+    describe: Callable[[AsyncSession, Sequence[Any]], Awaitable[list[A]]]
+    after_publish: Callable[[object], None] | None = None
+
+    @property
+    def lease(self) -> timedelta:
+        return timedelta(seconds=self.lease_secs)
+
+
+async def apply_update(sessions: async_sessionmaker[AsyncSession], spec: QueueSpec[U, A], update: U,
+                       now: datetime) -> UpdateResult:
+    """One fenced worker write in its own transaction; a stale token changes nothing."""
+    async with sessions() as session:
+        queue = spec.queue_of(session)
+        try:
+            if update.status == "in_progress":
+                job = await queue.refresh(update.job_id, update.fencing_token, now, spec.lease, update.stage,
+                                          update.progress, update.spark_operation_tag)
+                await session.commit()
+                return UpdateResult(job_id=update.job_id, accepted=True, lease_expires_at=job.lease_expires_at)
+            if update.status == "released":
+                await queue.release(update.job_id, update.fencing_token, now)
+                await session.commit()
+                return UpdateResult(job_id=update.job_id, accepted=True)
+            if update.status == "failure":
+                await queue.fail(update.job_id, update.fencing_token, update.error or "worker reported a failure",
+                                 now, spec.max_failures)
+                await session.commit()
+                return UpdateResult(job_id=update.job_id, accepted=True)
+            published = await _publish(spec, session, update, now)
+            await session.commit()
+            if spec.after_publish is not None:
+                spec.after_publish(published)
+            return UpdateResult(job_id=update.job_id, accepted=True)
+        except StaleToken as stale:
+            await session.rollback()
+            return UpdateResult(job_id=update.job_id, accepted=False, reason=str(stale))
+        except PublishRefused as refused:
+            await session.rollback()
+            reason = f"publish refused: {refused}"
+            log.warning("%s job %s: %s", spec.name, update.job_id, reason)
+    # The result is unusable: record it as a failed attempt (a fresh transaction, still fenced).
+    async with sessions() as session:
+        try:
+            await spec.queue_of(session).fail(update.job_id, update.fencing_token, reason, now, spec.max_failures)
+            await session.commit()
+        except StaleToken:
+            await session.rollback()
+    return UpdateResult(job_id=update.job_id, accepted=False, reason=reason)
+
+
+async def _publish(spec: QueueSpec[U, A], session: AsyncSession, update: U, now: datetime) -> object:
+    with log_context(queue=spec.name, job_id=update.job_id, fencing_token=update.fencing_token), \
+            tracer.start_as_current_span("publish", attributes={"strata.queue": spec.name,
+                                                                "strata.job_id": update.job_id,
+                                                                "strata.fencing_token": update.fencing_token}):
+        return await spec.publish(session, update, now)
+
+
+async def poll(sessions: async_sessionmaker[AsyncSession], spec: QueueSpec[U, A], request: PollFields,
+               updates: Sequence[U], clock: Callable[[], datetime]) -> tuple[list[A], list[UpdateResult]]:
+    """The worker protocol's one round: (new assignments, the result of each update, in order)."""
+    started = time.monotonic()
+    now = clock()
+    results = [await apply_update(sessions, spec, update, now) for update in updates]
+    reported = time.monotonic()
+    async with sessions() as session:
+        await spec.queue_of(session).expire_leases(clock(), spec.max_failures)
+        await spec.housekeeping(session, request.capacity, clock())
+        housekept = time.monotonic()
+        # The lease starts when the job is handed out, not when the poll began: updates and housekeeping may
+        # take seconds on a loaded machine, and a lease dated from before them would be partly spent already.
+        jobs = await spec.assign(session, request.worker_id, request.capacity, clock(), spec.lease)
+        assignments = await spec.describe(session, jobs)
+        await session.commit()
+    took = time.monotonic() - started
+    if took > spec.lease_secs / 4:
+        # A slow poll delays the next lease refresh of every job the worker runs: past a lease, they are lost.
+        log.warning("%s poll of %s took %.2f s (updates %.2f s, expiry and housekeeping %.2f s, assignment "
+                    "%.2f s) against a %.0f s lease", spec.name, request.worker_id, took, reported - started,
+                    housekept - reported, time.monotonic() - housekept, spec.lease_secs)
+    return assignments, results
+
+
+async def list_jobs(jobs: JobRepository, flt: JobFilter, limit: int,
+                    cursor: str | None) -> tuple[list[Any], str | None]:
+    """One page of jobs in creation order, and the cursor of the next page (None on the last)."""
+    rows = await jobs.list_page(flt, limit=limit + 1, after_job_id=cursor)
+    page = list(rows[:limit])
+    return page, page[-1].job_id if len(rows) > limit else None
+
+
+# --- an operator's controls of one index's jobs: each its own unit of work, committed here --------------------
+
+
+async def pause_index(session: AsyncSession, jobs: JobRepository, index_id: str, now: datetime, *,
+                      cancel_running: bool) -> tuple[datetime, list[str]]:
+    """Pause the index's queue (its first pause time kept) and, with `cancel_running`, cancel its running jobs;
+    the time it is paused since and the jobs cancelled."""
+    index = await load_live_index(session, index_id, for_update=True)
+    paused_at = await jobs.queue.set_paused(index.index_uid, True, now)
+    cancelled = []
+    if cancel_running:
+        # Jobs one at a time through the queue's own cancel (compaction releases the claims of each).
+        for job in await jobs.queue.in_progress_of_index(index.index_uid):
+            await jobs.cancel(job.job_id, now)
+            cancelled.append(job.job_id)
+    await session.commit()
+    return paused_at, cancelled
+
+
+async def resume_index(session: AsyncSession, jobs: JobRepository, index_id: str, now: datetime) -> None:
+    index = await load_live_index(session, index_id, for_update=True)
+    await jobs.queue.set_paused(index.index_uid, False, now)
+    await session.commit()
+
+
+async def retry_excluded(session: AsyncSession, jobs: JobRepository, index_id: str,
+                         now: datetime) -> tuple[list[str], list[str]]:
+    """Every excluded job of the index retried: (those back in the queue, those cancelled as their inputs
+    changed)."""
+    index = await load_live_index(session, index_id)
+    retried, cancelled = [], []
+    for job_id in await jobs.queue.excluded_of_index(index.index_uid):
+        job = await jobs.retry(job_id, now)
+        (retried if job.status is JobStatus.UNASSIGNED else cancelled).append(job_id)
+    await session.commit()
+    return retried, cancelled
+
+
+async def act_on_job(session: AsyncSession, run: Callable[[AsyncSession, str, datetime], Awaitable[Any]],
+                     job_id: str, now: datetime) -> Any:
+    """An operator's action on one job (`JobAction.run`), committed when the job exists; None when it does not.
+    A transition its status does not allow raises InvalidTransition, and nothing is committed."""
+    job = await run(session, job_id, now)
+    if job is not None:
+        await session.commit()
+    return job

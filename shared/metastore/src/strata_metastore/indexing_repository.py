@@ -1,0 +1,236 @@
+"""All SQL of indexing jobs, artifacts and snapshots.
+
+Jobs go through the shared `LeaseQueue` (leases, fencing tokens, failures, pauses, retries), ordered oldest first
+and limited in progress globally and per tenant. A file's artifact set becomes visible in one statement: its
+snapshot row flips to `published` with the list of artifact ids, in the transaction that registers the last of
+them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import ARRAY, Row, String, and_, any_, cast, delete, func, literal, select, text, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.ext.asyncio import AsyncSession
+from ulid import ULID
+
+from strata_core.domain.artifact_refs import ArtifactRef
+from strata_core.domain.job_statuses import JobStatus, check_transition
+from strata_core.domain.scheduler_rules import INDEXING_ASSIGNMENT_ORDER, InProgressLimits
+from strata_core.domain.split import SplitState
+from strata_metastore.column_arrays import ColumnArrays
+from strata_metastore.indexing_models import ArtifactRow, ArtifactSnapshotRow, IndexingJobRow
+from strata_metastore.job_columns import new_job_values
+from strata_metastore.lease_queue import JobFilter, LeaseQueue
+from strata_metastore.models import SplitRow
+
+_JOBS_INSERT = ColumnArrays(IndexingJobRow.__table__)
+LIVE_JOB = text("status IN ('unassigned', 'in_progress')")
+
+
+class ArtifactConflict(Exception):
+    """An artifact with the same identity (file, type, column, version) is registered with other content."""
+
+
+@dataclass(frozen=True, slots=True)
+class IndexingJobFilter(JobFilter):
+    split_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class IndexingLag:
+    index_uid: str
+    files_waiting: int
+    oldest_published_at: datetime | None
+
+
+class IndexingRepository:
+    def __init__(self, session: AsyncSession) -> None:
+        self.session = session
+        self.queue = LeaseQueue(session, IndexingJobRow, "indexing_paused_at")
+
+    # --- jobs -----------------------------------------------------------------------------------------------
+
+    async def enqueue(self, splits: Sequence[tuple[str, str, str]], reason: str, now: datetime) -> int:
+        """One job per (split_id, index_uid, partition_id) that has no live job yet; returns how many were new."""
+        if not splits:
+            return 0
+        rows = [{"job_id": str(ULID()), "split_id": s, "index_uid": i, "partition_id": p, "reason": reason,
+                 "artifact_count": None, "artifact_bytes": None, "skipped": [], **new_job_values(now)}
+                for s, i, p in sorted(set(splits))]
+        stmt = _JOBS_INSERT.statement.on_conflict_do_nothing(
+            index_elements=["split_id"], index_where=LIVE_JOB).returning(IndexingJobRow.__table__.c.job_id)
+        return len((await self.session.execute(stmt, _JOBS_INSERT.params(rows))).all())
+
+    async def cancel_orphaned(self, now: datetime) -> int:
+        """Unassigned jobs whose file is no longer published (merged away, index deleted) will never be read:
+        cancel them rather than spend a build on them."""
+        jobs = (await self.session.execute(
+            select(IndexingJobRow).join(SplitRow, SplitRow.split_id == IndexingJobRow.split_id)
+            .where(IndexingJobRow.status == JobStatus.UNASSIGNED, SplitRow.state != SplitState.PUBLISHED)
+            .with_for_update(of=IndexingJobRow, skip_locked=True))).scalars().all()
+        for job in jobs:
+            self.queue.cancel(job, now, stage="file_not_published")
+        await self.session.flush()
+        return len(jobs)
+
+    async def cancel_index_jobs(self, index_uid: str, now: datetime) -> int:
+        """The index was deleted: its files will not be read, so their builds are cancelled."""
+        return len(await self.queue.cancel_live_of_index(index_uid, now, stage="index_deleted"))
+
+    async def assign(self, worker_id: str, capacity: int, now: datetime, lease: timedelta,
+                     limits: InProgressLimits) -> list[IndexingJobRow]:
+        """Oldest waiting jobs first, skipping paused indexes, within the caps on jobs in progress."""
+        return await self.queue.lease_within(INDEXING_ASSIGNMENT_ORDER, worker_id, capacity, now, lease, limits)
+
+    async def cancel(self, job_id: str, now: datetime) -> IndexingJobRow | None:
+        """An operator's cancel (InvalidTransition if the job already ended): its worker's next write is refused."""
+        job = await self.queue.get(job_id, for_update=True)
+        if job is None:
+            return None
+        self.queue.cancel(job, now)
+        await self.session.flush()
+        return job
+
+    async def retry(self, job_id: str, now: datetime) -> IndexingJobRow | None:
+        """Retry an excluded job (InvalidTransition otherwise): back to the queue while its file is still published
+        and no other job builds it; otherwise there is nothing left for it to do, and it is cancelled."""
+        job = await self.queue.get(job_id, for_update=True)
+        if job is None:
+            return None
+        check_transition(job.status, JobStatus.UNASSIGNED)
+        state = await self.session.scalar(select(SplitRow.state).where(SplitRow.split_id == job.split_id))
+        other = await self.session.scalar(select(IndexingJobRow.job_id).where(
+            IndexingJobRow.split_id == job.split_id, IndexingJobRow.job_id != job.job_id, LIVE_JOB).limit(1))
+        if state is not SplitState.PUBLISHED:
+            self.queue.cancel(job, now, stage="inputs_changed")
+        elif other is not None:
+            self.queue.cancel(job, now, stage="superseded")
+        else:
+            self.queue.retry(job, now)
+        await self.session.flush()
+        return job
+
+    async def get(self, job_id: str) -> IndexingJobRow | None:
+        return await self.queue.get(job_id)
+
+    async def list_page(self, flt: IndexingJobFilter, *, limit: int,
+                        after_job_id: str | None) -> Sequence[IndexingJobRow]:
+        where = [] if flt.split_id is None else [IndexingJobRow.split_id == flt.split_id]
+        return await self.queue.page(flt, where, limit=limit, after_job_id=after_job_id)
+
+    async def count_by_status(self) -> dict[JobStatus, int]:
+        return await self.queue.count_by_status()
+
+    # --- artifacts and snapshots ----------------------------------------------------------------------------
+
+    async def artifacts_of(self, split_id: str) -> list[ArtifactRow]:
+        return list((await self.session.execute(
+            select(ArtifactRow).where(ArtifactRow.split_id == split_id)
+            .order_by(ArtifactRow.artifact_type, ArtifactRow.column_name, ArtifactRow.format_version)
+        )).scalars().all())
+
+    async def artifacts_and_snapshot(self, split_id: str) -> tuple[list[ArtifactRow], ArtifactSnapshotRow | None]:
+        """A file's registered artifacts and its snapshot, read in one statement: read in two, a publication
+        committing in between showed a published snapshot beside no artifacts (or the reverse)."""
+        key = select(literal(split_id, String).label("split_id")).subquery()
+        rows = (await self.session.execute(
+            select(ArtifactSnapshotRow, ArtifactRow).select_from(key)
+            .outerjoin(ArtifactSnapshotRow, ArtifactSnapshotRow.split_id == key.c.split_id)
+            .outerjoin(ArtifactRow, ArtifactRow.split_id == key.c.split_id)
+            .order_by(ArtifactRow.artifact_type, ArtifactRow.column_name, ArtifactRow.format_version)
+            .execution_options(populate_existing=True))).all()
+        return [artifact for _, artifact in rows if artifact is not None], rows[0][0]
+
+    async def artifacts_of_index(self, index_uid: str) -> list[ArtifactRow]:
+        return list((await self.session.execute(
+            select(ArtifactRow).where(ArtifactRow.index_uid == index_uid))).scalars().all())
+
+    async def unregister(self, artifact_id: str) -> None:
+        await self.session.execute(delete(ArtifactRow).where(ArtifactRow.artifact_id == artifact_id))
+
+    async def register(self, split: SplitRow, refs: Sequence[ArtifactRef], registered_by: str, *,
+                       replace: bool) -> list[tuple[ArtifactRow, bool]]:
+        """Register artifacts of one file; (row, created) each. The same identity with the same content is a
+        no-op; with other content it is an ArtifactConflict, unless `replace` (a fenced rebuild of the file owns
+        its artifacts and may supersede them)."""
+        existing = {(a.artifact_type, a.column_name, a.format_version): a for a in await self.artifacts_of(
+            split.split_id)}
+        out = []
+        for ref in refs:
+            row = existing.get(ref.identity)
+            if row is not None:
+                same = (row.content_hash, row.size_bytes, row.uri) == (ref.content_hash, ref.size_bytes, ref.uri)
+                if same:
+                    out.append((row, False))
+                    continue
+                if not replace:
+                    raise ArtifactConflict(
+                        f"{ref.artifact_type} artifact{' of column ' + ref.column if ref.column else ''} "
+                        f"v{ref.format_version} of split {split.split_id} is already registered with content "
+                        f"{row.content_hash}, not {ref.content_hash}")
+                row.uri, row.size_bytes, row.content_hash = ref.uri, ref.size_bytes, ref.content_hash
+                row.registered_by = registered_by
+                out.append((row, False))
+                continue
+            row = ArtifactRow(artifact_id=str(ULID()), split_id=split.split_id, index_uid=split.index_uid,
+                              artifact_type=ref.artifact_type, column_name=ref.column,
+                              format_version=ref.format_version, uri=ref.uri, size_bytes=ref.size_bytes,
+                              content_hash=ref.content_hash, registered_by=registered_by)
+            self.session.add(row)
+            existing[ref.identity] = row
+            out.append((row, True))
+        await self.session.flush()
+        return out
+
+    async def publish_snapshot(self, split: SplitRow, artifacts: Sequence[ArtifactRow], manifest_uri: str,
+                               published_by: str, now: datetime) -> ArtifactSnapshotRow:
+        """The file's artifact set becomes visible at commit, all of it."""
+        ids = [a.artifact_id for a in sorted(artifacts, key=lambda a: (a.artifact_type, a.column_name,
+                                                                      a.format_version))]
+        stmt = pg_insert(ArtifactSnapshotRow).values(
+            split_id=split.split_id, index_uid=split.index_uid, manifest_uri=manifest_uri, published=True,
+            artifact_ids=ids, published_by=published_by, published_at=now, updated_at=now)
+        stmt = stmt.on_conflict_do_update(index_elements=["split_id"], set_={
+            "manifest_uri": manifest_uri, "published": True, "artifact_ids": ids, "published_by": published_by,
+            "published_at": now, "updated_at": now})
+        await self.session.execute(stmt)
+        await self.session.flush()
+        return await self.session.get(ArtifactSnapshotRow, split.split_id, populate_existing=True)
+
+    async def unpublish_snapshot(self, split_id: str, now: datetime) -> None:
+        await self.session.execute(update(ArtifactSnapshotRow).where(ArtifactSnapshotRow.split_id == split_id)
+                                   .values(published=False, updated_at=now))
+
+    async def published_artifacts(self, split_ids: Sequence[str]) -> dict[str, list[Row]]:
+        """The artifacts queries may use: exactly those listed by each file's published snapshot, as plain rows
+        (artifact_id, artifact_type, column_name, uri, content_hash): a plan reads them for every file it keeps,
+        and ORM objects would cost more than the rest of the plan."""
+        if not split_ids:
+            return {}
+        snapshots = (await self.session.execute(
+            select(ArtifactSnapshotRow.split_id, ArtifactSnapshotRow.artifact_ids)
+            .where(ArtifactSnapshotRow.split_id == any_(cast(list(split_ids), ARRAY(String))),
+                   ArtifactSnapshotRow.published))).all()
+        wanted = sorted({a for _, ids in snapshots for a in ids})
+        rows = {} if not wanted else {r.artifact_id: r for r in (await self.session.execute(
+            select(ArtifactRow.artifact_id, ArtifactRow.artifact_type, ArtifactRow.column_name, ArtifactRow.uri,
+                   ArtifactRow.content_hash).where(ArtifactRow.artifact_id == any_(cast(wanted, ARRAY(String))))
+        )).all()}
+        return {split_id: [rows[a] for a in ids if a in rows] for split_id, ids in snapshots}
+
+    async def lag(self, now: datetime, index_uid: str | None = None) -> list[IndexingLag]:
+        """Per index (or of one index): published files without a published snapshot, and when the oldest of them
+        was published."""
+        stmt = (select(SplitRow.index_uid, func.count(), func.min(SplitRow.published_at))
+                .outerjoin(ArtifactSnapshotRow, and_(ArtifactSnapshotRow.split_id == SplitRow.split_id,
+                                                     ArtifactSnapshotRow.published))
+                .where(SplitRow.state == SplitState.PUBLISHED, ArtifactSnapshotRow.split_id.is_(None))
+                .group_by(SplitRow.index_uid))
+        if index_uid is not None:
+            stmt = stmt.where(SplitRow.index_uid == index_uid)
+        rows = (await self.session.execute(stmt)).all()
+        return [IndexingLag(index_uid, count, oldest) for index_uid, count, oldest in rows]

@@ -1,0 +1,98 @@
+"""Publishing splits: the one use case that makes splits visible, whoever made them. Ingestion stages its splits,
+writes their files, then publishes them (`stage_splits`, `publish_staged`); registration publishes files written
+elsewhere, and planner-api a merge's or a rewrite's outputs (`publish_splits`; `strata_planner.compaction.publish`
+runs the rest of a merge's publish around it).
+
+The repositories below only write rows. What follows a publication is done here, in the caller's transaction, the
+same way on every path:
+
+- outputs that replace inputs are checked first, so a violation publishes nothing (`PublishConflict`): a merge
+  keeps every row (MC-1), a rewrite never more than its input held (DL-1), and every output lies in the job's
+  window and index (TW-3);
+- the windows of the published splits are flagged changed, so the next planner pass looks at them;
+- every published file gets an indexing job (`reason="published"`): its artifacts are built, the job created with
+  the publication, atomically.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from strata_core.domain.split import SplitMetadata, SplitState
+from strata_metastore.indexing_repository import IndexingRepository
+from strata_metastore.lease_queue import PublishRefused
+from strata_metastore.repositories import PublishedSplit, SplitRepository, utcnow
+from strata_metastore.window_repository import CompactionWindowRepository
+
+
+class PublishConflict(PublishRefused):
+    """The publish would break an invariant (an input no longer published, MC-1, DL-1, TW-3): nothing is
+    written."""
+
+
+@dataclass(frozen=True, slots=True)
+class Replacing:
+    """What a merge's or a rewrite's outputs replace: the job's index and window, and the rows its inputs hold."""
+    index_uid: str
+    window_start: int
+    input_rows: int
+    rewrite: bool
+
+
+def check_replacement(replacing: Replacing, outputs: Sequence[SplitMetadata]) -> None:
+    """MC-1 (a merge's outputs hold its inputs' rows), DL-1 (a rewrite's never more) and TW-3 (every output in
+    the job's window and index); PublishConflict names the first broken."""
+    output_rows = sum(o.num_rows for o in outputs)
+    if replacing.rewrite and output_rows > replacing.input_rows:
+        raise PublishConflict(f"outputs hold {output_rows} rows, more than the input's {replacing.input_rows} "
+                              f"(DL-1)")
+    if not replacing.rewrite and replacing.input_rows != output_rows:
+        raise PublishConflict(f"outputs hold {output_rows} rows, inputs {replacing.input_rows} (MC-1)")
+    for output in outputs:
+        if output.window_start != replacing.window_start or output.index_uid != replacing.index_uid:
+            raise PublishConflict(f"output {output.split_id} is outside the job's window or index (TW-3)")
+
+
+async def publish_splits(session: AsyncSession, splits: Sequence[SplitMetadata], *,
+                         replacing: Replacing | None = None) -> None:
+    """New splits, published at once (registration, a merge's or a rewrite's outputs, checked against what they
+    replace first), and what follows their publication."""
+    if replacing is not None:
+        check_replacement(replacing, splits)
+    if not splits:
+        return
+    for split in splits:
+        split.state = SplitState.PUBLISHED
+    now = utcnow()
+    await SplitRepository(session).insert(splits, now)
+    await _published(session, (PublishedSplit(s.index_uid, s.window_duration_secs, s.window_start, s.split_id,
+                                              s.partition_id) for s in splits), now)
+
+
+async def stage_splits(session: AsyncSession, splits: Sequence[SplitMetadata]) -> None:
+    """New splits, staged (their files not written yet): no query, planner or indexer sees them, so nothing
+    follows until `publish_staged`."""
+    for split in splits:
+        split.state = SplitState.STAGED
+    await SplitRepository(session).insert(splits)
+
+
+async def publish_staged(session: AsyncSession, split_ids: Sequence[str]) -> int:
+    """staged -> published for exactly these splits, and what follows; returns how many moved."""
+    now = utcnow()
+    moved = await SplitRepository(session).publish_staged(split_ids, now)
+    await _published(session, moved, now)
+    return len(moved)
+
+
+async def _published(session: AsyncSession, published: Iterable[PublishedSplit], now: datetime) -> None:
+    published = list(published)
+    await CompactionWindowRepository(session).mark_changed(
+        {(s.index_uid, s.window_duration_secs, s.window_start) for s in published})
+    # Every published file gets its artifacts built: the job is created with the publication, atomically.
+    await IndexingRepository(session).enqueue([(s.split_id, s.index_uid, s.partition_id) for s in published],
+                                              "published", now)

@@ -1,0 +1,505 @@
+"""All SQL of the index catalog and the split table. Callers own the session and its transaction."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any, NamedTuple
+
+from sqlalchemy import (
+    ARRAY,
+    Row,
+    String,
+    any_,
+    cast,
+    delete,
+    func,
+    select,
+    text,
+    tuple_,
+    update,
+)
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from strata_core.domain.column_stats import ColumnStats
+from strata_core.domain.split import RowGroupSpan, SplitMetadata, SplitState
+from strata_core.errors import NotFound
+from strata_core.query.predicate import Predicate
+from strata_core.query.time_range import TimeRanges
+from strata_metastore.column_arrays import ColumnArrays
+from strata_metastore.models import IndexRow, PublishedTotalsRow, SplitColumnStatsRow, SplitRow
+from strata_metastore.split_pruning import Params, constant_source, may_match_sql, stats_source
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class IndexRepository:
+    def __init__(self, session: AsyncSession) -> None:
+        self.session = session
+
+    async def get_live(self, index_id: str, *, for_update: bool = False) -> IndexRow | None:
+        stmt = select(IndexRow).where(IndexRow.index_id == index_id, IndexRow.deleted_at.is_(None))
+        if for_update:
+            stmt = stmt.with_for_update()
+        return (await self.session.execute(stmt)).scalar_one_or_none()
+
+    async def get(self, index_uid: str) -> IndexRow | None:
+        """One incarnation by its uid, deleted or not."""
+        return await self.session.get(IndexRow, index_uid)
+
+    async def incarnations(self) -> list[Row]:
+        """(index_uid, index_id, incarnation) of every incarnation, deleted ones too: what they left in storage
+        is still theirs to clean up."""
+        return list((await self.session.execute(
+            select(IndexRow.index_uid, IndexRow.index_id, IndexRow.incarnation).order_by(IndexRow.index_uid))).all())
+
+    async def list_live(self, *, limit: int, after_index_id: str | None) -> Sequence[IndexRow]:
+        stmt = select(IndexRow).where(IndexRow.deleted_at.is_(None))
+        if after_index_id is not None:
+            stmt = stmt.where(IndexRow.index_id > after_index_id)
+        stmt = stmt.order_by(IndexRow.index_id).limit(limit)
+        return (await self.session.execute(stmt)).scalars().all()
+
+    async def holding_partition(self, partition_id: str | None) -> Sequence[IndexRow]:
+        """The live indexes, by name, that hold published files of `partition_id` (a tenant's own); every live
+        index when None. Read from the trigger-kept published totals: one indexed lookup, never the splits."""
+        stmt = select(IndexRow).where(IndexRow.deleted_at.is_(None))
+        if partition_id is not None:
+            held = select(PublishedTotalsRow.index_uid).where(PublishedTotalsRow.partition_id == partition_id,
+                                                              PublishedTotalsRow.files > 0)
+            stmt = stmt.where(IndexRow.index_uid.in_(held))
+        return (await self.session.execute(stmt.order_by(IndexRow.index_id))).scalars().all()
+
+    async def add(self, row: IndexRow) -> None:
+        self.session.add(row)
+        await self.session.flush()
+
+    async def soft_delete(self, row: IndexRow) -> None:
+        now = utcnow()
+        row.deleted_at = now
+        row.updated_at = now
+        await self.session.flush()
+
+
+async def load_live_index(session: AsyncSession, index_id: str, *, for_update: bool = False) -> IndexRow:
+    row = await IndexRepository(session).get_live(index_id, for_update=for_update)
+    if row is None:
+        raise NotFound(f"index {index_id!r} does not exist")
+    return row
+
+
+@dataclass(frozen=True, slots=True)
+class SplitFilter:
+    index_uid: str
+    states: tuple[SplitState, ...] = ()
+    partition_id: str | None = None
+    window_start_gte: int | None = None
+    window_start_lt: int | None = None
+
+
+class PublishedSplit(NamedTuple):
+    """A split that just moved to published, as what follows a publication needs it."""
+    index_uid: str
+    window_duration_secs: int
+    window_start: int
+    split_id: str
+    partition_id: str | None
+
+
+class SplitRepository:
+    def __init__(self, session: AsyncSession) -> None:
+        self.session = session
+
+    async def insert(self, splits: Sequence[SplitMetadata], now: datetime | None = None) -> None:
+        """Insert splits (in the state each carries) with their typed column statistics: rows only. What follows a
+        publication (windows flagged, indexing queued) is the `publish_splits` use case's."""
+        if not splits:
+            return
+        now = now or utcnow()
+        # One statement per table whatever the batch size, so the counters' statement-level triggers (migration
+        # 0008) run once per batch.
+        await self.session.execute(_SPLITS_INSERT.statement,
+                                   _SPLITS_INSERT.params([_split_values(s, now) for s in splits]))
+        stats_rows = [_stats_values(s.split_id, st) for s in splits for st in s.column_stats.values()]
+        if stats_rows:
+            await self.session.execute(_STATS_INSERT.statement, _STATS_INSERT.params(stats_rows))
+
+    async def get_many(self, split_ids: Sequence[str], stats_columns: set[str] | None = None
+                       ) -> dict[str, SplitMetadata]:
+        """The splits with these ids, with the statistics of `stats_columns` (None: every column; empty: none, as
+        for a plan whose split-level pruning already ran on summaries). Plain rows, one array parameter: a plan
+        loads its survivors here, and ORM objects for each would cost more than the query."""
+        if not split_ids:
+            return {}
+        rows = (await self.session.execute(select(SplitRow.__table__).where(
+            SplitRow.split_id == any_(cast(list(split_ids), ARRAY(String)))))).all()
+        stats = await self._stats_of([r.split_id for r in rows], stats_columns)
+        return {r.split_id: _to_metadata(r, stats.get(r.split_id, {})) for r in rows}
+
+    async def find_by_uris(self, uris: Sequence[str]) -> dict[str, str]:
+        """uri -> split_id of the splits already holding these files."""
+        if not uris:
+            return {}
+        result = await self.session.execute(select(SplitRow.uri, SplitRow.split_id).where(SplitRow.uri.in_(uris)))
+        return {uri: split_id for uri, split_id in result.all()}
+
+    async def publish_staged(self, split_ids: Sequence[str], now: datetime | None = None) -> list[PublishedSplit]:
+        """staged -> published for exactly these splits; returns those that moved (rows only: the
+        `publish_splits` use case does what follows)."""
+        now = now or utcnow()
+        result = await self.session.execute(
+            update(SplitRow)
+            .where(SplitRow.split_id.in_(split_ids), SplitRow.state == SplitState.STAGED)
+            .values(state=SplitState.PUBLISHED, published_at=now, updated_at=now)
+            .returning(SplitRow.index_uid, SplitRow.window_duration_secs, SplitRow.window_start,
+                       SplitRow.split_id, SplitRow.partition_id)
+        )
+        return [PublishedSplit(*row) for row in result.all()]
+
+    async def lock_in_order(self, split_ids: Sequence[str]) -> Sequence[SplitRow]:
+        """The rows of these splits, locked FOR UPDATE in split id order (so two transactions locking overlapping
+        sets cannot deadlock)."""
+        return (await self.session.execute(
+            select(SplitRow).where(SplitRow.split_id.in_(split_ids)).order_by(SplitRow.split_id).with_for_update()
+        )).scalars().all()
+
+    async def mark_for_deletion(self, split_ids: Sequence[str], now: datetime) -> None:
+        """These splits were replaced: the garbage collector deletes their files after the grace."""
+        await self.session.execute(
+            update(SplitRow).where(SplitRow.split_id.in_(split_ids))
+            .values(state=SplitState.MARKED_FOR_DELETION, marked_for_deletion_at=now, updated_at=now))
+
+    async def row(self, split_id: str, *, for_update: bool = False) -> SplitRow | None:
+        return await self.session.get(SplitRow, split_id, with_for_update=for_update)
+
+    async def rows(self, split_ids: Sequence[str]) -> dict[str, SplitRow]:
+        if not split_ids:
+            return {}
+        found = await self.session.execute(select(SplitRow).where(SplitRow.split_id.in_(split_ids)))
+        return {s.split_id: s for s in found.scalars().all()}
+
+    async def existing_ids(self, split_ids: Sequence[str]) -> set[str]:
+        if not split_ids:
+            return set()
+        found = await self.session.execute(select(SplitRow.split_id).where(SplitRow.split_id.in_(split_ids)))
+        return set(found.scalars().all())
+
+    async def deletable(self, marked_before: datetime, limit: int, *,
+                        after: tuple[datetime, str] | None = None) -> list[Row]:
+        """(split_id, index_uid, uri, marked_for_deletion_at) of splits marked for deletion before `marked_before`,
+        in (marked_for_deletion_at, split_id) order after `after`, locked; rows another collector holds are
+        skipped. The collector pages on: a split whose file it could not delete keeps its row and must not come
+        back in the same pass. In mark order, so the partial index of migration 0018 reads the due rows only:
+        the splits replaced within the grace, however many, are never visited."""
+        stmt = select(SplitRow.split_id, SplitRow.index_uid, SplitRow.uri, SplitRow.marked_for_deletion_at).where(
+            SplitRow.state == SplitState.MARKED_FOR_DELETION, SplitRow.marked_for_deletion_at <= marked_before)
+        if after is not None:
+            stmt = stmt.where(tuple_(SplitRow.marked_for_deletion_at, SplitRow.split_id) > tuple_(*after))
+        return list((await self.session.execute(
+            stmt.order_by(SplitRow.marked_for_deletion_at, SplitRow.split_id).limit(limit)
+            .with_for_update(skip_locked=True))).all())
+
+    async def delete(self, split_ids: Sequence[str]) -> None:
+        await self.session.execute(delete(SplitRow).where(SplitRow.split_id.in_(split_ids)))
+
+    async def write_amplification(self) -> list[tuple[str, float]]:
+        """Per live index: how many times, on average, its published bytes have been written
+        (sum(size * (1 + num_merge_ops)) / sum(size))."""
+        rows = await self.session.execute(
+            select(IndexRow.index_id,
+                   func.sum(SplitRow.size_bytes * (1 + SplitRow.num_merge_ops)) / func.sum(SplitRow.size_bytes))
+            .join(SplitRow, SplitRow.index_uid == IndexRow.index_uid)
+            .where(SplitRow.state == SplitState.PUBLISHED, IndexRow.deleted_at.is_(None))
+            .group_by(IndexRow.index_id))
+        return [(index_id, float(value or 1.0)) for index_id, value in rows.all()]
+
+    async def delete_staged(self, split_ids: Sequence[str]) -> None:
+        await self.session.execute(
+            delete(SplitRow).where(SplitRow.split_id.in_(split_ids), SplitRow.state == SplitState.STAGED)
+        )
+
+    async def mark_index_for_deletion(self, index_uid: str) -> int:
+        now = utcnow()
+        result = await self.session.execute(
+            update(SplitRow)
+            .where(SplitRow.index_uid == index_uid,
+                   SplitRow.state.in_([SplitState.STAGED, SplitState.PUBLISHED]))
+            .values(state=SplitState.MARKED_FOR_DELETION, marked_for_deletion_at=now, updated_at=now)
+        )
+        return result.rowcount
+
+    async def list_page(
+        self, flt: SplitFilter, *, limit: int, after: tuple[int, str] | None
+    ) -> list[SplitMetadata]:
+        """Splits in (window_start, split_id) order, keyset-paged after `after`."""
+        stmt = select(SplitRow).where(SplitRow.index_uid == flt.index_uid)
+        if flt.states:
+            stmt = stmt.where(SplitRow.state.in_(flt.states))
+        if flt.partition_id is not None:
+            stmt = stmt.where(SplitRow.partition_id == flt.partition_id)
+        if flt.window_start_gte is not None:
+            stmt = stmt.where(SplitRow.window_start >= flt.window_start_gte)
+        if flt.window_start_lt is not None:
+            stmt = stmt.where(SplitRow.window_start < flt.window_start_lt)
+        if after is not None:
+            # A row comparison, so PostgreSQL seeks the (window_start, split_id) index to the cursor instead of
+            # scanning from its first entry.
+            stmt = stmt.where(tuple_(SplitRow.window_start, SplitRow.split_id) > tuple_(*after))
+        stmt = stmt.order_by(SplitRow.window_start, SplitRow.split_id).limit(limit)
+        rows = (await self.session.execute(stmt)).scalars().all()
+        stats = await self._stats_of([r.split_id for r in rows])
+        return [_to_metadata(r, stats.get(r.split_id, {})) for r in rows]
+
+    async def published_candidates(self, index_uid: str, partition_id: str | None, window_gte: int | None,
+                                   window_lte: int | None, include_window_zero: bool, ranges: TimeRanges,
+                                   predicate: Predicate, split_columns: Mapping[str, str],
+                                   stats_columns: set[str], limit: int,
+                                   prune_columns: set[str] | None = None) -> PublishedCandidates:
+        """The candidates of a query in one statement: published splits whose window starts in [window_gte,
+        window_lte] (None: unbounded), plus window 0 (null timestamps) when asked; of these, the ones whose time
+        range overlaps `ranges` (seconds) are counted, and of those only the ones the split statistics cannot rule
+        out for `predicate` (NNF; `split_pruning.may_match_sql`) come back, as full metadata with the statistics of
+        `stats_columns`, at most `limit` of them in (window_start, split_id) order.
+
+        `split_columns`: predicate columns that are columns of `splits` (one value per split, e.g. partition_id).
+        `prune_columns`: the columns whose statistics PostgreSQL prunes on (default `stats_columns`); leaving one
+        out only keeps more splits.
+        The counts are aggregates over the same snapshot, so every stage of a plan agrees with the next; only the
+        few survivors cross the wire, as plain rows."""
+        params = Params()
+        where = [f"index_uid = {params.bind(index_uid)}", "state = 'published'"]
+        if partition_id is not None:
+            where.append(f"partition_id = {params.bind(partition_id)}")
+        window = [f"window_start >= {_bigint(window_gte, params)}" if window_gte is not None else "TRUE",
+                  f"window_start <= {_bigint(window_lte, params)}" if window_lte is not None else "TRUE"]
+        window_sql = " AND ".join(window)
+        where.append(f"(({window_sql}) OR window_start = 0)" if include_window_zero else f"({window_sql})")
+        in_time = _in_time(ranges, params)
+        joins, sources = [], {}
+        stats_columns = stats_columns - set(split_columns)
+        prune_columns = stats_columns if prune_columns is None else prune_columns & stats_columns
+        for n, name in enumerate(sorted(prune_columns)):
+            joins.append(f"LEFT JOIN split_column_stats st{n} ON st{n}.split_id = c.split_id "
+                         f"AND st{n}.column_name = {params.bind(name)}")
+            sources[name] = stats_source(f"st{n}", "c.num_rows")
+        for name, split_column in split_columns.items():
+            if split_column not in _SPLIT_COLUMNS:
+                raise ValueError(f"{split_column!r} is not a column of splits")
+            sources[name] = constant_source(f"c.{split_column}", "c.num_rows")
+        prune = may_match_sql(predicate, sources, params)
+        # One statement, so the counts and the survivors are one snapshot even outside a REPEATABLE READ
+        # transaction. Candidates: the windows' rows (one index range scan), each marked whether its time range
+        # meets the query's. Totals: aggregates over them. Kept: the candidates split statistics cannot rule out
+        # (one primary-key probe of split_column_stats per candidate and predicate column); only their full rows
+        # are returned, each beside the totals (a LEFT JOIN, so the totals come back when nothing is kept).
+        sql = f"""
+WITH c AS MATERIALIZED (
+  SELECT split_id, window_start, partition_id, num_rows, size_bytes, time_range_start, num_row_groups,
+         row_group_bytes, ({in_time}) AS in_time
+  FROM splits WHERE {" AND ".join(where)}
+), totals AS (
+  SELECT count(*) FILTER (WHERE in_time) AS totals_files,
+         coalesce(sum(num_row_groups) FILTER (WHERE in_time), 0) AS totals_row_groups,
+         coalesce(sum(size_bytes) FILTER (WHERE in_time), 0) AS totals_size_bytes,
+         coalesce(sum(row_group_bytes) FILTER (WHERE in_time), 0) AS totals_row_group_bytes,
+         min(time_range_start) FILTER (WHERE in_time) AS totals_min_start,
+         count(*) FILTER (WHERE in_time AND time_range_start IS NULL) AS totals_null_starts
+  FROM c
+), kept AS (
+  SELECT c.split_id FROM c {" ".join(joins)}
+  WHERE c.in_time AND {prune}
+  ORDER BY c.window_start, c.split_id LIMIT {params.bind(limit + 1)}
+)
+SELECT totals.*, splits.* FROM totals LEFT JOIN (kept JOIN splits ON splits.split_id = kept.split_id) ON TRUE
+ORDER BY splits.window_start, splits.split_id"""
+        statement = text(sql).columns(row_groups=SplitRow.__table__.c.row_groups.type)
+        rows = (await self.session.execute(statement, params.values)).all()
+        first = rows[0]
+        found = [r for r in rows if r.split_id is not None]
+        stats = await self._stats_of([r.split_id for r in found[:limit]], stats_columns)
+        return PublishedCandidates(
+            files=first.totals_files,
+            row_groups=int(first.totals_row_groups), size_bytes=int(first.totals_size_bytes),
+            row_group_bytes=int(first.totals_row_group_bytes), min_time_range_start=first.totals_min_start,
+            null_time_range_starts=first.totals_null_starts,
+            splits=[_to_metadata(r, stats.get(r.split_id, {})) for r in found[:limit]],
+            truncated=len(found) > limit)
+
+    async def published_totals(self, index_uid: str, partition_id: str | None) -> PublishedTotals:
+        """What the index (for one tenant) holds published: what a query would read without any pruning. Read
+        from the trigger-kept counters, so it agrees with `published_candidates` in the same snapshot."""
+        t = PublishedTotalsRow
+        stmt = select(*(func.coalesce(func.sum(column), 0) for column in (t.files, t.bytes, t.row_groups,
+                                                                          t.row_group_bytes))
+                      ).where(t.index_uid == index_uid)
+        if partition_id is not None:
+            stmt = stmt.where(t.partition_id == partition_id)
+        return PublishedTotals(*(int(v) for v in (await self.session.execute(stmt)).one()))
+
+    async def _stats_of(self, split_ids: Sequence[str], columns: set[str] | None = None
+                        ) -> dict[str, dict[str, ColumnStats]]:
+        if not split_ids or columns is not None and not columns:
+            return {}
+        # Plain rows and array parameters: one bind per list, however many splits a plan reads.
+        stmt = select(_STATS_TABLE).where(
+            SplitColumnStatsRow.split_id == any_(cast(list(split_ids), ARRAY(String))))
+        if columns is not None:
+            stmt = stmt.where(SplitColumnStatsRow.column_name == any_(cast(sorted(columns), ARRAY(String))))
+        out: dict[str, dict[str, ColumnStats]] = {}
+        for row in (await self.session.execute(stmt)).all():
+            out.setdefault(row[_STATS_SPLIT], {})[row[_STATS_NAME]] = _stats_from_row(row)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class PublishedTotals:
+    """An index's published files, file bytes, row groups and row-group bytes (`strata_row_group_bytes`)."""
+
+    files: int
+    bytes: int
+    row_groups: int
+    row_group_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class PublishedCandidates:
+    """What `published_candidates` found. files .. row_group_bytes: of the splits whose time range overlaps the
+    query's (`row_group_bytes` as `strata_row_group_bytes` counts, like the later stages); min_time_range_start and
+    null_time_range_starts over those too; splits: the ones split statistics cannot rule out."""
+
+    files: int
+    row_groups: int
+    size_bytes: int
+    row_group_bytes: int
+    min_time_range_start: int | None
+    null_time_range_starts: int
+    splits: list[SplitMetadata]
+    truncated: bool
+
+
+_BIGINT = (-(2**63), 2**63 - 1)
+_SPLIT_COLUMNS = frozenset(SplitRow.__table__.columns.keys())
+
+
+def _bigint(value: int, params: Params) -> str:
+    """A bound that always fits a BIGINT: beyond the type's range it is clamped, which changes no comparison with
+    a BIGINT column except at the very end of the range, where it can only keep more."""
+    return f"CAST({params.bind(min(max(value, _BIGINT[0]), _BIGINT[1]))} AS bigint)"
+
+
+def _in_time(ranges: TimeRanges, params: Params) -> str:
+    """The split's time range overlaps `ranges` (`TimeRanges.overlaps`), or its timestamps are null and the ranges
+    allow null."""
+    overlaps = []
+    for i in ranges.intervals:
+        lower = "TRUE" if i.lo is None else f"(time_range_end IS NULL OR time_range_end >= {_bigint(i.lo, params)})"
+        upper = "TRUE" if i.hi is None else f"time_range_start <= {_bigint(i.hi, params)}"
+        overlaps.append(f"({lower} AND {upper})")
+    timed = f"(time_range_start IS NOT NULL AND ({' OR '.join(overlaps)}))" if overlaps else "FALSE"
+    return f"(time_range_start IS NULL OR {timed})" if ranges.includes_null else timed
+
+
+def _split_values(split: SplitMetadata, now: datetime) -> dict[str, Any]:
+    return {
+        "split_id": split.split_id,
+        "index_uid": split.index_uid,
+        "source_id": split.source_id,
+        "partition_id": split.partition_id,
+        "doc_mapping_uid": split.doc_mapping_uid,
+        "sort_schema": split.sort_schema,
+        "window_start": split.window_start,
+        "window_duration_secs": split.window_duration_secs,
+        "time_range_start": split.time_range_start,
+        "time_range_end": split.time_range_end,
+        "num_rows": split.num_rows,
+        "size_bytes": split.size_bytes,
+        "uri": split.uri,
+        "row_groups": [rg.to_json() for rg in split.row_groups],
+        "num_merge_ops": split.num_merge_ops,
+        "generation": split.generation,
+        "root_split_ids": list(split.root_split_ids),
+        "parent_split_ids": list(split.parent_split_ids),
+        "state": split.state,
+        "created_at": now,
+        "updated_at": now,
+        "published_at": now if split.state == SplitState.PUBLISHED else None,
+        "marked_for_deletion_at": None,
+    }
+
+
+_SPLITS_INSERT = ColumnArrays(SplitRow.__table__)
+_STATS_INSERT = ColumnArrays(SplitColumnStatsRow.__table__)
+_TYPED_COLUMNS = {"string": "string", "i64": "i64", "u64": "u64", "f64": "f64"}
+
+
+def _stats_values(split_id: str, stats: ColumnStats) -> dict[str, Any]:
+    values: dict[str, Any] = {
+        "split_id": split_id,
+        "column_name": stats.name,
+        "value_type": stats.value_type,
+        "null_count": stats.null_count,
+        "regex": stats.regex,
+    }
+    for suffix in _TYPED_COLUMNS.values():
+        values[f"min_{suffix}"] = None
+        values[f"max_{suffix}"] = None
+    suffix = _TYPED_COLUMNS.get(stats.value_type)
+    if suffix is not None:
+        convert = Decimal if suffix == "u64" else (lambda v: v)
+        values[f"min_{suffix}"] = None if stats.min_value is None else convert(stats.min_value)
+        values[f"max_{suffix}"] = None if stats.max_value is None else convert(stats.max_value)
+    return values
+
+
+_STATS_TABLE = SplitColumnStatsRow.__table__
+# Position of each value type's (min, max) pair in a plain row of the table: a plan decodes thousands of rows,
+# and indexing a tuple costs a fraction of an attribute lookup by a built name.
+_STATS_PAIRS = {kind: (_STATS_TABLE.columns.keys().index(f"min_{suffix}"),
+                       _STATS_TABLE.columns.keys().index(f"max_{suffix}")) for kind, suffix in _TYPED_COLUMNS.items()}
+_STATS_SPLIT, _STATS_NAME, _STATS_TYPE, _STATS_NULL_COUNT, _STATS_REGEX = (
+    _STATS_TABLE.columns.keys().index(name)
+    for name in ("split_id", "column_name", "value_type", "null_count", "regex"))
+
+
+def _stats_from_row(row: Sequence[Any]) -> ColumnStats:
+    """`row`: a plain row of every column of `split_column_stats`, in table order."""
+    value_type = row[_STATS_TYPE]
+    pair = _STATS_PAIRS.get(value_type)
+    low = high = None
+    if pair is not None:
+        low, high = row[pair[0]], row[pair[1]]
+        if value_type == "u64":
+            low = None if low is None else int(low)
+            high = None if high is None else int(high)
+    return ColumnStats(row[_STATS_NAME], value_type, low, high, row[_STATS_NULL_COUNT], row[_STATS_REGEX])
+
+
+def _to_metadata(row: Any, stats: dict[str, ColumnStats]) -> SplitMetadata:
+    """From a SplitRow or a plain row of the splits table (same attribute names)."""
+    return SplitMetadata(
+        split_id=row.split_id,
+        index_uid=row.index_uid,
+        source_id=row.source_id,
+        partition_id=row.partition_id,
+        doc_mapping_uid=row.doc_mapping_uid,
+        sort_schema=row.sort_schema,
+        window_start=row.window_start,
+        window_duration_secs=row.window_duration_secs,
+        time_range_start=row.time_range_start,
+        time_range_end=row.time_range_end,
+        num_rows=row.num_rows,
+        uri=row.uri,
+        size_bytes=row.size_bytes,
+        row_groups=[RowGroupSpan(**rg) for rg in row.row_groups],
+        column_stats=stats,
+        num_merge_ops=row.num_merge_ops,
+        generation=row.generation,
+        root_split_ids=list(row.root_split_ids or []),
+        parent_split_ids=list(row.parent_split_ids or []),
+        state=SplitState(row.state),
+    )
+

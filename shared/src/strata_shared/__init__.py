@@ -1,1 +1,0 @@
-"""strata_shared."""

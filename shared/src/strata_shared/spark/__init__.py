@@ -1,5 +1,0 @@
-"""Spark Connect access shared by every service: one lazily created client session per remote."""
-
-from strata_shared.spark.session import SparkSessionFactory
-
-__all__ = ["SparkSessionFactory"]
