@@ -4,7 +4,7 @@ its commit (`commit_log.STEPS`: before the entry is numbered, before COMMIT, aft
 bucket, after). Whatever step it died at, once the ship pass has run `verify` finds PostgreSQL and the bucket
 agreeing, the change is there iff its COMMIT happened, and at the end a metastore rebuilt from the bucket alone
 holds exactly what PostgreSQL holds. (The protocol on its own, over random histories, is
-tests/shared/test_commit_log.py's.)"""
+tests/metastore/test_commit_log.py's.)"""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """A candidate source over files a test holds in memory, in place of the metastore: the cascade's stages run on
 what it reads exactly as they do on what PostgreSQL reads. It applies the time range and the tenant, and leaves
 split statistics wholly to the cascade's reference stage (PostgreSQL's SQL form only narrows ahead of it, never
-ruling out a split the reference keeps: tests/shared/test_split_pruning_sql.py)."""
+ruling out a split the reference keeps: tests/metastore/test_split_pruning_sql.py)."""
 
 from __future__ import annotations
 

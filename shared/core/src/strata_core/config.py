@@ -382,7 +382,7 @@ class Settings(BaseSettings):
 class SettingsGroup:
     """A read-only view of one group of `Settings`, at `settings.<name>`. Its attributes are the group's fields,
     named without the group's `prefix` when they have it (`query_max_files` is `QuerySettings.max_files`); every
-    field of `Settings` is in exactly one group (tests/shared/test_settings_module.py)."""
+    field of `Settings` is in exactly one group (tests/core/test_settings_module.py)."""
 
     name: ClassVar[str]
     title: ClassVar[str]

@@ -6,7 +6,7 @@ context or in a thread that copied it, adds to it, and so does every file handle
 later reads from it. Without an open meter a call costs nothing more than the filesystem's own.
 
 The counts are the requests pyarrow's S3 filesystem sends (Arrow 26, default options, checked against an S3
-server's access log by `tests/shared/test_object_requests.py`), counted the same way on a local directory so a
+server's access log by `tests/core/test_object_requests.py`), counted the same way on a local directory so a
 local run says what it would cost on S3:
 
 - opening a file for reading is one HEAD (S3 learns its size; pyarrow's Python API cannot be handed the size);

@@ -46,7 +46,7 @@ from strata_metastore import commit_log_models  # noqa: F401 - registers the tab
 log = logging.getLogger("strata.commit_log")
 
 # table -> primary key columns. The capture triggers of migration 0017 are on exactly these tables (pinned by
-# tests/shared/test_commit_log.py against the database): what decides what a query sees. Counters derived from
+# tests/metastore/test_commit_log.py against the database): what decides what a query sees. Counters derived from
 # them by triggers (`published_totals`, `plan_generations`) are derived again when the log is replayed; jobs,
 # leases, samples and skips are work in progress, not commitments, and are planned again after a rebuild.
 LOGGED_TABLES: dict[str, tuple[str, ...]] = {

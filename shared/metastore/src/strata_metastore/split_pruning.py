@@ -3,7 +3,7 @@ leave the server (a query over a busy range has hundreds of candidates and keeps
 
 The reference is `strata_core.query.pruning.RangeOracle` over each split's statistics (`may_match`); this is the
 same rule written against `split_column_stats`, with one requirement: it never rules out a split the reference
-keeps (tests/shared/test_split_pruning_sql.py checks it against real PostgreSQL on random statistics and
+keeps (tests/metastore/test_split_pruning_sql.py checks it against real PostgreSQL on random statistics and
 predicates). Where the SQL could disagree with Python on an edge (a literal of another type than the statistics, a
 string PostgreSQL cannot hold, an integer a float cannot represent exactly, NaN or infinity against integers), it
 keeps the split instead, and the caller runs the reference on the survivors, so the plan is exactly the one the

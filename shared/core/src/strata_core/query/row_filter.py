@@ -6,7 +6,7 @@ prefilter decides it).
 This is what decides, row by row, which rows a delete removes: the rewrite kernel drops exactly the rows where
 the predicate is TRUE, and the query scan hides the same rows of a split whose rewrite has not published yet.
 A row where the predicate is NULL is not deleted (`expr IS NOT TRUE` keeps it). Property-tested against the
-reference (tests/shared/test_row_filter.py).
+reference (tests/core/test_row_filter.py).
 
 Three-valued results are two numpy masks (TRUE, NULL). A condition on a dictionary column is decided once per
 distinct value and spread to the rows through the indices. Pure pyarrow + numpy, and like the merge kernel it

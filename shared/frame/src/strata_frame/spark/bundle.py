@@ -43,7 +43,7 @@ import pyarrow
 log = logging.getLogger("strata.spark")
 
 # The packages of Strata's own code that jobs import; both are pure Python. strata_jobs depends on the core alone
-# (tests/shared/test_dependency_direction.py), so neither the metastore nor the service frame ships.
+# (tests/test_dependency_direction.py), so neither the metastore nor the service frame ships.
 JOB_PACKAGES = ("strata_jobs", "strata_core")
 # What the job modules import beyond the standard library and what executors are assumed to have. A test
 # imports every job entry point in a fresh interpreter and checks this list covers what it loads.

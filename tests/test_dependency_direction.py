@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = {
     "strata_core": ROOT / "shared" / "core" / "src" / "strata_core",
     "strata_metastore": ROOT / "shared" / "metastore" / "src" / "strata_metastore",
