@@ -3,8 +3,16 @@
 # constructor recursion depth mismatch" when other threads rendered tracebacks meanwhile (cpython gh-106905).
 import os
 
-import hypothesis  # noqa: F401
+import hypothesis
 import pytest
+
+# Property tests state their example counts for the `ci` profile (the default, what `make test` runs); `dev` runs a
+# tenth of them for a quick loop, `thorough` ten times as many before a release or after a change to pruning or the
+# merge. Chosen with HYPOTHESIS_PROFILE; the counts scale through `tests.helpers.examples`.
+hypothesis.settings.register_profile("ci", print_blob=True)
+hypothesis.settings.register_profile("dev", max_examples=10)
+hypothesis.settings.register_profile("thorough", max_examples=1000, print_blob=True)
+hypothesis.settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 # Every query-api a test starts, in process or as a child, serves Flight SQL on a free port rather than on 8004,
 # which a developer's own `strata up` may hold; a test that needs a known port sets one.

@@ -8,6 +8,7 @@ import json
 import uuid
 from typing import Any
 
+import hypothesis
 import pyarrow as pa
 import pyarrow.ipc as ipc
 from sqlalchemy import text
@@ -18,6 +19,12 @@ from strata_core.storage import ObjectStore
 
 NDJSON = "application/x-ndjson"
 ARROW = "application/vnd.apache.arrow.stream"
+
+
+def examples(ci_count: int) -> int:
+    """A property test's example count under the active hypothesis profile (tests/conftest.py): `ci_count` in
+    `ci`, whose default is hypothesis's 100, and in proportion in the others."""
+    return max(1, round(ci_count * hypothesis.settings.default.max_examples / 100))
 
 
 def unique_index_id(prefix: str = "idx") -> str:

@@ -29,6 +29,7 @@ from strata_core.query.predicate import (
     to_nnf,
 )
 from strata_core.storage import ObjectStore
+from tests.helpers import examples
 
 TYPES = {"user_id": FieldType.STRING, "code": FieldType.I64, "host": FieldType.STRING,
          "message": FieldType.STRING}
@@ -121,7 +122,7 @@ def _matches(pred: Predicate, rows: list[dict]) -> bool:
     return any(evaluate_row(pred, {**r, "partition_id": PARTITION}) for r in rows)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(splits=st.lists(st.tuples(split_rows, st.sampled_from(STATES), st.sampled_from(["user_id", "host"])),
                        min_size=1, max_size=4),
        pred=predicates)

@@ -13,13 +13,14 @@ from hypothesis import strategies as st
 from strata_core.domain.ingest_batch import admit_rows, cut_admitted, cut_batch, timestamp_seconds
 from strata_core.domain.sort_key import is_sorted
 from strata_core.domain.sort_schema import SortSchema
+from tests.helpers import examples
 
 SCHEMA = pa.schema([("metric", pa.string()), ("ts", pa.int64()), ("v", pa.float64())])
 SORT = SortSchema.parse("metric,-ts")
 NOW = 1_000_000
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(st.lists(st.tuples(st.one_of(st.none(), st.sampled_from("abc")),
                           st.one_of(st.none(), st.integers(NOW - 5000, NOW + 100)),
                           st.floats(allow_nan=False, width=32)), max_size=80),
@@ -50,7 +51,7 @@ _ROW = st.tuples(st.one_of(st.none(), st.sampled_from("abc")), st.one_of(st.none
                  st.floats(allow_nan=False, width=32))
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.lists(st.lists(_ROW, max_size=30), min_size=1, max_size=5), st.sampled_from([60, 900]))
 def test_batches_cut_together_are_one_sorted_part_per_window_and_keep_their_own_counts(batches, duration):
     tables = [pa.Table.from_pylist([{"metric": m, "ts": t, "v": v} for m, t, v in rows], schema=SCHEMA)

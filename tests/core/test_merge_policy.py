@@ -20,6 +20,7 @@ from strata_core.domain.merge_policy import (
     split_level,
 )
 from strata_core.domain.split import CompactionScope
+from tests.helpers import examples
 
 NOW = 10_000_000
 PARAMS = MergePolicyParams(min_level_num_docs=1000, merge_factor=3, max_merge_factor=4, maturation_period_secs=86_400,
@@ -41,7 +42,7 @@ candidate_strategy = st.builds(
 candidates_strategy = st.lists(candidate_strategy, max_size=60, unique_by=lambda c: c.split_id)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(candidates_strategy, st.booleans(), st.randoms())
 def test_policy_invariants(candidates, force_final, rnd):
     plan = plan_merges(candidates, PARAMS, RULES, NOW, force_final=force_final)

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from strata_core.query.predicate import Compare, InList, evaluate_row, to_nnf
 from strata_core.query.predicate_json import predicate_from_json, predicate_to_json
 from strata_core.query.row_filter import matching_rows
+from tests.helpers import examples
 from tests.query_logic.strategies import PREDICATES, ROWS
 
 SCHEMA = pa.schema([("i", pa.int64()), ("f", pa.float64()), ("s", pa.string()), ("t", pa.string()),
@@ -23,7 +24,7 @@ def _table(rows: list[dict]) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=SCHEMA)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(st.lists(ROWS, max_size=12), PREDICATES)
 def test_dl2_matching_rows_agree_with_the_reference(rows, predicate):
     table = _table(rows)
@@ -32,7 +33,7 @@ def test_dl2_matching_rows_agree_with_the_reference(rows, predicate):
     assert matching_rows(to_nnf(predicate), table).tolist() == expected
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.lists(ROWS, max_size=6), PREDICATES)
 def test_dl2_dictionary_strings_and_missing_columns_read_as_plain_and_null(rows, predicate):
     table = _table(rows)
@@ -41,7 +42,7 @@ def test_dl2_dictionary_strings_and_missing_columns_read_as_plain_and_null(rows,
     assert matching_rows(predicate, encoded).tolist() == expected
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(PREDICATES)
 def test_predicate_json_round_trip(predicate):
     assert repr(predicate_from_json(predicate_to_json(predicate))) == repr(predicate)

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from strata_core.domain.sort_key import is_sorted, sort_indices
 from strata_core.domain.sort_schema import SortColumn, SortSchema
+from tests.helpers import examples
 
 
 def test_parse_and_render_round_trip():
@@ -57,7 +58,7 @@ rows_strategy = st.lists(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(rows_strategy, st.permutations(["a", "b", "c"]), st.lists(st.booleans(), min_size=3, max_size=3))
 def test_mc3_sort_matches_reference_comparator_and_is_stable(rows, order, descending):
     schema = SortSchema(tuple(SortColumn(n, d) for n, d in zip(order, descending, strict=True)))

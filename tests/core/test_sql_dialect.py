@@ -16,6 +16,7 @@ from strata_core.sql.engine_forms import java_compatible
 from strata_core.sql.errors import QueryValidationError
 from strata_core.sql.index_columns import with_partition_column
 from strata_core.sql.query import parse_query
+from tests.helpers import examples
 
 SETTINGS = with_partition_column(IndexSettings.model_validate({
     "fields": [{"name": "ts", "type": "timestamp"}, {"name": "host", "type": "string"},
@@ -68,7 +69,7 @@ def test_conditions_that_would_change_the_answer_are_not_moved(sql):
     assert parse(sql).scans[-1].predicate == TRUE or "code" not in describe(parse(sql).scans[-1].predicate)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(seconds=st.integers(0, 4_000_000_000), fraction=st.integers(0, 999_999),
        width=st.sampled_from(["1 second", "15 seconds", "1 minute", "5 minutes", "1 hour", "1 day", "7 days"]),
        function=st.sampled_from(["time_bucket", "date_bin"]))

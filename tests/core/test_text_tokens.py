@@ -12,13 +12,14 @@ from strata_core.artifacts import tokenize
 from strata_core.query.predicate import TextMatch
 from strata_core.query.row_filter import matching_rows
 from strata_core.query.text_tokens import entries_holding
+from tests.helpers import examples
 
 # Characters whose Unicode case mapping is ASCII (KELVIN SIGN, LONG S, dotless and dotted I), other non-ASCII,
 # and token boundaries of every kind.
 TEXT = st.text(alphabet="abAB01 -_.\n\u212a\u017f\u0131\u0130éß\U0001f600", max_size=12)
 
 
-@settings(max_examples=500)
+@settings(max_examples=examples(500))
 @given(st.lists(st.one_of(st.none(), TEXT), max_size=12), st.data())
 def test_each_value_holds_the_terms_exactly_as_the_token_contract_says(values, data):
     tokens_seen = sorted({t for v in values if v is not None for t in tokenize(v)})

@@ -15,6 +15,7 @@ from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 
 from strata_core.errors import BadRequest
 from strata_indexer.otlp import raw, values
+from tests.helpers import examples
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 _RAW_LOG_RECORD = type(raw.LogsRequest().resource_logs.add().scope_logs.add().log_records.add())
@@ -48,7 +49,7 @@ _any_values = st.recursive(_scalars, lambda inner: st.one_of(
 _attributes = st.dictionaries(st.text(max_size=200), _any_values, max_size=8)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(_attributes)
 def test_attribute_json_from_bytes_equals_the_runtimes_reading(attributes):
     record = LogRecord(attributes=[KeyValue(key=k, value=v) for k, v in attributes.items()])

@@ -39,6 +39,7 @@ from strata_jobs.merge import (
     spec_to_json,
 )
 from strata_jobs.row_checksum import table_checksum
+from tests.helpers import examples
 
 WINDOW = 1_767_225_600
 
@@ -164,7 +165,7 @@ def _hashable(row: tuple) -> tuple:
     return tuple(tuple(v) if isinstance(v, list) else v for v in row)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=merge_case())
 def test_mc1_mc2_mc3_mc4_property_random_inputs(tmp_path_factory, case):
     check_merge_case(tmp_path_factory.mktemp("prop"), case)

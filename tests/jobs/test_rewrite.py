@@ -23,6 +23,7 @@ from strata_core.query.predicate import Compare, InList, Like, Or, TextMatch, ev
 from strata_core.query.predicate_json import predicate_to_json
 from strata_jobs import merge
 from strata_jobs.merge import MergeVerificationError, run_merge
+from tests.helpers import examples
 from tests.jobs.test_merge import files_under, make_spec, output_tables, sorted_table, write_split
 from tests.query_logic.strategies import PREDICATES, ROWS
 
@@ -42,7 +43,7 @@ def _rewrite(base: Path, rows: list[dict], predicate, **overrides):
     return table, run_merge(spec)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rows=st.lists(ROWS, max_size=30), predicate=PREDICATES.map(to_nnf),
        target_rows=st.sampled_from([4, 1_000_000]))
 def test_dl1_dl2_dl3_rewrite_removes_exactly_the_matching_rows(tmp_path_factory, rows, predicate, target_rows):
@@ -130,7 +131,7 @@ def _faulty_keep(fault: str, position: int):
     return faulty
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rows=st.lists(ROWS, min_size=2, max_size=30, unique_by=lambda r: (r["s"], r["ts"], r["i"])),
        fault=st.sampled_from(FAULTS), position=st.integers(0, 1_000),
        target_rows=st.sampled_from([3, 1_000_000]), readback=st.booleans())

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from strata_core.domain.sort_key import sort_indices
 from strata_core.domain.sort_schema import SortColumn, SortSchema, compare_rows
 from strata_jobs.merge import run_merge
+from tests.helpers import examples
 from tests.jobs.test_merge import WINDOW, make_spec, output_tables, write_split
 
 COLUMNS = pa.schema([("s", pa.string()), ("i", pa.int64()), ("f", pa.float64()), ("b", pa.bool_()),
@@ -45,7 +46,7 @@ def _comparable(rows: list[dict]) -> list[tuple]:
     return [tuple("NaN" if isinstance(r[n], float) and r[n] != r[n] else r[n] for n in COLUMNS.names) for r in rows]
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case())
 def test_mc3_ingestion_and_merge_give_the_same_order(tmp_path_factory, drawn):
     schema, rows, cuts = drawn

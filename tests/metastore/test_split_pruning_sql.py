@@ -29,6 +29,7 @@ from strata_core.query.predicate import And, Compare, InList, IsNull, Like, Or, 
 from strata_core.query.pruning import split_may_match
 from strata_core.query.time_range import Interval, TimeRanges
 from strata_metastore.repositories import SplitRepository
+from tests.helpers import examples
 from tests.query_logic.strategies import PREDICATES
 
 WINDOW = 3600
@@ -153,7 +154,8 @@ def _reference(population: list[SplitMetadata], pred: Predicate, ranges: TimeRan
     return in_range, [s.split_id for s in in_range if split_may_match(pred, s.summary(), CONSTANTS)]
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=examples(400), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(population=splits(), pred=ANY_PREDICATE, ranges=TIME_RANGES)
 def test_sql_pruning_never_drops_a_split_the_reference_keeps(database, population, pred, ranges):
     nnf = to_nnf(pred)
@@ -182,7 +184,8 @@ QUERY_ATOMS = st.one_of(
 )
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=examples(150), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(population=splits(), atoms=st.lists(QUERY_ATOMS, min_size=1, max_size=3), ranges=TIME_RANGES)
 def test_sql_prunes_query_predicates_exactly_like_the_reference(database, population, atoms, ranges):
     """Statistics of the columns' usual kinds: on them the SQL is not merely conservative, it is the rule."""

@@ -22,6 +22,7 @@ from strata_metastore.compaction_repository import CompactionRepository
 from strata_metastore.job_columns import new_job_values
 from strata_metastore.models import IndexRow
 from tests.fixtures.postgres import rolled_back
+from tests.helpers import examples
 
 NOW = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
 INDEX_UID = "prio:01JBZZZZZZZZZZZZZZZZZZZZZZ"
@@ -69,7 +70,7 @@ def _expected(rows: list[dict], capacity: int) -> list[str]:
             ][:max(0, capacity)]
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(jobs=jobs_strategy, capacity=st.integers(0, 6))
 def test_the_repository_assigns_in_the_declared_order(repository_database, jobs, capacity) -> None:
     rows = [_job_row(i, *job) for i, job in enumerate(jobs)]

@@ -33,6 +33,7 @@ from strata_metastore.job_columns import new_job_values
 from strata_metastore.models import IndexRow, SplitRow
 from strata_planner.compaction.debt_repository import DebtRepository, DebtSample, LevelDebt
 from tests.fixtures.postgres import rolled_back
+from tests.helpers import examples
 
 NOW = datetime(2026, 11, 27, 12, 7, 30, 500_000, tzinfo=UTC)
 NOW_SECS = int(NOW.timestamp())
@@ -170,7 +171,7 @@ closed_splits = st.lists(st.tuples(
 ), max_size=10)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(splits=closed_splits)
 def test_closed_windows_not_final_are_those_the_policy_still_merges(repository_database, splits) -> None:
     """Over closed windows, a window counts as not final exactly when `plan_merges` plans a merge in it."""

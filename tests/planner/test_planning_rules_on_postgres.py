@@ -38,6 +38,7 @@ from strata_metastore.lease_queue import LeaseQueue
 from strata_metastore.models import IndexRow, SplitRow
 from strata_metastore.window_repository import CompactionWindowRepository
 from tests.fixtures.postgres import rolled_back
+from tests.helpers import examples
 
 NOW = datetime(2026, 11, 25, 12, 0, 0, 250_000, tzinfo=UTC)
 NOW_SECS = int(NOW.timestamp())
@@ -47,7 +48,7 @@ PARAMS = MergePolicyParams(min_level_num_docs=100, merge_factor=3, max_merge_fac
                            target_split_num_rows=1000, target_split_size_bytes=10_000)
 START = 900 * 1000
 RULES = WindowRules(compaction_start_time=START, late_data_acceptance_secs=600)
-SETTINGS = dict(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+SETTINGS = dict(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
 def _index(uid: str = INDEX_UID, deleted: bool = False) -> dict:

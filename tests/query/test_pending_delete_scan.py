@@ -25,6 +25,7 @@ from strata_query.execution.hot_tier import HotTier
 from strata_query.execution.local_query import LocalEngine
 from strata_query.execution.scan_request import VIEW, ScanRequest
 from strata_query.planning.caches import FooterCache
+from tests.helpers import examples
 from tests.query_logic.strategies import PREDICATES, ROWS
 
 SCHEMA = pa.schema([("i", pa.int64()), ("f", pa.float64()), ("s", pa.string()), ("t", pa.string()),
@@ -76,7 +77,7 @@ def _spark_worker_rows(tasks: list[ScanTask]) -> list[tuple]:
     return _sorted({name: row[name] for name in SCHEMA.names} for row in rows)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(files=st.lists(st.lists(ROWS, max_size=12), min_size=1, max_size=3), predicate=PREDICATES.map(to_nnf))
 def test_a_pending_delete_hides_exactly_its_rows_on_the_first_and_every_warm_query(tmp_path_factory, files,
                                                                                     predicate):

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.helpers import ARROW, arrow_stream, delete_index, unique_index_id
+from tests.helpers import ARROW, arrow_stream, delete_index, examples, unique_index_id
 from tests.planner.compaction_helpers import open_window
 
 pytestmark = [pytest.mark.spark]
@@ -173,7 +173,7 @@ def _predicates():
         inner.map(lambda p: f"NOT ({p})")), max_leaves=5)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(predicate=_predicates())
 async def test_generated_predicates_agree_on_both_engines_and_duckdb(query, keys, edge, predicate):
     index_id, paths = edge

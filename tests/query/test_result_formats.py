@@ -19,6 +19,7 @@ from strata_query.execution import formats
 from strata_query.execution.formats import BATCH_ROWS, json_stream, ndjson_stream
 from strata_query.execution.json_encoding import _plain, column_texts, encode_rows
 from strata_query.execution.result_stream import ResultStream
+from tests.helpers import examples
 
 
 def _stream(schema: pa.Schema, batches: list[pa.RecordBatch], row_cap: int | None = None) -> ResultStream:
@@ -155,13 +156,15 @@ def _batches(table: pa.Table) -> list[pa.RecordBatch]:
     return [b for b in table.to_batches() if b.num_rows] or ([table.to_batches()[0]] if table.to_batches() else [])
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=examples(400), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(_table())
 def test_the_column_wise_encoder_writes_the_bytes_of_the_per_row_one(table):
     assert_same(table.schema, _batches(table))
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=examples(150), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(_column(30))
 def test_each_column_encodes_as_json_dumps_of_its_plain_values(column):
     assert_column(column)

@@ -40,6 +40,7 @@ from strata_query.planning.caches import ArtifactCache, FooterCache
 from strata_query.planning.candidates import CandidateFile, CandidateQuery
 from strata_query.planning.cascade import CascadeContext, CascadeResult, run_cascade
 from strata_query.planning.stages import CASCADE
+from tests.helpers import examples
 from tests.query_logic.in_memory_candidates import InMemoryCandidates
 
 TYPES = {"host": FieldType.STRING, "code": FieldType.I64, "value": FieldType.F64, "message": FieldType.STRING}
@@ -112,7 +113,7 @@ def _split(store: ObjectStore, rows: list[dict], sort: bool) -> CandidateFile:
     return CandidateFile(metadata, published)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(rows=rows_strategy, pred=predicates, sort=st.booleans(), with_artifacts=st.booleans())
 def test_the_cascade_never_drops_a_matching_row(rows, pred, sort, with_artifacts):
     with tempfile.TemporaryDirectory() as root:

@@ -30,10 +30,11 @@ from strata_core.query.predicate import (
     like_shape,
     to_nnf,
 )
+from tests.helpers import examples
 from tests.query_logic.strategies import PREDICATES, ROWS
 
 
-@settings(max_examples=400)
+@settings(max_examples=examples(400))
 @given(PREDICATES, st.lists(ROWS, min_size=1, max_size=6))
 def test_nnf_matches_the_same_rows(pred, rows):
     nnf = to_nnf(pred)

@@ -32,6 +32,7 @@ from strata_core.query.pruning import (
     TextOracle,
     may_match,
 )
+from tests.helpers import examples
 from tests.query_logic.strategies import ATOMS, PREDICATES, ROWS, value_key
 
 ORDERED = ("i", "f", "s", "ts")
@@ -99,7 +100,7 @@ def _text_oracle(group) -> TextOracle:
     return TextOracle(probe)
 
 
-@settings(max_examples=400)
+@settings(max_examples=examples(400))
 @given(PREDICATES, row_groups(), st.data())
 def test_no_row_group_with_a_matching_row_is_pruned(pred, groups, data):
     nnf = to_nnf(pred)

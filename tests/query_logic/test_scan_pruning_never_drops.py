@@ -20,6 +20,7 @@ from strata_core.query.predicate import TRUE, And, Or, Predicate, Unknown
 from strata_core.query.row_filter import matching_rows
 from strata_core.sql.index_columns import with_partition_column
 from strata_core.sql.query import parse_query
+from tests.helpers import examples
 
 SETTINGS = with_partition_column(IndexSettings.model_validate({
     "fields": [{"name": "ts", "type": "timestamp"}, {"name": "host", "type": "string"},
@@ -118,7 +119,7 @@ def _answer(connection: duckdb.DuckDBPyConnection, sql: str) -> list[tuple]:
 
 
 @pytest.mark.parametrize("shape", SHAPES)
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(rows=ROWS, c1=conditions(), c2=conditions(), qa=conditions("a."), qb=conditions("b."), cu=conditions("u."))
 def test_scans_pruned_to_their_predicates_answer_as_every_row(rows, shape, c1, c2, qa, qb, cu):
     sql = shape.format(c1=c1, c2=c2, qa=qa, qb=qb, cu=cu)

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from strata_core.query.predicate import And, Compare, Or, TextMatch, describe, evaluate_row, to_nnf
 from strata_query.execution.text_rows import rows_that_may_match
+from tests.helpers import examples
 from tests.query_logic.strategies import PREDICATES, ROWS, TERMS, WORDS
 
 REPEATS = st.integers(1, 4)
@@ -41,7 +42,7 @@ def tables(draw, repeats=REPEATS):
     return rows, pa.table(columns)
 
 
-@settings(max_examples=400)
+@settings(max_examples=examples(400))
 @given(PREDICATES, tables())
 def test_no_row_the_where_clause_matches_is_dropped(pred, drawn):
     rows, table = drawn
@@ -53,7 +54,7 @@ def test_no_row_the_where_clause_matches_is_dropped(pred, drawn):
         assert kept or not evaluate_row(pred, row), (describe(to_nnf(pred)), row)
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(st.lists(TERMS, min_size=1, max_size=2).map(tuple), tables(st.just(4)))
 def test_a_text_match_alone_keeps_exactly_its_rows(terms, drawn):
     rows, table = drawn

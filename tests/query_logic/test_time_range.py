@@ -24,6 +24,7 @@ from strata_core.query.predicate import (
     evaluate_row,
 )
 from strata_core.query.time_range import Interval, TimeRanges, extract_time_range, intersect_all, union_all
+from tests.helpers import examples
 from tests.query_logic.strategies import PREDICATES, ROWS
 
 N = None
@@ -124,7 +125,7 @@ def test_overlaps_and_coarsen():
     assert not micros.overlaps(None, 1_499_999)
 
 
-@settings(max_examples=400)
+@settings(max_examples=examples(400))
 @given(PREDICATES, st.lists(ROWS, min_size=1, max_size=10))
 def test_every_matching_row_lies_inside_the_ranges(pred, rows):
     ranges = extract_time_range(pred, "ts")
@@ -147,7 +148,7 @@ _SMALL = st.one_of(st.none(), st.integers(-6, 6))
 _RANGES = st.builds(TimeRanges.of, st.lists(st.builds(Interval, _SMALL, _SMALL), max_size=4), st.booleans())
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(st.lists(_RANGES, max_size=4))
 def test_intersect_and_union_of_many_are_the_set_operations(many):
     both = intersect_all(many)

@@ -19,6 +19,7 @@ from strata_core.artifacts import (
 )
 from strata_core.artifacts.bitmap import BitmapBuilder
 from strata_core.domain.fields import FieldType
+from tests.helpers import examples
 
 VALUES = {
     FieldType.STRING: st.sampled_from(["a", "b", "ü", "", "long " * 10]),
@@ -75,7 +76,7 @@ def cases(draw):
     return field_type, groups, probes, draw(st.booleans())
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(cases())
 def test_answers_equal_brute_force(case) -> None:
     field_type, groups, probes, dictionary = case

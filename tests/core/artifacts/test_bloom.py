@@ -19,6 +19,7 @@ from strata_core.artifacts.bloom import BloomBuilder, estimate_distinct, sorted_
 from strata_core.artifacts.sbbf import MAX_BYTES, MIN_BYTES, optimal_num_bytes
 from strata_core.artifacts.value_hashing import arrow_hashes
 from strata_core.domain.fields import FieldType
+from tests.helpers import examples
 
 I64 = st.integers(-(1 << 63), (1 << 63) - 1)
 # Arrow's microsecond timestamps span what datetime can show and far more; any int64 is a valid value.
@@ -61,7 +62,7 @@ def typed_row_groups(draw):
     return field_type, row_groups
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(typed_row_groups(), st.booleans())
 def test_no_false_negatives(case, streaming: bool) -> None:
     field_type, row_groups = case
@@ -74,7 +75,7 @@ def test_no_false_negatives(case, streaming: bool) -> None:
             assert index in artifact.row_groups_maybe_containing([value]), (field_type, value)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.lists(st.text(max_size=12), min_size=1, max_size=40))
 def test_dictionary_and_plain_columns_hash_alike(values: list[str]) -> None:
     plain = pa.array(values, pa.string())
@@ -161,7 +162,7 @@ def test_sizing_follows_the_spec_formula() -> None:
         assert size & (size - 1) == 0
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(st.lists(st.integers(0, (1 << 64) - 1), max_size=300), st.integers(0, 6))
 def test_folding_equals_building_small(hashes: list[int], halvings: int) -> None:
     values = np.array(hashes, dtype=np.uint64)

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from strata_core.artifacts import ArtifactType, FullTextArtifact, decode_artifact, encode_artifact, tokenize
 from strata_core.artifacts.full_text import MAX_INDEXED_TOKEN_BYTES, FullTextBuilder, text_analyzer
 from strata_core.domain.fields import FieldType
+from tests.helpers import examples
 
 LONG = "Supercalifragilisticexpialidocious" + "X" * 20  # > 40 characters, one token
 CORPUS = [
@@ -105,7 +106,7 @@ def test_tokenize_contract() -> None:
     assert tokenize("") == [] and tokenize("---") == []
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.text(alphabet=st.sampled_from("aZ09 _-.,:/é\u00dfİ\u212a\n\t") | st.characters(codec="utf-8"), max_size=60))
 def test_tantivy_tokenizes_like_the_contract(text: str) -> None:
     assert text_analyzer().analyze(text) == tokenize(text)

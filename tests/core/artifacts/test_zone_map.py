@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from strata_core.artifacts import ArtifactType, ColumnZone, ZoneMap, decode_artifact, encode_artifact
 from strata_core.artifacts.zone_map import ZoneMapBuilder, zone_from_statistics
 from strata_core.domain.fields import FieldType
+from tests.helpers import examples
 
 TYPES = {
     "s": FieldType.STRING,
@@ -145,7 +146,7 @@ COLUMN_VALUES = {
 }
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     st.sampled_from(list(COLUMN_VALUES)).flatmap(
         lambda t: st.tuples(st.just(t), st.lists(COLUMN_VALUES[t] | st.none(), min_size=1, max_size=30))
