@@ -22,6 +22,7 @@ from strata_shared.clock import Clock
 from strata_shared.config import IndexingSettings, IngestSettings
 from strata_shared.jobqueue.service import QueueSpec
 from strata_shared.maintenance.skips import PassRecorder
+from strata_shared.metastore.single_reads import SingleReads
 from strata_shared.storage import ObjectStore
 from strata_shared.web.app import built_at_start
 
@@ -38,13 +39,14 @@ class IndexerServices:
 def build_indexer_services(sessions: async_sessionmaker[AsyncSession], storage: ObjectStore, clock: Clock,
                            ingest: IngestSettings, indexing: IndexingSettings, passes: PassRecorder,
                            registry: CollectorRegistry,
-                           measure: Callable[[str], AbstractContextManager[object]]) -> IndexerServices:
+                           measure: Callable[[str], AbstractContextManager[object]],
+                           reads: SingleReads | None = None) -> IndexerServices:
     group_sizes = Histogram("strata_ingest_group_requests", "Ingest requests written by one commit (group commit)",
                             buckets=(1, 2, 4, 8, 16, 32, 64, 128), registry=registry)
     committer = GroupCommitter(enabled=ingest.group_commit, max_rows=ingest.group_max_rows,
                                max_bytes=ingest.group_max_bytes, on_commit=group_sizes.observe)
     return IndexerServices(
-        ingest=Ingest(sessions, storage, committer, measure),
+        ingest=Ingest(sessions, storage, committer, measure, reads),
         janitor=Janitor(sessions, storage, indexing, passes),
         queue=indexing_queue(storage, indexing, passes, clock),
         metrics=IndexingMetrics(registry))
