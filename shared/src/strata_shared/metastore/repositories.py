@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -12,33 +11,23 @@ from typing import Any
 from sqlalchemy import (
     ARRAY,
     Row,
-    Select,
     String,
     any_,
-    bindparam,
     cast,
     delete,
-    false,
     func,
-    literal,
     select,
     text,
-    true,
     tuple_,
     update,
 )
-from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
-from ulid import ULID
 
 from strata_shared.domain.column_stats import ColumnStats
 from strata_shared.domain.split import RowGroupSpan, SplitMetadata, SplitState
 from strata_shared.errors import NotFound
 from strata_shared.metastore.column_arrays import ColumnArrays
-from strata_shared.metastore.compaction_models import CompactionWindowRow
-from strata_shared.metastore.indexing_models import IndexingJobRow
-from strata_shared.metastore.indexing_repository import LIVE_JOB, IndexingRepository
-from strata_shared.metastore.job_columns import new_job_values
+from strata_shared.metastore.indexing_repository import IndexingRepository
 from strata_shared.metastore.models import IndexRow, PublishedTotalsRow, SplitColumnStatsRow, SplitRow
 from strata_shared.metastore.split_pruning import Params, constant_source, may_match_sql, stats_source
 from strata_shared.metastore.window_repository import CompactionWindowRepository
@@ -156,14 +145,28 @@ class SplitRepository:
         return {uri: split_id for uri, split_id in result.all()}
 
     async def publish_staged(self, split_ids: Sequence[str]) -> int:
-        """staged -> published for exactly these splits, their windows flagged for the planner and one indexing job
-        each, in one statement (`_publish_statement`); returns how many moved."""
-        if not split_ids:
-            return 0
-        ids = list(split_ids)
-        result = await self.session.execute(_publish_statement(), {
-            "split_ids": ids, "now": utcnow(), "job_split_ids": ids, "job_ids": [str(ULID()) for _ in ids]})
-        return int(result.scalar_one())
+        """staged -> published for exactly these splits; returns how many moved.
+
+        Three statements, in this order, on purpose: the counters' statement-level triggers on `splits` (migration
+        0008) lock the index's totals at the end of the UPDATE, before the window flag is taken, as a merge's
+        publish takes them. One statement (the window flags and jobs as data-modifying CTEs over the UPDATE's
+        rows) fires those triggers at the end of the whole statement, after the window: under compaction that
+        order deadlocked with merge publishes (docs/benchmarks.md, "Ingestion: CPU per 200-row request")."""
+        now = utcnow()
+        # On the table, not the ORM entity: no session object is affected, and the ORM's bulk-update path cost
+        # ingestion's publish more than the statement itself.
+        t = SplitRow.__table__.c
+        result = await self.session.execute(
+            update(SplitRow.__table__)
+            .where(t.split_id.in_(split_ids), t.state == SplitState.STAGED)
+            .values(state=SplitState.PUBLISHED, published_at=now, updated_at=now)
+            .returning(t.index_uid, t.window_duration_secs, t.window_start, t.split_id, t.partition_id)
+        )
+        moved = result.all()
+        await CompactionWindowRepository(self.session).mark_changed({(i, d, w) for i, d, w, _, _ in moved})
+        # Every published file gets its artifacts built: the job is created with the publication, atomically.
+        await IndexingRepository(self.session).enqueue([(s, i, p) for i, _, _, s, p in moved], "published", now)
+        return len(moved)
 
     async def row(self, split_id: str, *, for_update: bool = False) -> SplitRow | None:
         return await self.session.get(SplitRow, split_id, with_for_update=for_update)
@@ -426,47 +429,6 @@ def _split_values(split: SplitMetadata, now: datetime) -> dict[str, Any]:
 _SPLITS_INSERT = ColumnArrays(SplitRow.__table__)
 
 
-@functools.cache
-def _publish_statement() -> Select:
-    """The publish of staged splits as one statement (built once; its parameters: `split_ids`, `now`, and the new
-    jobs' `job_split_ids` / `job_ids`): the UPDATE of the splits that are still staged, and from the rows it moved,
-    the upsert of their windows' change flags (`CompactionWindowRepository.mark_changed`) and the insert of one
-    indexing job per split without a live one (`IndexingRepository.enqueue`); it answers how many moved. Three
-    statements before, each a round trip and SQLAlchemy's per-statement cost on ingestion's event loop."""
-    s = SplitRow.__table__.c
-    now = bindparam("now", type_=s.updated_at.type)
-    moved = (update(SplitRow.__table__)
-             .where(s.split_id == any_(cast(bindparam("split_ids"), ARRAY(String))), s.state == SplitState.STAGED)
-             .values(state=SplitState.PUBLISHED, published_at=now, updated_at=now)
-             .returning(s.split_id, s.index_uid, s.window_duration_secs, s.window_start, s.partition_id)
-             .cte("moved"))
-
-    w = CompactionWindowRow.__table__
-    windows = (pg_insert(w).from_select(
-        ["index_uid", "window_duration_secs", "window_start", "dirty", "final_planned", "changed_at"],
-        select(moved.c.index_uid, moved.c.window_duration_secs, moved.c.window_start, true(), false(),
-               cast(now, w.c.changed_at.type)).distinct())
-        .on_conflict_do_update(index_elements=["index_uid", "window_duration_secs", "window_start"],
-                               set_={"dirty": True, "final_planned": False, "changed_at": now})
-        .cte("windows"))
-
-    j = IndexingJobRow.__table__
-    pairs = func.unnest(cast(bindparam("job_split_ids"), ARRAY(String)),
-                        cast(bindparam("job_ids"), ARRAY(String))).table_valued("split_id", "job_id").render_derived()
-    from_rows = {"job_id": pairs.c.job_id, "split_id": moved.c.split_id, "index_uid": moved.c.index_uid,
-                 "partition_id": moved.c.partition_id, "created_at": now, "updated_at": now}
-    constants = {"reason": "published", "artifact_count": None, "artifact_bytes": None, "skipped": [],
-                 **{k: v for k, v in new_job_values(utcnow()).items() if k not in from_rows}}
-    names = [c.name for c in j.columns if c.computed is None]
-    if set(names) != set(from_rows) | set(constants):
-        raise AssertionError(f"indexing_jobs columns changed: {sorted(set(names) ^ (set(from_rows) | set(constants)))}")
-    values = [cast(from_rows[n], j.c[n].type) if n in from_rows else
-              cast(literal(constants[n], j.c[n].type), j.c[n].type) for n in names]
-    jobs = (pg_insert(j).from_select(names, select(*values).select_from(
-        moved.join(pairs, pairs.c.split_id == moved.c.split_id)))
-        .on_conflict_do_nothing(index_elements=["split_id"], index_where=LIVE_JOB)
-        .cte("jobs"))
-    return select(func.count()).select_from(moved).add_cte(windows, jobs)
 _STATS_INSERT = ColumnArrays(SplitColumnStatsRow.__table__)
 _TYPED_COLUMNS = {"string": "string", "i64": "i64", "u64": "u64", "f64": "f64"}
 
