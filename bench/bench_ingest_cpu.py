@@ -106,16 +106,24 @@ async def _writers(urls: list[str], index_id: str, writers: int, requests: int, 
 
 
 def phase(servers: list[Any], index_id: str, writers: int, requests: int, seed: int,
-          rate: float | None = None) -> dict[str, Any]:
+          rate: float | None = None, postgres_pid: int | None = None) -> dict[str, Any]:
+    """One phase; CPU of the servers (their own processes, and their children apart), and with `postgres_pid`,
+    of PostgreSQL (its whole tree) and of this process (the writers), per request."""
     pids = {f"p{i}": s.pid for i, s in enumerate(servers)}
     before_own = {k: proc_cpu(p) for k, p in pids.items()}
     before_tree = cpu_seconds_by_tree(pids)
+    before_pg = cpu_seconds_by_tree({"pg": postgres_pid})["pg"] if postgres_pid else 0.0
+    before_client = time.process_time()
     load_before = os.getloadavg()[0]
     out = asyncio.run(_writers([s.url for s in servers], index_id, writers, requests, seed, rate))
     own = sum(proc_cpu(p) - before_own[k] for k, p in pids.items())
     tree = sum(v - before_tree[k] for k, v in cpu_seconds_by_tree(pids).items())
+    pg = cpu_seconds_by_tree({"pg": postgres_pid})["pg"] - before_pg if postgres_pid else float("nan")
+    client = time.process_time() - before_client
     lat = sorted(out["latencies"])
     return {"requests": len(lat), "cpu_ms": own / len(lat) * 1e3, "children_cpu_ms": (tree - own) / len(lat) * 1e3,
+            "postgres_cpu_ms": pg / len(lat) * 1e3, "client_cpu_ms": client / len(lat) * 1e3,
+            "cores": (own + (pg if postgres_pid else 0.0) + client) / out["elapsed"],
             "p50": statistics.median(lat), "p99": lat[min(len(lat) - 1, int(0.99 * (len(lat) - 1)))],
             "requests_per_sec": len(lat) / out["elapsed"], "load": (load_before + os.getloadavg()[0]) / 2}
 
@@ -129,7 +137,8 @@ def _create_index(url: str, index_id: str) -> None:
 
 
 def _summary(results: list[dict[str, Any]]) -> dict[str, Any]:
-    keys = ("cpu_ms", "children_cpu_ms", "p50", "p99", "requests_per_sec", "load")
+    keys = ("cpu_ms", "children_cpu_ms", "p50", "p99", "requests_per_sec", "load", "postgres_cpu_ms",
+            "client_cpu_ms", "cores")
     return {"rounds": len(results), "requests": sum(r["requests"] for r in results),
             **{k: statistics.median(r[k] for r in results) for k in keys},
             "cpu_ms_runs": [round(r["cpu_ms"], 2) for r in results]}
@@ -296,11 +305,14 @@ def replicas_part(stack, *, requests: int, writers: int, rounds: int, env: dict[
         for number in range(rounds):
             order = (1, 2) if number % 2 == 0 else (2, 1)
             for count in order:
-                r = phase(servers[:count], index_id, writers, requests, seed=number + 1)
+                r = phase(servers[:count], index_id, writers, requests, seed=number + 1,
+                          postgres_pid=stack.postgres_pid())
                 results.setdefault(count, []).append(r)
                 print(f"[ingest_cpu] round {number} {count} process(es), {writers} writers: "
-                      f"{r['requests_per_sec']:.0f}/s, p50 {r['p50'] * 1e3:.1f} ms, {r['cpu_ms']:.2f} ms CPU/request, "
-                      f"load {r['load']:.2f}", flush=True)
+                      f"{r['requests_per_sec']:.0f}/s, p50 {r['p50'] * 1e3:.1f} ms, "
+                      f"{r['cpu_ms']:.2f} ms CPU/request, PostgreSQL {r['postgres_cpu_ms']:.2f}, "
+                      f"writers {r['client_cpu_ms']:.2f}, {r['cores']:.2f} cores in all, load {r['load']:.2f}",
+                      flush=True)
     return {"requests": requests, "writers": writers, "rounds": rounds,
             "rows": [{"processes": count, **_summary(runs)} for count, runs in sorted(results.items())]}
 
@@ -367,14 +379,18 @@ def render(result: dict[str, Any]) -> str:
         lines += [
             f"One indexer-api process vs two (same database, same index, {rep['writers']} closed-loop writers split "
             f"between them), on the same cores, alternating; {rep['requests']} requests per phase, medians of "
-            f"{rep['rounds']} rounds; CPU is of all the serving processes.",
+            f"{rep['rounds']} rounds. CPU per request: of the indexer-api processes together, of PostgreSQL (its "
+            "whole process tree) and of the benchmark process (the writers, httpx); cores: the three together over "
+            "the phase.",
             "",
-            "| processes | requests/s | p50 | p99 | CPU ms / request | 1-min load |",
-            "|---|---|---|---|---|---|",
+            "| processes | requests/s | p50 | p99 | CPU ms / request: indexer-api / PostgreSQL / writers "
+            "| cores in all | 1-min load |",
+            "|---|---|---|---|---|---|---|",
         ]
         for row in rep["rows"]:
             lines.append(f"| {row['processes']} | **{row['requests_per_sec']:.0f}** | {row['p50'] * 1e3:.1f} ms | "
-                         f"{row['p99'] * 1e3:.1f} ms | {row['cpu_ms']:.2f} | {row['load']:.2f} |")
+                         f"{row['p99'] * 1e3:.1f} ms | {row['cpu_ms']:.2f} / {row['postgres_cpu_ms']:.2f} / "
+                         f"{row['client_cpu_ms']:.2f} | {row['cores']:.2f} | {row['load']:.2f} |")
         lines.append("")
     return "\n".join(lines).rstrip()
 
