@@ -24,6 +24,7 @@ from bench import (  # noqa: E402
     bench_commit_log,
     bench_engines,
     bench_ingest,
+    bench_ingest_cpu,
     bench_ingest_group,
     bench_merge,
     bench_metastore,
@@ -36,8 +37,8 @@ from bench import (  # noqa: E402
 )
 from bench.report import run_and_write  # noqa: E402
 
-NAMES = ("ingest", "ingest_group", "register", "metastore", "merge", "planner", "artifacts", "query", "cluster",
-         "engines", "soak", "tsbs", "otlp", "commit_log")
+NAMES = ("ingest", "ingest_group", "ingest_cpu", "register", "metastore", "merge", "planner", "artifacts", "query",
+         "cluster", "engines", "soak", "tsbs", "otlp", "commit_log")
 
 
 def main() -> int:
@@ -74,6 +75,9 @@ def main() -> int:
         "ingest_group": lambda stack: bench_ingest_group.render(
             bench_ingest_group.run(stack, writer_counts=(1, 4) if quick else (1, 4, 8), seconds=2 if quick else 10,
                                    rounds=1 if quick else 2)
+        ),
+        "ingest_cpu": lambda stack: bench_ingest_cpu.render(
+            bench_ingest_cpu.run(stack, requests=60 if quick else 300, rounds=1 if quick else 3)
         ),
         "register": lambda stack: bench_register.render(
             bench_register.run(stack, splits=1_000 if quick else 10_000, batch=500 if quick else 1_000)

@@ -69,3 +69,42 @@ async def _insert_and_read(url: str) -> None:
 
 def test_inserted_splits_read_back_exactly(repository_database):
     asyncio.run(_insert_and_read(repository_database))
+
+
+async def _publish_staged(url: str) -> None:
+    async with rolled_back(url) as db:
+        await db.execute(text(
+            "INSERT INTO indexes (index_uid, index_id, incarnation, config, doc_mapping_uid, version) "
+            "VALUES ('ins:1', 'ins', 'x', '{}', 'd', 1)"))
+        # A window already planned and final: a split landing in it makes it dirty again, its final merge to plan.
+        await db.execute(text(
+            "INSERT INTO compaction_windows (index_uid, window_duration_secs, window_start, dirty, final_planned) "
+            f"VALUES ('ins:1', 900, {WINDOW}, false, true)"))
+        staged = [_split(n, SplitState.STAGED) for n in range(4)]
+        repo = SplitRepository(db)
+        await repo.insert(staged)
+        assert (await db.execute(text("SELECT count(*) FROM indexing_jobs"))).scalar_one() == 0
+        # One of them was deleted meanwhile (an index delete racing the upload): it is neither published nor queued.
+        await db.execute(text(f"DELETE FROM splits WHERE split_id = '{staged[3].split_id}'"))
+
+        assert await repo.publish_staged([s.split_id for s in staged]) == 3
+        states = dict((await db.execute(text(
+            "SELECT split_id, state::text || (published_at = updated_at)::text FROM splits"))).all())
+        assert states == {s.split_id: "publishedtrue" for s in staged[:3]}
+        windows = (await db.execute(text(
+            "SELECT window_start, dirty, final_planned FROM compaction_windows WHERE index_uid = 'ins:1' "
+            "ORDER BY window_start"))).all()
+        assert [tuple(w) for w in windows] == [(WINDOW, True, False), (WINDOW + 900, True, False)]
+        jobs = (await db.execute(text(
+            "SELECT split_id, index_uid, partition_id, reason, status::text, failures, failure_log::text, "
+            "skipped::text, created_at = updated_at FROM indexing_jobs ORDER BY split_id"))).all()
+        assert [tuple(j) for j in jobs] == [(s.split_id, "ins:1", s.partition_id, "published", "unassigned", 0,
+                                             "[]", "[]", True) for s in staged[:3]]
+        assert len({j for (j,) in (await db.execute(text("SELECT job_id FROM indexing_jobs"))).all()}) == 3
+        # Nothing staged is left: publishing again moves nothing and queues nothing more.
+        assert await repo.publish_staged([s.split_id for s in staged]) == 0
+        assert (await db.execute(text("SELECT count(*) FROM indexing_jobs"))).scalar_one() == 3
+
+
+def test_publishing_staged_splits_flags_their_windows_and_queues_one_build_each(repository_database):
+    asyncio.run(_publish_staged(repository_database))

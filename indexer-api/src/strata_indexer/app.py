@@ -19,11 +19,15 @@ from strata_indexer.otlp.grpc_server import start_otlp_grpc, stop_otlp_grpc
 from strata_indexer.otlp.router import router as otlp_router
 from strata_indexer.services import build_indexer_services, indexer_services_of
 from strata_indexer.splits.router import router as splits_router
+from strata_metastore.single_reads import SingleReads
 
 
-def create_app(settings: Settings, *, background: bool = True, clock: Clock | None = None) -> FastAPI:
+def create_app(settings: Settings, *, background: bool = True, clock: Clock | None = None,
+               runner_host: bool = False) -> FastAPI:
     """`background=False` leaves out the indexing runner and the janitor (tests drive them by hand); `clock`
-    replaces the system clock of leases (tests move time by hand)."""
+    replaces the system clock of leases (tests move time by hand). `runner_host=True` is the app the embedded
+    indexing runner reaches on its own thread (`background.IndexingThread`): routes only, no background work and no
+    OTLP gRPC server."""
 
     async def install_clock(app: FastAPI) -> None:
         if clock is not None:
@@ -33,16 +37,28 @@ def create_app(settings: Settings, *, background: bool = True, clock: Clock | No
         state: AppState = app.state.strata
         passes = PassRecorder(state.sessions, state.storage, MaintenanceMetrics(state.registry),
                               state.object_store.measure)
+        # The index of each ingest request, read in one round trip (`ingest.service.live_index`).
+        reads = None if runner_host else SingleReads(settings.database_url, "strata-ingest")
         app.state.indexer = build_indexer_services(
             state.sessions, state.storage, state.clock, settings.ingest, settings.indexing, passes, state.registry,
-            state.object_store.measure)
+            state.object_store.measure, reads)
+
+    async def close_reads(app: FastAPI) -> None:
+        services = getattr(app.state, "indexer", None)  # None: the app failed before building them
+        if services is not None and services.ingest.reads is not None:
+            services.ingest.reads.close()
 
     async def start_otlp(app: FastAPI) -> None:
         state: AppState = app.state.strata
         await start_otlp_grpc(app, settings, state.api_keys, state.sessions, indexer_services_of(app).ingest)
 
-    startup = [install_clock, install_services,
-               *([start_background] if background else []), start_otlp]
+    async def background_work(app: FastAPI) -> None:
+        await start_background(app, runner_host=lambda s: create_app(s, background=False, clock=clock,
+                                                                                 runner_host=True))
+
+    startup = [install_clock, install_services]
+    if not runner_host:
+        startup += [*([background_work] if background else []), start_otlp]
     return build_app(
         settings,
         service="indexer-api",
@@ -51,5 +67,5 @@ def create_app(settings: Settings, *, background: bool = True, clock: Clock | No
                     "index artifacts (zone maps, blooms, bitmaps, full-text) with all-or-nothing snapshots.",
         routers=[indexes_router, ingest_router, splits_router, indexing_router, otlp_router],
         on_startup=startup,
-        on_shutdown=[stop_otlp_grpc],
+        on_shutdown=[] if runner_host else [stop_otlp_grpc, close_reads],
     )

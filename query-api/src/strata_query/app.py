@@ -11,6 +11,7 @@ from strata_core.config import Settings
 from strata_frame.web.app import build_app
 from strata_frame.web.singleton import replica_id
 from strata_frame.web.state import AppState
+from strata_metastore.single_reads import SingleReads
 from strata_query.dependencies import query_service_of
 from strata_query.execution.runtime import QueryRuntime
 from strata_query.flight.lifecycle import start_flight_server, stop_flight_server
@@ -18,7 +19,6 @@ from strata_query.router import ASYNC_PLAN_FORMS
 from strata_query.router import router as query_router
 from strata_query.service import QueryService
 from strata_query.shared_registry import SharedQueryRegistry
-from strata_query.single_reads import SingleReads
 
 
 async def _install_service(app: FastAPI) -> None:

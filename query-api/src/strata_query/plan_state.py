@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
-from strata_query.single_reads import SingleReads
+from strata_metastore.single_reads import SingleReads
 
 IndexState = tuple[str, int, int]  # (index_uid, version, generation)
 

@@ -37,8 +37,8 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from strata_core.errors import StrataError
 from strata_metastore.engine import DatabaseUnavailable
 from strata_metastore.query_registry_repository import RUNNING_ALIVE_SECS, QueryRegistryRepository, StoredPlan
+from strata_metastore.single_reads import SingleReads
 from strata_query.registry import AsyncPlan, RunningQuery, replica_stopped
-from strata_query.single_reads import SingleReads
 
 log = logging.getLogger("strata.query")
 

@@ -66,13 +66,18 @@ def _decode_arrow(body: bytes, schema: pa.Schema, fields: dict[str, FieldType]) 
     return pa.Table.from_arrays(columns, schema=schema)
 
 
+_THREADED_BYTES = 1 << 20
+
+
 def _decode_ndjson(body: bytes, schema: pa.Schema, fields: dict[str, FieldType]) -> pa.Table:
     if not body.strip():
         return schema.empty_table()
     try:
         return pj.read_json(
             pa.BufferReader(body),
-            read_options=pj.ReadOptions(block_size=16 << 20),
+            # Arrow's thread pool only for a large body: for a small one (a few hundred rows) waking it cost more
+            # than the parse (0.34 vs 0.28 ms for 200 rows).
+            read_options=pj.ReadOptions(block_size=16 << 20, use_threads=len(body) > _THREADED_BYTES),
             parse_options=pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error",
                                           newlines_in_values=False),
         )

@@ -9,12 +9,12 @@ from pydantic import BaseModel, Field
 
 from strata_core.domain.wire_types import IndexId, Name
 from strata_frame.web.auth import Principal, Scope, require
-from strata_frame.web.deps import Session, State
+from strata_frame.web.deps import State
 from strata_frame.web.problems import problem_responses
 from strata_indexer.ingest.body import read_limited
 from strata_indexer.ingest.decode import ARROW_STREAM_TYPES, NDJSON_TYPES, media_kind
 from strata_indexer.ingest.dependencies import IngestWrites
-from strata_indexer.ingest.service import index_to_ingest, ingest_table
+from strata_indexer.ingest.service import ingest_table, live_index
 
 router = APIRouter(prefix="/v1/indexes", tags=["ingest"])
 
@@ -59,7 +59,6 @@ _BODY_DOC = {
 async def ingest(
     index_id: IndexId,
     request: Request,
-    session: Session,
     state: State,
     ingest: IngestWrites,
     principal: Annotated[Principal, Depends(require(Scope.WRITER))],
@@ -77,7 +76,7 @@ async def ingest(
     with the same 503, and nothing of the group is published."""
     partition = partition_id or principal.tenant or "default"
     principal.check_tenant(partition)
-    index = await index_to_ingest(session, index_id)
+    index = await live_index(ingest, index_id)
     kind = media_kind(request.headers.get("content-type"))
     body = await read_limited(request, state.settings.max_ingest_bytes)
     outcome = await ingest_table(ingest, index, body, kind, partition_id=partition,

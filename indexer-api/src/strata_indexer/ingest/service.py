@@ -8,11 +8,12 @@ that names the object (reconcilable), never a published split whose file is miss
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -22,7 +23,7 @@ from strata_core.domain.column_stats import compute_column_stats
 from strata_core.domain.index_config import IndexSettings
 from strata_core.domain.ingest_batch import AdmittedRows, admit_rows, cut_admitted
 from strata_core.domain.split import SplitMetadata
-from strata_core.errors import Unavailable
+from strata_core.errors import NotFound, Unavailable
 from strata_core.splitfile.writer import encode_split, row_group_spans
 from strata_core.storage import ObjectStore
 from strata_core.storage_layout import split_path
@@ -31,6 +32,7 @@ from strata_indexer.ingest.group_commit import GroupCommitter
 from strata_metastore.models import IndexRow
 from strata_metastore.publish_splits import publish_staged, stage_splits
 from strata_metastore.repositories import SplitRepository, load_live_index
+from strata_metastore.single_reads import SingleReads
 
 log = logging.getLogger("strata.ingest")
 
@@ -76,12 +78,26 @@ IngestCommitter = GroupCommitter[AdmittedRows, list[SplitMetadata]]
 @dataclass(frozen=True, slots=True)
 class Ingest:
     """What the write path works with, built once per app: the catalog, the store, the group committer (the
-    groups in flight of every scope) and the meter its object-store requests are counted under."""
+    groups in flight of every scope) and the meter its object-store requests are counted under; `reads` looks the
+    index of a request up in one round trip (None: through a session, as tests that build one by hand do)."""
 
     sessions: async_sessionmaker[AsyncSession]
     storage: ObjectStore
     committer: IngestCommitter
     measure: Callable[[str], AbstractContextManager[object]]
+    reads: SingleReads | None = None
+    # Parsed settings by (index_uid, version): a config is immutable at a version (every update raises it), and
+    # validating it again took a tenth of a millisecond per request.
+    _settings: dict[tuple[str, int], IndexSettings] = field(default_factory=dict)
+
+    def settings_of(self, index: IndexRow) -> IndexSettings:
+        key = (index.index_uid, index.version)
+        settings = self._settings.get(key)
+        if settings is None:
+            if len(self._settings) >= 1024:
+                self._settings.clear()
+            settings = self._settings[key] = IndexSettings.model_validate(index.config)
+        return settings
 
 
 # Turns a request into a table of exactly the index's schema, or raises a BadRequest naming what is wrong.
@@ -145,6 +161,23 @@ async def index_to_ingest(session: AsyncSession, index_id: str) -> IndexRow:
     return index
 
 
+_LIVE_INDEX = ("SELECT index_uid, index_id, incarnation, config::text, doc_mapping_uid, version FROM indexes "
+               "WHERE index_id = $1 AND deleted_at IS NULL")
+
+
+async def live_index(ingest: Ingest, index_id: str) -> IndexRow:
+    """The live index a request writes to, read in one autocommit round trip (`SingleReads`: no pool checkout,
+    ping, BEGIN or COMMIT around it), as a detached row: the same columns `index_to_ingest` reads."""
+    if ingest.reads is None:
+        async with ingest.sessions() as session:
+            return await index_to_ingest(session, index_id)
+    row = await ingest.reads.fetchrow(_LIVE_INDEX, index_id)
+    if row is None:
+        raise NotFound(f"index {index_id!r} does not exist")
+    return IndexRow(index_uid=row[0], index_id=row[1], incarnation=row[2], config=json.loads(row[3]),
+                    doc_mapping_uid=row[4], version=row[5])
+
+
 async def ingest_table(
     ingest: Ingest,
     index: IndexRow,
@@ -171,7 +204,7 @@ async def ingest_decoded(
     """The ingest path for a request already in another wire format (OTLP): `decode` runs on the request's worker
     thread, like the NDJSON and Arrow decoders, and everything after it (late data, group commit, publish) is the
     same."""
-    settings = IndexSettings.model_validate(index.config)
+    settings = ingest.settings_of(index)
     now = int(time.time()) if now_secs is None else now_secs
     admitted = await asyncio.to_thread(admit_decoded, decode, settings, now)
 

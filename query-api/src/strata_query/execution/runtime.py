@@ -12,6 +12,7 @@ from strata_core.config import QuerySettings
 from strata_core.object_store_metrics import ObjectStoreMetrics
 from strata_core.storage import ObjectStore
 from strata_frame.spark.session import SparkSessionFactory
+from strata_metastore.single_reads import SingleReads
 from strata_query.execution.admission import FairAdmission
 from strata_query.execution.engine_choice import Engines, LocalLimits
 from strata_query.execution.hot_tier import HotTier
@@ -20,7 +21,6 @@ from strata_query.execution.spark_query import SparkEngine
 from strata_query.planning.caches import ArtifactCache, ByteLru, FooterCache
 from strata_query.planning.plan import QueryPlan
 from strata_query.query_cache import PlanCache
-from strata_query.single_reads import SingleReads
 
 log = logging.getLogger("strata.query")
 

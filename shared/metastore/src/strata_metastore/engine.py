@@ -5,6 +5,7 @@ from __future__ import annotations
 from sqlalchemy import event
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
+from sqlalchemy.util import await_only
 
 from strata_core.errors import Unavailable
 from strata_core.storage import ObjectStore
@@ -45,7 +46,7 @@ def connection_lost(exc: BaseException) -> bool:
 
 def create_engine(database_url: str, pool_size: int = 10) -> AsyncEngine:
     """The engine of a unit of work: its connections pinged before each checkout, so one PostgreSQL dropped is
-    replaced unseen. (query-api's single statements on a hot read path use its `strata_query.single_reads`
+    replaced unseen. (query-api's single statements on a hot read path use its `strata_metastore.single_reads`
     instead.)"""
     engine = create_async_engine(database_url, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True)
     where = make_url(database_url).render_as_string(hide_password=True)
@@ -59,8 +60,30 @@ def create_engine(database_url: str, pool_size: int = 10) -> AsyncEngine:
         except Exception as exc:  # noqa: BLE001 - any failure to connect is the database being unavailable
             raise database_unavailable(where, exc) from exc
 
+    _ping_in_one_round_trip(engine)
     install_capture_tracking(engine.sync_engine)
     return engine
+
+
+def _ping_in_one_round_trip(engine: AsyncEngine) -> None:
+    """The pre-ping of a checkout as one round trip (`;`). The asyncpg dialect's own wraps it in BEGIN and ROLLBACK
+    when no transaction is open (for pgbouncer's transaction mode, which Strata is not deployed behind): three
+    round trips before every unit of work, a tenth of an ingest request's statements (docs/benchmarks.md,
+    "Ingestion: CPU per 200-row request"). A dropped connection fails it the same way, so it is replaced unseen."""
+    dialect = engine.sync_engine.dialect
+    dialect_ping = dialect.do_ping
+
+    def do_ping(dbapi_connection) -> bool:
+        driver = getattr(dbapi_connection, "_connection", None)  # the asyncpg connection SQLAlchemy adapts
+        if driver is None or getattr(dbapi_connection, "_transaction", None) is not None:
+            return dialect_ping(dbapi_connection)
+        try:
+            await_only(driver.fetchrow(";"))
+        except Exception as error:  # noqa: BLE001 - the dialect turns it into its DBAPI error, as its own ping does
+            dbapi_connection._handle_exception(error)
+        return True
+
+    dialect.do_ping = do_ping
 
 
 def session_factory(engine: AsyncEngine, storage: ObjectStore | None = None) -> async_sessionmaker[AsyncSession]:

@@ -8,7 +8,7 @@ import asyncpg
 import pytest
 
 from strata_metastore.engine import DatabaseUnavailable
-from strata_query.single_reads import SingleReads
+from strata_metastore.single_reads import SingleReads
 
 APP = "strata-test-single-reads"
 

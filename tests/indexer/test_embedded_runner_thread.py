@@ -1,0 +1,74 @@
+"""indexer-api's embedded indexing runner runs on a thread of its own, with its own event loop and its own instance
+of the API (`strata_indexer.background.IndexingThread`): what it builds is published as before, its polls are never
+served on the loop that serves ingestion, and it stops with the API."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import httpx
+import pytest
+
+from strata_core.config import Settings
+from strata_metastore import migrate
+from strata_services.sample_data import metrics_index_config
+from tests.fixtures.apps import Keys
+from tests.fixtures.http_server import serve_in_thread
+from tests.helpers import NDJSON, ndjson, unique_index_id
+
+# Nothing listens there: the runner starts (it needs a remote), and a file this small is built in its local
+# process (`STRATA_INDEXING_LOCAL_MAX_BYTES`), never on Spark.
+NO_SPARK = "sc://127.0.0.1:9"
+
+
+@pytest.fixture
+def runner_settings(pg_databases, tmp_path, keys: Keys) -> Settings:
+    database_url = pg_databases.create("strata_runner_thread")
+    migrate.upgrade(database_url)
+    return Settings(database_url=database_url, spark_remote=NO_SPARK, storage_uri=(tmp_path / "objects").as_uri(),
+                    api_keys=keys.as_json(), home=tmp_path / "home", indexing_worker_slots=1,
+                    indexing_poll_interval_secs=0.2)
+
+
+def test_the_embedded_runner_builds_on_its_own_thread_and_loop(runner_settings: Settings, keys: Keys, monkeypatch):
+    from strata_indexer.app import create_app
+
+    # Which thread serves each of the runner's polls (it reaches its API through an ASGI transport).
+    polled_on: set[str] = set()
+    original = httpx.ASGITransport.handle_async_request
+
+    async def recording(self, request):
+        if request.url.path == "/v1/indexing/poll":
+            polled_on.add(threading.current_thread().name)
+        return await original(self, request)
+
+    monkeypatch.setattr(httpx.ASGITransport, "handle_async_request", recording)
+    index_id = unique_index_id()
+    now = int(time.time())
+    rows = [{"metric_name": "m", "service": "api", "host": f"h{i}", "timestamp_secs": now - i, "value": float(i)}
+            for i in range(50)]
+    app = create_app(runner_settings)
+    with serve_in_thread(app) as url, httpx.Client(base_url=url, timeout=60) as client:
+        serving = {t.name for t in threading.enumerate() if t.name.startswith("uvicorn-")}
+        created = client.post("/v1/indexes", json=metrics_index_config(index_id), headers=keys.header(keys.admin))
+        assert created.status_code == 201, created.text
+        ingested = client.post(f"/v1/indexes/{index_id}/ingest", content=ndjson(rows),
+                               headers={**keys.header(keys.writer), "Content-Type": NDJSON})
+        assert ingested.status_code == 200, ingested.text
+        split_id = ingested.json()["split_ids"][0]
+        deadline = time.monotonic() + 120
+        snapshot = {}
+        while time.monotonic() < deadline:
+            snapshot = client.get(f"/v1/splits/{split_id}/artifacts", headers=keys.header(keys.admin)).json()
+            if snapshot.get("snapshot", {}).get("published"):
+                break
+            time.sleep(0.3)
+        assert snapshot["snapshot"]["published"], snapshot
+        runners = [t for t in threading.enumerate() if t.name == "indexing-runner"]
+        assert len(runners) == 1
+    assert polled_on == {"indexing-runner"}, polled_on
+    assert not polled_on & serving
+    # Stopped with the API: its thread ended, having given its jobs back.
+    runners[0].join(timeout=30)
+    assert not runners[0].is_alive()
