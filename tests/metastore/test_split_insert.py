@@ -11,7 +11,7 @@ from sqlalchemy import text
 
 from strata_core.domain.column_stats import ColumnStats
 from strata_core.domain.split import RowGroupSpan, SplitMetadata, SplitState
-from strata_metastore.publish_splits import publish_splits, stage_splits
+from strata_metastore.publish_splits import publish_splits, publish_staged, stage_splits
 from strata_metastore.repositories import SplitRepository
 from tests.fixtures.postgres import rolled_back
 
@@ -81,13 +81,12 @@ async def _publish_staged(url: str) -> None:
             "INSERT INTO compaction_windows (index_uid, window_duration_secs, window_start, dirty, final_planned) "
             f"VALUES ('ins:1', 900, {WINDOW}, false, true)"))
         staged = [_split(n, SplitState.STAGED) for n in range(4)]
-        repo = SplitRepository(db)
-        await repo.insert(staged)
+        await stage_splits(db, staged)
         assert (await db.execute(text("SELECT count(*) FROM indexing_jobs"))).scalar_one() == 0
         # One of them was deleted meanwhile (an index delete racing the upload): it is neither published nor queued.
         await db.execute(text(f"DELETE FROM splits WHERE split_id = '{staged[3].split_id}'"))
 
-        assert await repo.publish_staged([s.split_id for s in staged]) == 3
+        assert await publish_staged(db, [s.split_id for s in staged]) == 3
         states = dict((await db.execute(text(
             "SELECT split_id, state::text || (published_at = updated_at)::text FROM splits"))).all())
         assert states == {s.split_id: "publishedtrue" for s in staged[:3]}
@@ -102,7 +101,7 @@ async def _publish_staged(url: str) -> None:
                                              "[]", "[]", True) for s in staged[:3]]
         assert len({j for (j,) in (await db.execute(text("SELECT job_id FROM indexing_jobs"))).all()}) == 3
         # Nothing staged is left: publishing again moves nothing and queues nothing more.
-        assert await repo.publish_staged([s.split_id for s in staged]) == 0
+        assert await publish_staged(db, [s.split_id for s in staged]) == 0
         assert (await db.execute(text("SELECT count(*) FROM indexing_jobs"))).scalar_one() == 3
 
 
