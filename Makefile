@@ -32,7 +32,7 @@ status: install
 
 test: install browser
 	$(UV) run ruff check .
-	$(UV) run pytest -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
+	$(UV) run pytest -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=30
 
 # The console's browser test drives Debian's Chromium (never a downloaded browser). Installed here when missing and
 # apt-get can (as root, ~1 minute); elsewhere the test skips and says why. Under CI=true a failed install fails.
