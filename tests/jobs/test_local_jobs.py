@@ -244,3 +244,24 @@ def test_an_artifact_build_counts_its_uploads(tmp_path, pool):
     assert counted.puts == 5 * len(result.artifacts)
     assert counted.bytes_written == sum(artifact.size_bytes for artifact in result.artifacts)
     assert counted.heads >= 1 and counted.bytes_read > 0
+
+
+def test_a_batch_of_local_merges_runs_in_one_call_each_job_its_own_outcome(tmp_path, pool):
+    """A worker's batch (`JobExecutor.run_batch`): one call to the local process for all of them; a job that fails
+    (MC-4, a type conflict) fails alone, the others keep their exact rows (MC-1) and their own requests."""
+    good = [_inputs(tmp_path / f"g{n}", 3) for n in range(2)]
+    bad = _inputs(tmp_path / "bad", 2, conflict=True)
+    executor = MergeExecutor(NoSpark(), local=pool, local_max_bytes=1 << 20)
+    assert executor.runs_in_batches()
+    assignments = [_assignment(inputs, tmp_path / f"out{n}", [100] * len(inputs)).model_copy(
+        update={"job_id": f"01JOB{n}"}) for n, inputs in enumerate([good[0], bad, good[1]])]
+    outcomes = executor.run_batch(assignments)
+    assert [type(result) for result, _ in outcomes] == [type(outcomes[0][0]), MergeFailed, type(outcomes[0][0])]
+    assert "MergeTypeConflict" in str(outcomes[1][0])
+    for (result, requests), inputs in ((outcomes[0], good[0]), (outcomes[2], good[1])):
+        assert result.input_rows == result.output_rows == 50 * len(inputs)
+        names = METRICS.names
+        expected = sorted(rows_of([pa.parquet.read_table(i.uri.removeprefix("file://")) for i in inputs], names))
+        assert sorted(rows_of(output_tables(result), names)) == expected
+        assert requests.puts == 5 * len(result.outputs)
+    assert not MergeExecutor(NoSpark()).runs_in_batches()  # no pool: nothing runs locally

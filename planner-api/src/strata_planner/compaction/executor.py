@@ -6,7 +6,7 @@ or, when its inputs are tiny, in a local process with the same kernel and checks
 from __future__ import annotations
 
 from strata_jobs.merge import MergeInput, MergeResult, MergeSpec
-from strata_jobs.spark_merge import run_merge_locally, submit_merges
+from strata_jobs.spark_merge import run_merge_locally, run_merges_locally, submit_merges
 from strata_planner.compaction.lineage import lineage_of
 from strata_planner.compaction.schemas import Assignment
 from strata_shared.config import Settings
@@ -47,7 +47,7 @@ def merge_spec(assignment: Assignment) -> MergeSpec:
 
 MERGE: JobKind[Assignment, MergeSpec, MergeResult] = JobKind(
     span="merge", noun="merge", failed=MergeFailed, input_bytes=lambda a: sum(i.size_bytes for i in a.inputs),
-    run_locally=run_merge_locally, submit=submit_merges)
+    run_locally=run_merge_locally, submit=submit_merges, run_locally_batch=run_merges_locally)
 
 
 class MergeExecutor(JobExecutor[Assignment, MergeSpec, MergeResult]):
