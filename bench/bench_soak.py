@@ -379,8 +379,8 @@ def backlog(stack, *, splits: int, rows: int, env_overrides: dict[str, str] | No
                     # Drained: what is left is one split per level the policy leaves alone.
                     if sample["splits_waiting"] <= 20 and sample["published_splits"] <= 20:
                         break
-                    # Sampled often: a drain of a few seconds is what is measured.
-                    await asyncio.sleep(0.2)
+                    # Not more often: each sample is a debt read on planner-api's event loop, which the polls share.
+                    await asyncio.sleep(0.5)
                 took = time.monotonic() - started
                 cpu_after.update(s.cpu_seconds())
                 return took, before

@@ -265,3 +265,29 @@ def test_a_batch_of_local_merges_runs_in_one_call_each_job_its_own_outcome(tmp_p
         assert sorted(rows_of(output_tables(result), names)) == expected
         assert requests.puts == 5 * len(result.outputs)
     assert not MergeExecutor(NoSpark()).runs_in_batches()  # no pool: nothing runs locally
+
+
+def test_a_batch_of_local_artifact_builds_builds_each_file_as_one_build_does(tmp_path, pool):
+    from strata_indexer.indexing.runner import IndexBuildExecutor
+    from strata_indexer.indexing.schemas import IndexingAssignment
+    from strata_services.sample_data import metrics_rows
+    from strata_shared.domain.index_config import ArtifactConfig
+    from tests.indexer.indexing_helpers import ARTIFACTS, EXPECTED, FIELDS
+
+    def assignment(n: int) -> IndexingAssignment:
+        path = tmp_path / f"split{n}.parquet"
+        pa.parquet.write_table(metrics_rows(100, start=WINDOW, span_secs=900, seed=n, messages=True), path)
+        return IndexingAssignment(
+            job_id=f"01BUILD{n}", fencing_token=n, lease_expires_at=datetime.now(UTC), lease_secs=15,
+            split_id=f"01SPLIT{n}", index_uid="idx:01", partition_id="default", uri=path.as_uri(),
+            size_bytes=path.stat().st_size, artifact_prefix=(tmp_path / f"artifacts{n}").as_uri(),
+            artifacts=ArtifactConfig.model_validate(ARTIFACTS), field_types={f["name"]: f["type"] for f in FIELDS},
+            zstd_level=3, spark_operation_tag="t")
+
+    executor = IndexBuildExecutor(NoSpark(), upload_attempts=2, upload_backoff_secs=0.01, local=pool,
+                                  local_max_bytes=1 << 30)
+    assert executor.runs_in_batches()
+    outcomes = executor.run_batch([assignment(n) for n in range(3)])
+    for result, requests in outcomes:
+        assert {(a.artifact_type, a.column) for a in result.artifacts} == EXPECTED
+        assert requests.puts == 5 * len(result.artifacts)
