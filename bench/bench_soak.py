@@ -370,6 +370,7 @@ def backlog(stack, *, splits: int, rows: int, env_overrides: dict[str, str] | No
                         break
                     await asyncio.sleep(SAMPLE_SECS)
                 before = (await sampler.sample(client))["published_splits"]
+                cpu_before.update(s.cpu_seconds())
                 (await client.post(f"{s.planner.url}/v1/indexes/{index_id}/compaction/resume",
                                    json={})).raise_for_status()
                 started = time.monotonic()
@@ -378,19 +379,30 @@ def backlog(stack, *, splits: int, rows: int, env_overrides: dict[str, str] | No
                     # Drained: what is left is one split per level the policy leaves alone.
                     if sample["splits_waiting"] <= 20 and sample["published_splits"] <= 20:
                         break
+                    # Not more often: each sample is a debt read on planner-api's event loop, which the polls share.
                     await asyncio.sleep(0.5)
-                return time.monotonic() - started, before
+                took = time.monotonic() - started
+                cpu_after.update(s.cpu_seconds())
+                return took, before
 
         indexing_started = time.monotonic()
+        cpu_before: dict[str, float] = {}
+        cpu_after: dict[str, float] = {}
+        load_before = os.getloadavg()[0]
         seconds, before = asyncio.run(drain())
+        load_after = os.getloadavg()[0]
         published_rows = s.published_rows(index_id)
+        merges = httpx.get(f"{s.planner.url}/v1/compaction/summary", headers=admin,
+                           timeout=60).json()["counts"].get("success", 0)
     after = sampler.samples[-1]["published_splits"]
     resumed = [x for x in sampler.samples if x["published_splits"] <= before]
     return {"splits": splits, "rows": rows, "ingested_splits": before, "left": after, "drain_secs": seconds,
             "splits_per_sec": (before - after) / seconds if seconds else 0.0,
             "indexing_secs": resumed[0]["t"] if resumed else time.monotonic() - indexing_started,
             "rows_sent": load.rows_sent, "rows_published": published_rows, "failures": load.failures,
-            "env": env_overrides or {}}
+            "env": env_overrides or {}, "merges": merges, "load_before": load_before, "load_after": load_after,
+            # CPU seconds of each part over the drain (from resume to drained): what a merge costs, end to end.
+            "drain_cpu": {k: cpu_after[k] - cpu_before.get(k, 0.0) for k in cpu_after}}
 
 
 def sweep(stack, *, rates: list[float], writers: int, rows: int, seconds: float) -> list[dict[str, Any]]:
@@ -480,7 +492,7 @@ def run(stack, *, quick: bool = False, parts: tuple[str, ...] = PARTS, writers: 
                         env_overrides=quiet, name="soak-baseline")
         result["soak_baseline"] = {k: v for k, v in baseline.items() if k != "samples"}
     if "backlog" in parts:
-        result["backlog"] = backlog(stack, splits=backlog_splits, rows=rows)
+        result["backlog"] = backlog(stack, splits=backlog_splits, rows=rows, env_overrides=env_overrides)
         if compare_spark:
             # The same drain with every merge a Spark job, as before tiny merges ran locally (a smaller backlog: at
             # that rate 5,000 splits take minutes; the builds stay local, they only precede the drain).

@@ -244,3 +244,50 @@ def test_an_artifact_build_counts_its_uploads(tmp_path, pool):
     assert counted.puts == 5 * len(result.artifacts)
     assert counted.bytes_written == sum(artifact.size_bytes for artifact in result.artifacts)
     assert counted.heads >= 1 and counted.bytes_read > 0
+
+
+def test_a_batch_of_local_merges_runs_in_one_call_each_job_its_own_outcome(tmp_path, pool):
+    """A worker's batch (`JobExecutor.run_batch`): one call to the local process for all of them; a job that fails
+    (MC-4, a type conflict) fails alone, the others keep their exact rows (MC-1) and their own requests."""
+    good = [_inputs(tmp_path / f"g{n}", 3) for n in range(2)]
+    bad = _inputs(tmp_path / "bad", 2, conflict=True)
+    executor = MergeExecutor(NoSpark(), local=pool, local_max_bytes=1 << 20)
+    assert executor.runs_in_batches()
+    assignments = [_assignment(inputs, tmp_path / f"out{n}", [100] * len(inputs)).model_copy(
+        update={"job_id": f"01JOB{n}"}) for n, inputs in enumerate([good[0], bad, good[1]])]
+    outcomes = executor.run_batch(assignments)
+    assert [type(result) for result, _ in outcomes] == [type(outcomes[0][0]), MergeFailed, type(outcomes[0][0])]
+    assert "MergeTypeConflict" in str(outcomes[1][0])
+    for (result, requests), inputs in ((outcomes[0], good[0]), (outcomes[2], good[1])):
+        assert result.input_rows == result.output_rows == 50 * len(inputs)
+        names = METRICS.names
+        expected = sorted(rows_of([pa.parquet.read_table(i.uri.removeprefix("file://")) for i in inputs], names))
+        assert sorted(rows_of(output_tables(result), names)) == expected
+        assert requests.puts == 5 * len(result.outputs)
+    assert not MergeExecutor(NoSpark()).runs_in_batches()  # no pool: nothing runs locally
+
+
+def test_a_batch_of_local_artifact_builds_builds_each_file_as_one_build_does(tmp_path, pool):
+    from strata_core.domain.index_config import ArtifactConfig
+    from strata_indexer.indexing.runner import IndexBuildExecutor
+    from strata_indexer.indexing.schemas import IndexingAssignment
+    from strata_services.sample_data import metrics_rows
+    from tests.indexer.indexing_helpers import ARTIFACTS, EXPECTED, FIELDS
+
+    def assignment(n: int) -> IndexingAssignment:
+        path = tmp_path / f"split{n}.parquet"
+        pa.parquet.write_table(metrics_rows(100, start=WINDOW, span_secs=900, seed=n, messages=True), path)
+        return IndexingAssignment(
+            job_id=f"01BUILD{n}", fencing_token=n, lease_expires_at=datetime.now(UTC), lease_secs=15,
+            split_id=f"01SPLIT{n}", index_uid="idx:01", partition_id="default", uri=path.as_uri(),
+            size_bytes=path.stat().st_size, artifact_prefix=(tmp_path / f"artifacts{n}").as_uri(),
+            artifacts=ArtifactConfig.model_validate(ARTIFACTS), field_types={f["name"]: f["type"] for f in FIELDS},
+            zstd_level=3, spark_operation_tag="t")
+
+    executor = IndexBuildExecutor(NoSpark(), upload_attempts=2, upload_backoff_secs=0.01, local=pool,
+                                  local_max_bytes=1 << 30)
+    assert executor.runs_in_batches()
+    outcomes = executor.run_batch([assignment(n) for n in range(3)])
+    for result, requests in outcomes:
+        assert {(a.artifact_type, a.column) for a in result.artifacts} == EXPECTED
+        assert requests.puts == 5 * len(result.artifacts)

@@ -108,7 +108,9 @@ class IndexingThread:
                                              slots=settings.indexing_worker_slots,
                                              api_key=state.api_keys.add_internal_key(frozenset({Scope.WORKER})),
                                              poll_interval_secs=settings.indexing_poll_interval_secs,
-                                             shutdown_timeout_secs=settings.worker_shutdown_timeout_secs)
+                                             shutdown_timeout_secs=settings.worker_shutdown_timeout_secs,
+                                             local_slots=settings.indexing_worker_local_slots,
+                                             local_batch=settings.local_job_batch)
                     await runner.run(self._stop)
             finally:
                 executor.close()

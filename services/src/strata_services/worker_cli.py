@@ -30,7 +30,9 @@ def _runner_builder(kind: str, settings: Settings, spark, executors: list):
                                     api_key=key, poll_interval_secs=settings.compaction_poll_interval_secs,
                                     merge_delay_secs=settings.fault_merge_delay_secs,
                                     report_delay_secs=settings.fault_report_delay_secs,
-                                    shutdown_timeout_secs=settings.worker_shutdown_timeout_secs)
+                                    shutdown_timeout_secs=settings.worker_shutdown_timeout_secs,
+                                    local_slots=settings.compaction_worker_local_slots,
+                                    local_batch=settings.local_job_batch)
         return compaction_runner
     from strata_indexer.indexing.runner import index_build_executor, indexing_runner
 
@@ -40,7 +42,9 @@ def _runner_builder(kind: str, settings: Settings, spark, executors: list):
     def build_runner(client: httpx.AsyncClient, worker_id: str, slots: int, key: str):
         return indexing_runner(client, executor, worker_id=worker_id, slots=slots, api_key=key,
                                poll_interval_secs=settings.indexing_poll_interval_secs,
-                               shutdown_timeout_secs=settings.worker_shutdown_timeout_secs)
+                               shutdown_timeout_secs=settings.worker_shutdown_timeout_secs,
+                               local_slots=settings.indexing_worker_local_slots,
+                               local_batch=settings.local_job_batch)
     return build_runner
 
 

@@ -15,7 +15,7 @@ from strata_jobs.index_build import (
     spec_from_json,
     spec_to_json,
 )
-from strata_jobs.spark_tasks import TaskOutcome, run_one_task_each, run_task
+from strata_jobs.spark_tasks import TaskOutcome, run_one_task_each, run_task, run_tasks
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,3 +45,9 @@ def run_build_locally(pool, spec) -> IndexBuildOutcome:
     """The same build (kernel and checks) in a local process of `pool` (`strata_frame.jobqueue.local_jobs`)
     instead of a Spark task: for tiny inputs, where a Spark job's fixed cost is most of the time."""
     return _outcome(pool.run(run_task, _build_json, spec.job_id, spec_to_json(spec)))
+
+
+def run_builds_locally(pool, specs) -> list[IndexBuildOutcome]:
+    """Several tiny builds in one call to a local process of `pool`, one after another (a worker's batch): one
+    round trip to the process for all of them; each its own outcome, in order."""
+    return [_outcome(o) for o in pool.run(run_tasks, _build_json, [(s.job_id, spec_to_json(s)) for s in specs])]

@@ -42,6 +42,12 @@ def run_task(run_json: Callable[[str], str], job_id: str, spec_json: str) -> Tas
     return TaskOutcome(job_id, result_json, error, meter.snapshot())
 
 
+def run_tasks(run_json: Callable[[str], str], jobs: list[tuple[str, str]]) -> list[TaskOutcome]:
+    """Several jobs, one after another, in one call to a local process (a worker's batch of tiny jobs): one
+    round trip to the process for all of them, each job's failure its own."""
+    return [run_task(run_json, job_id, spec_json) for job_id, spec_json in jobs]
+
+
 def _worker(run_json: Callable[[str], str]) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     def run_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:

@@ -17,7 +17,7 @@ from strata_frame.jobqueue.runner import PollingRunner, PollProtocol
 from strata_frame.spark.session import SparkSessionFactory
 from strata_indexer.indexing.schemas import IndexingAssignment, IndexingPollResponse
 from strata_jobs.index_build import IndexBuildResult, IndexBuildSpec
-from strata_jobs.spark_index import run_build_locally, submit_index_builds
+from strata_jobs.spark_index import run_build_locally, run_builds_locally, submit_index_builds
 
 
 class IndexBuildFailed(Exception):
@@ -41,7 +41,8 @@ def _record_phases(result: IndexBuildResult) -> None:
 
 INDEX_BUILD: JobKind[IndexingAssignment, IndexBuildSpec, IndexBuildResult] = JobKind(
     span="artifact_build", noun="artifact build", failed=IndexBuildFailed, input_bytes=lambda a: a.size_bytes,
-    run_locally=run_build_locally, submit=submit_index_builds, record=_record_phases)
+    run_locally=run_build_locally, submit=submit_index_builds, record=_record_phases,
+    run_locally_batch=run_builds_locally)
 
 
 class IndexBuildExecutor(JobExecutor[IndexingAssignment, IndexBuildSpec, IndexBuildResult]):
@@ -72,7 +73,9 @@ INDEXING_PROTOCOL = PollProtocol(
 
 
 def indexing_runner(client: httpx.AsyncClient, executor: IndexBuildExecutor, *, worker_id: str, slots: int,
-                    api_key: str, poll_interval_secs: float, shutdown_timeout_secs: float = 10.0) -> PollingRunner:
+                    api_key: str, poll_interval_secs: float, shutdown_timeout_secs: float = 10.0,
+                    local_slots: int = 0, local_batch: int = 1) -> PollingRunner:
     return PollingRunner(client, INDEXING_PROTOCOL, worker_id=worker_id, slots=slots, executor=executor,
                          api_key=api_key, poll_interval_secs=poll_interval_secs,
-                         shutdown_timeout_secs=shutdown_timeout_secs)
+                         shutdown_timeout_secs=shutdown_timeout_secs, local_slots=local_slots,
+                         local_batch=local_batch)

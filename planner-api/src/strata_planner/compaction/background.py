@@ -54,6 +54,7 @@ async def start_background(app: FastAPI) -> None:
             poll_interval_secs=settings.compaction_poll_interval_secs,
             merge_delay_secs=settings.fault_merge_delay_secs,
             report_delay_secs=settings.fault_report_delay_secs,
-            shutdown_timeout_secs=settings.worker_shutdown_timeout_secs)
+            shutdown_timeout_secs=settings.worker_shutdown_timeout_secs,
+            local_slots=settings.compaction_worker_local_slots, local_batch=settings.local_job_batch)
         background.run(runner.run)
 

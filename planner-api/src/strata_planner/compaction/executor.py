@@ -10,7 +10,7 @@ from strata_frame.jobqueue.executor import JobExecutor, JobKind
 from strata_frame.jobqueue.local_jobs import LocalJobPool
 from strata_frame.spark.session import SparkSessionFactory
 from strata_jobs.merge import MergeInput, MergeResult, MergeSpec
-from strata_jobs.spark_merge import run_merge_locally, submit_merges
+from strata_jobs.spark_merge import run_merge_locally, run_merges_locally, submit_merges
 from strata_planner.compaction.lineage import lineage_of
 from strata_planner.compaction.schemas import Assignment
 
@@ -47,7 +47,7 @@ def merge_spec(assignment: Assignment) -> MergeSpec:
 
 MERGE: JobKind[Assignment, MergeSpec, MergeResult] = JobKind(
     span="merge", noun="merge", failed=MergeFailed, input_bytes=lambda a: sum(i.size_bytes for i in a.inputs),
-    run_locally=run_merge_locally, submit=submit_merges)
+    run_locally=run_merge_locally, submit=submit_merges, run_locally_batch=run_merges_locally)
 
 
 class MergeExecutor(JobExecutor[Assignment, MergeSpec, MergeResult]):

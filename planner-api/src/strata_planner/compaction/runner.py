@@ -33,8 +33,10 @@ COMPACTION_PROTOCOL = PollProtocol(
 class CompactionRunner(PollingRunner):
     def __init__(self, client: httpx.AsyncClient, *, worker_id: str, slots: int, executor: Executor,
                  api_key: str, poll_interval_secs: float = 2.0, merge_delay_secs: float = 0.0,
-                 report_delay_secs: float = 0.0, shutdown_timeout_secs: float = 10.0) -> None:
+                 report_delay_secs: float = 0.0, shutdown_timeout_secs: float = 10.0, local_slots: int = 0,
+                 local_batch: int = 1) -> None:
         super().__init__(client, COMPACTION_PROTOCOL, worker_id=worker_id, slots=slots, executor=executor,
                          api_key=api_key, poll_interval_secs=poll_interval_secs, start_delay_secs=merge_delay_secs,
                          report_delay_secs=report_delay_secs,
-                         shutdown_timeout_secs=shutdown_timeout_secs)
+                         shutdown_timeout_secs=shutdown_timeout_secs, local_slots=local_slots,
+                         local_batch=local_batch)

@@ -123,6 +123,11 @@ class Settings(BaseSettings):
                                                             "reads every waiting split of the windows it plans.")
     compaction_worker_slots: int = Field(1, description="Merge slots of the runner inside planner-api; 0 turns it "
                                                         "off (run `strata worker` elsewhere).")
+    compaction_worker_local_slots: int = Field(0, ge=0, description="Slots of the runner inside planner-api for "
+                                                                    "merges run in its local processes, besides "
+                                                                    "`compaction_worker_slots` (which then bounds "
+                                                                    "the merges on Spark); they run "
+                                                                    "`local_job_batch` per call to a process.")
     compaction_poll_interval_secs: float = Field(2.0, description="How often a compaction runner polls "
                                                                   "planner-api (reports its jobs, asks for more); "
                                                                   "sooner when a job finishes, at most half a "
@@ -166,6 +171,11 @@ class Settings(BaseSettings):
     # --- indexing: artifact builds and the janitor ----------------------------------------------------------------
     indexing_worker_slots: int = Field(1, description="Build slots of the runner inside indexer-api; 0 turns it "
                                                       "off.")
+    indexing_worker_local_slots: int = Field(0, ge=0, description="Slots of the runner inside indexer-api for "
+                                                                  "builds run in its local processes, besides "
+                                                                  "`indexing_worker_slots` (which then bounds the "
+                                                                  "builds on Spark); they run `local_job_batch` "
+                                                                  "per call to a process.")
     indexing_local_max_bytes: int = Field(32 * MIB, ge=0, description="A file of at most this many bytes gets its "
                                                                       "artifacts built in a local process of the "
                                                                       "worker instead of a Spark job. 0 sends "
@@ -192,6 +202,9 @@ class Settings(BaseSettings):
     local_job_processes: int = Field(1, ge=1, description="Child processes per worker (in each API that embeds "
                                                           "one, and in `strata worker`) running the jobs small "
                                                           "enough to run locally.")
+    local_job_batch: int = Field(1, ge=1, description="Local jobs a runner with local slots hands one child "
+                                                      "process in one call, run one after another (one round "
+                                                      "trip, one report for all of them).")
     local_job_niceness: int = Field(10, ge=0, le=19, description="The CPU niceness of those child processes, "
                                                                  "below the API's own.")
     # Giving jobs back means no job waits out a lease or counts a failure because its worker was restarted.
@@ -466,6 +479,7 @@ class CompactionSettings(SettingsGroup):
     queue_bound: int
     plan_ahead: int
     worker_slots: int
+    worker_local_slots: int
     poll_interval_secs: float
     max_in_progress_per_tenant: int
     max_in_progress_per_index: int
@@ -494,6 +508,7 @@ class IndexingSettings(SettingsGroup):
     prefix: ClassVar[str] = "indexing_"
 
     worker_slots: int
+    worker_local_slots: int
     local_max_bytes: int
     max_in_progress: int
     max_in_progress_per_tenant: int
@@ -512,6 +527,7 @@ class JobSettings(SettingsGroup):
     title: ClassVar[str] = "Job runners (compaction and indexing workers)"
 
     local_job_processes: int
+    local_job_batch: int
     local_job_niceness: int
     worker_shutdown_timeout_secs: float
 

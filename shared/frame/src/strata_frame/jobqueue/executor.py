@@ -6,7 +6,7 @@ span) and how an assignment becomes the kernel's spec; `runner.PollingRunner` ca
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -18,8 +18,14 @@ from strata_core.observability.tracing import traced
 from strata_frame.jobqueue.local_jobs import LocalJobPool
 from strata_frame.spark.session import SparkSessionFactory
 
+tracer = trace.get_tracer("strata")
+
 
 class Assigned(Protocol):
+    @property
+    def job_id(self) -> str: ...
+    @property
+    def fencing_token(self) -> int: ...
     @property
     def spark_operation_tag(self) -> str: ...
 
@@ -60,6 +66,8 @@ class JobKind(Generic[A, S, R]):
     submit: Callable[[Any, list[S], str], list[Outcome[R]]]
     # What a result adds to the job's span before the runner reports it (phases timed where it ran).
     record: Callable[[R], None] = _nothing_to_record
+    # Several local jobs in one call to a local process, one outcome each, in order (`JobExecutor.run_batch`).
+    run_locally_batch: Callable[[LocalJobPool, list[S]], list[Outcome[R]]] | None = None
 
 
 class JobExecutor(Generic[A, S, R]):
@@ -94,6 +102,36 @@ class JobExecutor(Generic[A, S, R]):
             raise kind.failed(outcome.error or f"{kind.noun} failed without a reason")
         kind.record(outcome.result)
         return outcome.result
+
+    def runs_in_batches(self) -> bool:
+        return self.local is not None and self.kind.run_locally_batch is not None
+
+    def run_batch(self, assignments: Sequence[A]) -> list[tuple[R | Exception, ObjectRequests]]:
+        """Blocking: jobs that each `runs_locally`, in one call to a local process, one after another; each job's
+        result or failure (the queue's `failed`), and what it cost the object store. Each job gets its span, as
+        `run` gives it, spanning the batch. A process that dies fails every job of the batch."""
+        kind = self.kind
+        spans = [tracer.start_span(kind.span, attributes={
+            "strata.job_id": a.job_id, "strata.fencing_token": a.fencing_token, "strata.engine": "local",
+            "strata.batch": len(assignments)}) for a in assignments]
+        try:
+            outcomes = kind.run_locally_batch(self.local, [self.spec(a) for a in assignments])  # type: ignore[misc,arg-type]
+        except Exception as exc:  # noqa: BLE001 - the pool's failure is each job's
+            for span in spans:
+                span.record_exception(exc)
+                span.end()
+            return [(exc, ObjectRequests()) for _ in assignments]
+        out: list[tuple[R | Exception, ObjectRequests]] = []
+        for span, outcome in zip(spans, outcomes, strict=True):
+            with trace.use_span(span, end_on_exit=True):
+                count_job_requests(outcome.requests)
+                if outcome.result is None:
+                    out.append((kind.failed(outcome.error or f"{kind.noun} failed without a reason"),
+                                outcome.requests))
+                else:
+                    kind.record(outcome.result)
+                    out.append((outcome.result, outcome.requests))
+        return out
 
     def close(self) -> None:
         if self.local is not None:

@@ -13,6 +13,12 @@ expire, which would count a failure against each and keep it from every other wo
 but has not started goes back to the queue at once (`released`), a job it is running gets `shutdown_timeout_secs`
 to finish (its lease still refreshed, its result still reported), then is interrupted and released. A released
 job is handed out again by the next poll with a new fencing token, so a late result of this attempt is refused.
+
+Tiny jobs (those the executor runs in a local process) can have slots of their own, `local_slots` besides the
+`slots` of the jobs that run on Spark, and run `local_batch` at a time in one call to a local process: a backlog of
+small splits is then drained by a few rounds of several jobs each, every poll publishing a round's results and
+leasing the next round while the other local processes still merge, rather than one poll per job with nothing
+else running meanwhile. Jobs on Spark stay `slots` at once whatever the capacity asked for.
 """
 
 from __future__ import annotations
@@ -38,6 +44,14 @@ log = logging.getLogger("strata.runner")
 class Executor(Protocol):
     def run(self, assignment: Any) -> Any: ...
     def interrupt(self, assignment: Any) -> None: ...
+
+
+class BatchExecutor(Executor, Protocol):
+    """An executor that also runs local jobs several at a time (`jobqueue.executor.JobExecutor`)."""
+
+    def runs_locally(self, assignment: Any) -> bool: ...
+    def runs_in_batches(self) -> bool: ...
+    def run_batch(self, assignments: list[Any]) -> list[tuple[Any, ObjectRequests]]: ...
 
 
 class GivenBack(Exception):
@@ -89,12 +103,18 @@ class PollingRunner:
     def __init__(self, client: httpx.AsyncClient, protocol: PollProtocol, *, worker_id: str, slots: int,
                  executor: Executor, api_key: str, poll_interval_secs: float = 2.0,
                  start_delay_secs: float = 0.0, report_delay_secs: float = 0.0,
-                 shutdown_timeout_secs: float = 10.0) -> None:
+                 shutdown_timeout_secs: float = 10.0, local_slots: int = 0, local_batch: int = 1) -> None:
         self.client = client
         self.protocol = protocol
         self.worker_id = worker_id
         self.slots = slots
         self.executor = executor
+        batches = getattr(executor, "runs_in_batches", None)
+        # Slots for local jobs besides `slots`, and how many of them one call to a local process runs.
+        self.local_slots = local_slots if batches is not None and batches() else 0
+        self.local_batch = max(1, local_batch)
+        # Jobs that do not run locally hold one of `slots` while they run (capacity counts the local slots too).
+        self._spark_slots = asyncio.Semaphore(max(1, slots))
         self.headers = {"Authorization": f"Bearer {api_key}"}
         self.poll_interval_secs = poll_interval_secs
         # Fault injection for tests: hold each job this long in its running stage before Spark starts.
@@ -164,7 +184,7 @@ class PollingRunner:
     async def step(self) -> Any:
         """One poll: report, then start whatever was assigned."""
         updates, finished = self._updates()
-        capacity = 0 if self.stopping else max(0, self.slots - len(self.running) + len(finished))
+        capacity = 0 if self.stopping else max(0, self.slots + self.local_slots - len(self.running) + len(finished))
         body = {"worker_id": self.worker_id, "capacity": capacity, "updates": updates}
         response = await self.client.post(self.protocol.poll_path, json=body, headers=self.headers, timeout=60)
         response.raise_for_status()
@@ -180,11 +200,23 @@ class PollingRunner:
                 if job is not None:
                     job.task.cancel()
                     await asyncio.to_thread(self._interrupt, job.assignment)
+        batched = [a for a in poll.assignments if self._batched(a)]
+        in_batches = {a.job_id for a in batched}
         for assignment in poll.assignments:
-            job = RunningJob(assignment, self.protocol.running_stage)
-            job.task = asyncio.create_task(self._execute(job), name=f"job-{assignment.job_id}")
-            self.running[assignment.job_id] = job
+            if assignment.job_id not in in_batches:
+                job = RunningJob(assignment, self.protocol.running_stage)
+                job.task = asyncio.create_task(self._execute(job), name=f"job-{assignment.job_id}")
+                self.running[assignment.job_id] = job
+        for first in range(0, len(batched), self.local_batch):
+            jobs = [RunningJob(a, self.protocol.running_stage) for a in batched[first:first + self.local_batch]]
+            batch = asyncio.create_task(self._execute_batch(jobs), name=f"batch-{jobs[0].assignment.job_id}")
+            for job in jobs:
+                job.task = asyncio.create_task(self._result_of(batch, job), name=f"job-{job.assignment.job_id}")
+                self.running[job.assignment.job_id] = job
         return poll
+
+    def _batched(self, assignment: Any) -> bool:
+        return self.local_slots > 0 and self.local_batch > 1 and self.executor.runs_locally(assignment)
 
     def _updates(self) -> tuple[list[dict], list[str]]:
         updates, finished = [], []
@@ -218,10 +250,49 @@ class PollingRunner:
                          fencing_token=assignment.fencing_token):
             if self.start_delay_secs:
                 await asyncio.sleep(self.start_delay_secs)
-            result = await asyncio.to_thread(self._run, job)
+            if self.local_slots and not self.executor.runs_locally(assignment):
+                async with self._spark_slots:
+                    result = await asyncio.to_thread(self._run, job)
+            else:
+                result = await asyncio.to_thread(self._run, job)
             if self.report_delay_secs:
                 await asyncio.sleep(self.report_delay_secs)
             return result
+
+    async def _execute_batch(self, jobs: list[RunningJob]) -> dict[str, tuple[Any, ObjectRequests]]:
+        """Local jobs in one call to a local process: each job's (result or failure, requests) by its id, for
+        those not given back before the batch started."""
+        if self.start_delay_secs:
+            await asyncio.sleep(self.start_delay_secs)
+        outcomes = await asyncio.to_thread(self._run_batch, jobs)
+        if self.report_delay_secs:
+            await asyncio.sleep(self.report_delay_secs)
+        return outcomes
+
+    def _run_batch(self, jobs: list[RunningJob]) -> dict[str, tuple[Any, ObjectRequests]]:
+        started = []
+        for job in jobs:
+            try:
+                job.start()
+                started.append(job)
+            except GivenBack:
+                continue
+        if not started:
+            return {}
+        outcomes = self.executor.run_batch([job.assignment for job in started])
+        for job, (_, requests) in zip(started, outcomes, strict=True):
+            job.requests = requests
+        return {job.assignment.job_id: outcome for job, outcome in zip(started, outcomes, strict=True)}
+
+    async def _result_of(self, batch: asyncio.Task, job: RunningJob) -> Any:
+        """One job's end within its batch: cancelling the job (given back, refused) leaves the others running."""
+        outcomes = await asyncio.shield(batch)
+        if job.assignment.job_id not in outcomes:
+            raise GivenBack(job.assignment.job_id)
+        result, _ = outcomes[job.assignment.job_id]
+        if isinstance(result, BaseException):
+            raise result
+        return result
 
     def _run(self, job: RunningJob) -> Any:
         job.start()

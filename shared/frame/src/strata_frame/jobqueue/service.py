@@ -1,7 +1,8 @@
 """The one scheduler behind every `POST /v1/<queue>/poll`: apply the worker's status updates (each fenced by its
-token, each in its own transaction), revoke expired leases, let the queue do its housekeeping (compaction plans
-new jobs, indexing cancels jobs of files gone), and hand out assignments. What differs between queues is a
-`QueueSpec`: its table, its settings, what a success publishes, and how jobs are chosen and described.
+token, all in one transaction, each publish in its own savepoint), revoke expired leases, let the queue do its
+housekeeping (compaction plans new jobs, indexing cancels jobs of files gone), and hand out assignments. What
+differs between queues is a `QueueSpec`: its table, its settings, what a success publishes, and how jobs are
+chosen and described.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from strata_core.domain.job_statuses import JobStatus
 from strata_core.observability.context import log_context
 from strata_frame.jobqueue.schemas import JobUpdate, PollFields, UpdateResult
+from strata_metastore.conflicts import retrying_conflicts
 from strata_metastore.lease_queue import JobFilter, LeaseQueue, PublishRefused, StaleToken
 from strata_metastore.repositories import load_live_index
 
@@ -72,42 +74,60 @@ class QueueSpec(Generic[U, A]):
 async def apply_update(sessions: async_sessionmaker[AsyncSession], spec: QueueSpec[U, A], update: U,
                        now: datetime) -> UpdateResult:
     """One fenced worker write in its own transaction; a stale token changes nothing."""
+    [result] = await apply_updates(sessions, spec, [update], now)
+    return result
+
+
+async def apply_updates(sessions: async_sessionmaker[AsyncSession], spec: QueueSpec[U, A], updates: Sequence[U],
+                        now: datetime) -> list[UpdateResult]:
+    """A poll's fenced worker writes in one transaction, one commit for all of them, each still all or nothing:
+    a stale token changes nothing of its job (`LeaseQueue.fenced` refuses before any write), a publish runs in its
+    own savepoint, so an unusable result is rolled back alone and recorded as a failed attempt while the others
+    are applied. A transaction PostgreSQL aborts for a concurrent one is run again from the start."""
+    if not updates:
+        return []
+    published: list[object] = []
     async with sessions() as session:
-        queue = spec.queue_of(session)
-        try:
-            if update.status == "in_progress":
-                job = await queue.refresh(update.job_id, update.fencing_token, now, spec.lease, update.stage,
-                                          update.progress, update.spark_operation_tag)
-                await session.commit()
-                return UpdateResult(job_id=update.job_id, accepted=True, lease_expires_at=job.lease_expires_at)
-            if update.status == "released":
-                await queue.release(update.job_id, update.fencing_token, now)
-                await session.commit()
-                return UpdateResult(job_id=update.job_id, accepted=True)
-            if update.status == "failure":
-                await queue.fail(update.job_id, update.fencing_token, update.error or "worker reported a failure",
-                                 now, spec.max_failures)
-                await session.commit()
-                return UpdateResult(job_id=update.job_id, accepted=True)
-            published = await _publish(spec, session, update, now)
+        async def attempt() -> list[UpdateResult]:
+            published.clear()
+            queue = spec.queue_of(session)
+            results = [await _apply_one(session, spec, queue, update, now, published) for update in updates]
             await session.commit()
-            if spec.after_publish is not None:
-                spec.after_publish(published)
-            return UpdateResult(job_id=update.job_id, accepted=True)
-        except StaleToken as stale:
-            await session.rollback()
-            return UpdateResult(job_id=update.job_id, accepted=False, reason=str(stale))
-        except PublishRefused as refused:
-            await session.rollback()
-            reason = f"publish refused: {refused}"
-            log.warning("%s job %s: %s", spec.name, update.job_id, reason)
-    # The result is unusable: record it as a failed attempt (a fresh transaction, still fenced).
-    async with sessions() as session:
-        try:
-            await spec.queue_of(session).fail(update.job_id, update.fencing_token, reason, now, spec.max_failures)
-            await session.commit()
-        except StaleToken:
-            await session.rollback()
+            return results
+
+        results = await retrying_conflicts(session, attempt)
+    if spec.after_publish is not None:
+        for merge in published:
+            spec.after_publish(merge)
+    return results
+
+
+async def _apply_one(session: AsyncSession, spec: QueueSpec[U, A], queue: LeaseQueue[Any], update: U,
+                     now: datetime, published: list[object]) -> UpdateResult:
+    try:
+        if update.status == "in_progress":
+            job = await queue.refresh(update.job_id, update.fencing_token, now, spec.lease, update.stage,
+                                      update.progress, update.spark_operation_tag)
+            return UpdateResult(job_id=update.job_id, accepted=True, lease_expires_at=job.lease_expires_at)
+        if update.status == "released":
+            await queue.release(update.job_id, update.fencing_token, now)
+        elif update.status == "failure":
+            await queue.fail(update.job_id, update.fencing_token, update.error or "worker reported a failure",
+                             now, spec.max_failures)
+        else:
+            async with session.begin_nested():
+                published.append(await _publish(spec, session, update, now))
+        return UpdateResult(job_id=update.job_id, accepted=True)
+    except StaleToken as stale:
+        return UpdateResult(job_id=update.job_id, accepted=False, reason=str(stale))
+    except PublishRefused as refused:
+        reason = f"publish refused: {refused}"
+        log.warning("%s job %s: %s", spec.name, update.job_id, reason)
+    # The result is unusable (its savepoint rolled back): recorded as a failed attempt, still fenced.
+    try:
+        await queue.fail(update.job_id, update.fencing_token, reason, now, spec.max_failures)
+    except StaleToken:
+        pass
     return UpdateResult(job_id=update.job_id, accepted=False, reason=reason)
 
 
@@ -124,7 +144,7 @@ async def poll(sessions: async_sessionmaker[AsyncSession], spec: QueueSpec[U, A]
     """The worker protocol's one round: (new assignments, the result of each update, in order)."""
     started = time.monotonic()
     now = clock()
-    results = [await apply_update(sessions, spec, update, now) for update in updates]
+    results = await apply_updates(sessions, spec, updates, now)
     reported = time.monotonic()
     async with sessions() as session:
         await spec.queue_of(session).expire_leases(clock(), spec.max_failures)

@@ -1,0 +1,132 @@
+"""Draining a backlog of tiny merges in batches, against a real planner-api on PostgreSQL, merges in the worker's
+local process (no Spark job): a poll publishes several results in one transaction yet each stays fenced and all or
+nothing (a stale token is refused, an unusable result is rolled back alone and counted as a failed attempt, the
+others are published), and a runner with local slots runs its merges several per call to its local process, every
+row published exactly once (MC-1 at the level of the index)."""
+
+from __future__ import annotations
+
+import pytest
+
+from strata_frame.jobqueue.local_jobs import LocalJobPool
+from strata_planner.compaction.executor import MergeExecutor
+from strata_planner.compaction.runner import COMPACTION_PROTOCOL, CompactionRunner
+from strata_planner.compaction.schemas import Assignment
+from tests.planner.compaction_helpers import create_index, ingest_split, open_window, poll
+
+pytestmark = [pytest.mark.usefixtures("clock_at_present")]
+
+
+class NoSpark:
+    def session(self):
+        raise AssertionError("a tiny merge should have run locally")
+
+
+@pytest.fixture
+def local_pool():
+    pool = LocalJobPool(1, niceness=5)
+    yield pool
+    pool.close()
+
+
+async def _published(indexer, keys, index_id: str) -> dict[str, int]:
+    listed = (await indexer.get(f"/v1/indexes/{index_id}/splits", params={"limit": 1000, "state": "published"},
+                                headers=keys.header(keys.writer))).json()["splits"]
+    return {s["split_id"]: s["num_rows"] for s in listed}
+
+
+async def _job(planner, keys, job_id: str) -> dict:
+    return (await planner.get(f"/v1/compaction/jobs/{job_id}", headers=keys.header(keys.worker))).json()
+
+
+def _success(assignment: Assignment, result, **changes) -> dict:
+    return {"job_id": assignment.job_id, "fencing_token": assignment.fencing_token, "status": "success",
+            **COMPACTION_PROTOCOL.success_fields(result), **changes}
+
+
+async def test_one_poll_publishes_several_results_each_fenced_and_all_or_nothing(indexer, planner, keys,
+                                                                                   local_pool):
+    index_id = await create_index(indexer, keys)
+    window = open_window()
+    for seed in range(8):
+        await ingest_split(indexer, keys, index_id, window, 30, seed=seed)
+    before = await _published(indexer, keys, index_id)
+    trigger = await planner.post(f"/v1/indexes/{index_id}/compaction/trigger", json={},
+                                 headers=keys.header(keys.admin))
+    assert len(trigger.json()["created_job_ids"]) == 2, trigger.text
+    polled = await poll(planner, keys, "batch", capacity=2)
+    first, second = (Assignment.model_validate(a) for a in polled["assignments"])
+    executor = MergeExecutor(NoSpark(), local=local_pool, local_max_bytes=1 << 30)
+    [(merged_first, _), (merged_second, _)] = executor.run_batch([first, second])
+
+    wrong_size = _success(second, merged_second)
+    wrong_size["outputs"][0]["size_bytes"] += 1
+    answer = await poll(planner, keys, "batch", capacity=0, updates=[
+        _success(first, merged_first, fencing_token=first.fencing_token - 1),  # stale: refused, changes nothing
+        _success(first, merged_first),
+        wrong_size,  # unusable: its publish is rolled back and counted as a failed attempt
+    ])
+    stale, published, refused = answer["updates"]
+    assert not stale["accepted"] and "fencing token" in stale["reason"]
+    assert published["accepted"], published
+    assert not refused["accepted"] and "publish refused" in refused["reason"]
+
+    done, failed = await _job(planner, keys, first.job_id), await _job(planner, keys, second.job_id)
+    assert done["status"] == "success"
+    assert failed["status"] == "unassigned" and failed["failures"] == 1
+    assert "does not have the reported size" in failed["last_error"]
+    after = await _published(indexer, keys, index_id)
+    first_inputs = {i.split_id for i in first.inputs}
+    assert first_inputs.isdisjoint(after)  # replaced by the merge's outputs
+    assert {i.split_id for i in second.inputs} <= set(after)  # untouched: still published as they were
+    assert set(done["output_split_ids"]) <= set(after)
+    assert sum(after.values()) == sum(before.values()) == 8 * 30  # every row exactly once
+
+    # A result reported again under the token that already published it is refused too.
+    again = await poll(planner, keys, "batch", capacity=0, updates=[_success(first, merged_first)])
+    assert not again["updates"][0]["accepted"] and "success" in again["updates"][0]["reason"]
+
+
+class Batches(MergeExecutor):
+    """The merge executor, counting the batches it runs."""
+
+    def __init__(self, pool: LocalJobPool) -> None:
+        super().__init__(NoSpark(), local=pool, local_max_bytes=1 << 30)
+        self.sizes: list[int] = []
+
+    def run_batch(self, assignments):
+        self.sizes.append(len(assignments))
+        return super().run_batch(assignments)
+
+
+async def test_a_runner_with_local_slots_drains_a_backlog_in_batches_every_row_published_once(
+        indexer, planner, keys, local_pool):
+    index_id = await create_index(indexer, keys)
+    window = open_window()
+    for seed in range(16):
+        await ingest_split(indexer, keys, index_id, window, 20, seed=seed)
+    before = await _published(indexer, keys, index_id)
+    executor = Batches(local_pool)
+    key = planner.app.state.strata.api_keys.add_internal_key(frozenset({"worker"}))
+    runner = CompactionRunner(planner, worker_id="batches", slots=1, executor=executor, api_key=key,
+                              poll_interval_secs=0.1, local_slots=4, local_batch=4)
+    try:
+        for _ in range(200):
+            await runner.step()
+            if not runner.running and len(await _published(indexer, keys, index_id)) < 4:
+                break
+            await runner._wait(_never())
+        else:
+            raise AssertionError(f"not drained: {await _published(indexer, keys, index_id)}")
+    finally:
+        await runner.shutdown()
+    assert max(executor.sizes) > 1, executor.sizes  # several merges in one call to the local process
+    after = await _published(indexer, keys, index_id)
+    assert sum(after.values()) == sum(before.values()) == 16 * 20
+    assert set(after).isdisjoint(before)
+
+
+def _never():
+    import asyncio
+
+    return asyncio.Event()
