@@ -10,7 +10,7 @@ import re
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
-from strata_query.query_cache import MAX_RESULT_BYTES, CachedPlan, CachedResult, PlanCache
+from strata_query.query_cache import CachedPlan, CachedResult, PlanCache
 from tests.indexer.indexing_helpers import ingest, rows_for
 from tests.planner.compaction_helpers import open_window
 from tests.query.plans import cached_plan
@@ -170,11 +170,12 @@ def test_kept_results_stay_within_their_bytes_the_least_recently_used_plans_resu
 
 
 def test_a_result_is_kept_only_with_its_own_plan_and_within_the_bound():
-    cache = PlanCache(max_result_bytes=64 * MAX_RESULT_BYTES)
+    one_result = 1000  # STRATA_QUERY_RESULT_CACHE_MAX_RESULT_BYTES
+    cache = PlanCache(max_result_bytes=64 * one_result, max_one_result_bytes=one_result)
     kept = _kept()
     assert not cache.cache_result("a", None, kept, ("local", 10), _result(1))  # not (or no longer) the kept plan
     cache.put("a", None, kept)
     assert not cache.cache_result("a", "acme", kept, ("local", 10), _result(1))
-    assert not cache.cache_result("a", None, kept, ("local", 10), _result(MAX_RESULT_BYTES + 1))
-    assert cache.cache_result("a", None, kept, ("local", 10), _result(MAX_RESULT_BYTES))
+    assert not cache.cache_result("a", None, kept, ("local", 10), _result(one_result + 1))
+    assert cache.cache_result("a", None, kept, ("local", 10), _result(one_result))
     assert not PlanCache(max_result_bytes=0).cache_result("a", None, kept, ("local", 10), _result(1))

@@ -31,15 +31,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from strata_query.plan_state import IndexState, earliest_start, index_state
 from strata_query.planning.plan import QueryPlan
 
-MAX_PLANS = 256
-# Plans reading more files than this are not kept: their planning is a small part of their cost, and their
-# file lists would hold memory. All kept plans together hold at most MAX_FILES_IN_ALL files (a file of a plan is
-# about half a kilobyte: some 10 MB in all).
-MAX_FILES_PER_PLAN = 2_000
-MAX_FILES_IN_ALL = 20_000
-# A result larger than this is not cached: a dashboard panel's answer is a few rows, and one large result would push
-# many of them out.
-MAX_RESULT_BYTES = 1024 * 1024
+# How many plans and files are kept, and the largest result, are settings (`STRATA_QUERY_PLAN_CACHE_*`,
+# `STRATA_QUERY_RESULT_CACHE_*`). A plan reading more than a tenth of all the files the cache may hold is not kept:
+# its planning is a small part of its cost, and its file list would push many plans out.
+PLAN_SHARE_OF_FILES = 10
 # Results of one plan by (engine, row cap): both change what a run answers (the cap cuts it; the engines agree on
 # answers, but a request forcing one asks for a run there).
 ResultKey = tuple[str, int]
@@ -66,10 +61,10 @@ class CachedPlan:
     results: dict[ResultKey, CachedResult] = field(default_factory=dict, init=False, compare=False)
 
 
-async def cacheable(session: AsyncSession, plan: QueryPlan) -> CachedPlan | None:
+async def cacheable(session: AsyncSession, plan: QueryPlan, cache: PlanCache) -> CachedPlan | None:
     """What to cache of a plan just built, read in the plan's own snapshot (`session` is the one that built it);
     None when the plan is not to be cached."""
-    if plan.total_files > MAX_FILES_PER_PLAN:
+    if plan.total_files > cache.max_files // PLAN_SHARE_OF_FILES:
         return None
     if plan.parsed.uses_now or plan.scan_filters:
         # now() and a per-scan lookback move with every request: the plan (and its answer) with them.
@@ -95,11 +90,12 @@ async def cacheable(session: AsyncSession, plan: QueryPlan) -> CachedPlan | None
 class PlanCache:
     """Plans by (SQL, tenant), least recently used dropped first, with their cached results."""
 
-    def __init__(self, max_plans: int = MAX_PLANS, max_files: int = MAX_FILES_IN_ALL,
-                 max_result_bytes: int = 0) -> None:
+    def __init__(self, max_plans: int = 256, max_files: int = 20_000, max_result_bytes: int = 0,
+                 max_one_result_bytes: int = 1024 * 1024) -> None:
         self.max_plans = max_plans
         self.max_files = max_files
         self.max_result_bytes = max_result_bytes
+        self.max_one_result_bytes = max_one_result_bytes
         self.files = 0
         self.result_bytes = 0
         self._plans: OrderedDict[tuple[str, str | None], CachedPlan] = OrderedDict()
@@ -126,7 +122,7 @@ class PlanCache:
     @property
     def result_room(self) -> int:
         """The most bytes one result may hold to be cached (0: results are not cached)."""
-        return min(MAX_RESULT_BYTES, self.max_result_bytes)
+        return min(self.max_one_result_bytes, self.max_result_bytes)
 
     def cache_result(self, sql: str, tenant: str | None, kept: CachedPlan, key: ResultKey, result: CachedResult
                      ) -> bool:

@@ -92,7 +92,7 @@ class QueryService:
                     plan = await build_plan(session, call.sql, tenant=call.tenant, now=time.time(),
                                             max_files=self.settings.query_max_files, artifacts=runtime.artifacts,
                                             footers=runtime.footers)
-                    cached = await cacheable(session, plan)
+                    cached = await cacheable(session, plan, runtime.plan_cache)
                 if cached is not None:
                     runtime.plan_cache.put(call.sql, call.tenant, cached)
             span.set_attribute("strata.index_id", plan.index_id)

@@ -22,7 +22,6 @@ from strata_metastore.query_registry_repository import QueryRegistryRepository
 from strata_metastore.repositories import IndexRepository, SplitRepository
 
 log = logging.getLogger("strata.gc")
-BATCH = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +53,7 @@ class GarbageCollector:
             while True:
                 async with self.sessions() as session:
                     repo = SplitRepository(session)
-                    rows = await repo.deletable(marked_before, BATCH, after=after)
+                    rows = await repo.deletable(marked_before, self.settings.gc_batch_splits, after=after)
                     if not rows:
                         break
                     gone = []

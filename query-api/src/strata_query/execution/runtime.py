@@ -93,7 +93,8 @@ class QueryRuntime:
         self.local = LocalEngine(self.hot, query.local_threads, memory_limit_bytes=query.local_memory_limit_bytes)
         self.engines = Engines(self.local, None if spark is None else SparkEngine(spark))
         self.local_limits = LocalLimits(query.local_max_bytes, query.local_max_rows, query.local_max_files)
-        self.plan_cache = PlanCache(max_result_bytes=query.result_cache_bytes)
+        self.plan_cache = PlanCache(query.plan_cache_plans, query.plan_cache_files, query.result_cache_bytes,
+                                    query.result_cache_max_result_bytes)
         # Checking a cached plan is one statement on every repeated query: one round trip on a kept connection.
         self.plan_checks = SingleReads(database_url, "strata-query-plan-check")
         self.admission = FairAdmission(query.max_concurrent, query.max_concurrent_per_tenant,

@@ -150,6 +150,9 @@ class Settings(BaseSettings):
     gc_grace_secs: int = Field(600, description="Inputs of a merge stay readable this long after it publishes, so "
                                                 "queries planned before it finish.")
     gc_interval_secs: float = Field(30.0, description="How often the garbage collector runs.")
+    gc_batch_splits: int = Field(1000, ge=1, description="Replaced splits the garbage collector deletes per "
+                                                         "transaction (their files, then their rows); a pass "
+                                                         "pages through all that are due.")
     gc_max_query_hold_secs: float = Field(3600.0, description="The collector keeps a replaced split's file while a "
                                                               "query that started before it was replaced still "
                                                               "runs (on any live query-api replica), past the "
@@ -251,6 +254,16 @@ class Settings(BaseSettings):
                                                                 "their plan, valid exactly as long as it is (the "
                                                                 "same published files); bytes of Arrow data in "
                                                                 "all. 0 turns it off.")
+    query_result_cache_max_result_bytes: int = Field(1 * MIB, ge=0, description="A result larger than this is not "
+                                                                              "cached: a dashboard panel's answer is "
+                                                                              "a few rows, and one large result "
+                                                                              "would push many of them out.")
+    query_plan_cache_plans: int = Field(256, ge=1, description="Plans query-api keeps for repeated queries (by SQL "
+                                                               "and tenant), least recently used dropped first.")
+    query_plan_cache_files: int = Field(20_000, ge=1, description="Files all kept plans may list together (about "
+                                                                  "half a kilobyte each: some 10 MB at the "
+                                                                  "default); a plan of more than a tenth of this "
+                                                                  "is not kept.")
     # Waiting requests are admitted round-robin across tenants.
     query_max_concurrent: int = Field(8, description="query-api's admission: queries (plans and executions) in "
                                                      "flight at once, in total.")
@@ -487,6 +500,7 @@ class CompactionSettings(SettingsGroup):
     retention_tick_secs: float
     gc_grace_secs: int
     gc_interval_secs: float
+    gc_batch_splits: int
     gc_max_query_hold_secs: float
 
 
@@ -550,6 +564,9 @@ class QuerySettings(SettingsGroup):
     artifact_cache_bytes: int
     max_result_rows: int
     result_cache_bytes: int
+    result_cache_max_result_bytes: int
+    plan_cache_plans: int
+    plan_cache_files: int
     max_concurrent: int
     max_concurrent_per_tenant: int
     max_waiting_per_tenant: int
