@@ -97,10 +97,15 @@ class JobExecutor(Generic[A, S, R]):
             outcome = kind.run_locally(self.local, self.spec(assignment))  # type: ignore[arg-type]
         else:
             [outcome] = kind.submit(self.spark.session(), [self.spec(assignment)], assignment.spark_operation_tag)
+        return self._settled(outcome)
+
+    def _settled(self, outcome: Outcome[R]) -> R:
+        """A job's result, its object-store requests counted and the result recorded on the current span; a failure
+        raised as the queue's `failed`."""
         count_job_requests(outcome.requests)
         if outcome.result is None:
-            raise kind.failed(outcome.error or f"{kind.noun} failed without a reason")
-        kind.record(outcome.result)
+            raise self.kind.failed(outcome.error or f"{self.kind.noun} failed without a reason")
+        self.kind.record(outcome.result)
         return outcome.result
 
     def runs_in_batches(self) -> bool:
@@ -124,13 +129,10 @@ class JobExecutor(Generic[A, S, R]):
         out: list[tuple[R | Exception, ObjectRequests]] = []
         for span, outcome in zip(spans, outcomes, strict=True):
             with trace.use_span(span, end_on_exit=True):
-                count_job_requests(outcome.requests)
-                if outcome.result is None:
-                    out.append((kind.failed(outcome.error or f"{kind.noun} failed without a reason"),
-                                outcome.requests))
-                else:
-                    kind.record(outcome.result)
-                    out.append((outcome.result, outcome.requests))
+                try:
+                    out.append((self._settled(outcome), outcome.requests))
+                except kind.failed as failure:
+                    out.append((failure, outcome.requests))
         return out
 
     def close(self) -> None:

@@ -24,6 +24,7 @@ else running meanwhile. Jobs on Spark stay `slots` at once whatever the capacity
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 import time
@@ -250,10 +251,9 @@ class PollingRunner:
                          fencing_token=assignment.fencing_token):
             if self.start_delay_secs:
                 await asyncio.sleep(self.start_delay_secs)
-            if self.local_slots and not self.executor.runs_locally(assignment):
-                async with self._spark_slots:
-                    result = await asyncio.to_thread(self._run, job)
-            else:
+            # With local slots the capacity asked for exceeds `slots`: a job on Spark waits for one of them.
+            on_spark = self.local_slots and not self.executor.runs_locally(assignment)
+            async with self._spark_slots if on_spark else contextlib.nullcontext():
                 result = await asyncio.to_thread(self._run, job)
             if self.report_delay_secs:
                 await asyncio.sleep(self.report_delay_secs)
