@@ -6,6 +6,7 @@ service."""
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import duckdb
@@ -16,7 +17,17 @@ from hypothesis import strategies as st
 from sqlglot import exp
 
 from strata_core.domain.index_config import IndexSettings
-from strata_core.query.predicate import TRUE, And, Or, Predicate, Unknown
+from strata_core.query.predicate import (
+    TRUE,
+    Atom,
+    Const,
+    Predicate,
+    PredicateVisitor,
+    Unknown,
+    conjunction,
+    disjunction,
+    visit,
+)
 from strata_core.query.row_filter import matching_rows
 from strata_core.sql.index_columns import with_partition_column
 from strata_core.sql.query import parse_query
@@ -97,14 +108,26 @@ SHAPES = [
 
 def _relaxed(predicate: Predicate) -> Predicate:
     """The predicate with what pruning cannot use (Unknown atoms) as TRUE: the rows the sharpest pruner keeps."""
-    match predicate:
-        case Unknown():
-            return TRUE
-        case And(children):
-            return And(tuple(_relaxed(c) for c in children))
-        case Or(children):
-            return Or(tuple(_relaxed(c) for c in children))
-    return predicate
+    return visit(predicate, _Relaxed())
+
+
+class _Relaxed(PredicateVisitor[Predicate]):
+    # No visit_not: the parsed predicates are in negation normal form (NOT absorbed by the atoms), where relaxing
+    # under a NOT would be wrong (NOT TRUE drops rows); the base class refuses one.
+    def visit_const(self, value: bool) -> Predicate:
+        return Const(value)
+
+    def visit_and(self, results: Iterator[Predicate]) -> Predicate:
+        return conjunction(results)
+
+    def visit_or(self, results: Iterator[Predicate]) -> Predicate:
+        return disjunction(results)
+
+    def visit_unknown(self, pred: Unknown) -> Predicate:
+        return TRUE
+
+    def visit_atom(self, atom: Atom) -> Predicate:
+        return atom
 
 
 def _cell(value):

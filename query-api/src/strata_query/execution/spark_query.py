@@ -10,8 +10,6 @@ from collections.abc import Iterator
 from itertools import chain
 
 import pyarrow as pa
-from pyspark.sql.connect.observation import Observation
-from pyspark.sql.pandas.types import to_arrow_schema
 
 from strata_core.errors import StrataError
 from strata_core.object_requests import current_meter
@@ -71,6 +69,11 @@ def open_spark_query(spark: SparkSessionFactory, request: ScanRequest) -> Result
 
 
 def _open_on(session, request: ScanRequest) -> ResultStream:
+    # Imported here, not with the module: pyspark's Connect client brings pandas, ~2 s of CPU that a query-api
+    # process pays at start (every replica, every rolling restart) before it has a query for Spark.
+    from pyspark.sql.connect.observation import Observation
+    from pyspark.sql.pandas.types import to_arrow_schema
+
     # Opened on a thread that copied the query's context; the rest of the stream is read on others.
     meter = current_meter()
     requests_name = f"strata_scan_requests_{request.query_id.lower()}"
