@@ -29,7 +29,15 @@ from strata_metastore.compaction_models import CompactionWindowRow
 from strata_metastore.indexing_models import IndexingJobRow
 from strata_metastore.indexing_repository import LIVE_JOB, new_job_rows
 from strata_metastore.lease_queue import PublishRefused
-from strata_metastore.repositories import PublishedSplit, SplitRepository, utcnow
+from strata_metastore.plain_writes import PlainStatement, PlainTransaction
+from strata_metastore.repositories import (
+    SPLITS_INSERT,
+    STATS_INSERT,
+    PublishedSplit,
+    SplitRepository,
+    insert_params,
+    utcnow,
+)
 from strata_metastore.window_repository import window_flag_rows
 
 
@@ -100,6 +108,38 @@ async def publish_staged(session: AsyncSession, split_ids: Sequence[str]) -> int
     return len(moved)
 
 
+# --- the same two use cases in a plain asyncpg transaction (`plain_writes`: ingestion's hot path) -------------
+
+async def stage_splits_plain(transaction: PlainTransaction, splits: Sequence[SplitMetadata]) -> None:
+    """`stage_splits` in a plain transaction: the same two statements, in the same order."""
+    if not splits:
+        return
+    for split in splits:
+        split.state = SplitState.STAGED
+    split_params, stats_params = insert_params(splits, utcnow())
+    await transaction.execute(_PLAIN_SPLITS_INSERT, split_params)
+    if stats_params is not None:
+        await transaction.execute(_PLAIN_STATS_INSERT, stats_params)
+
+
+async def publish_staged_plain(transaction: PlainTransaction, split_ids: Sequence[str]) -> int:
+    """`publish_staged` in a plain transaction: the UPDATE (its counters' triggers firing at its end, as in
+    `publish_staged`), then the window flags and jobs (`AFTER_PUBLISH`); returns how many moved."""
+    now = utcnow()
+    moved = [PublishedSplit(*row) for row in await transaction.fetch(_PLAIN_PUBLISH_STAGED, list(split_ids), now)]
+    params = after_publish_params(moved, now)
+    if params is not None:
+        await transaction.execute(_PLAIN_AFTER_PUBLISH, params)
+    return len(moved)
+
+
+# `SplitRepository.publish_staged`'s UPDATE.
+_PLAIN_PUBLISH_STAGED = (
+    f"UPDATE splits SET state = '{SplitState.PUBLISHED.value}', published_at = $2, updated_at = $2 "
+    f"WHERE split_id = ANY($1::varchar[]) AND state = '{SplitState.STAGED.value}' "
+    "RETURNING index_uid, window_duration_secs, window_start, split_id, partition_id")
+
+
 async def _published(session: AsyncSession, published: Iterable[PublishedSplit], now: datetime) -> None:
     params = after_publish_params(published, now)
     if params is not None:
@@ -140,3 +180,7 @@ def after_publish_params(published: Iterable[PublishedSplit], now: datetime) -> 
     jobs = new_job_rows([(s.split_id, s.index_uid, s.partition_id) for s in published], "published", now)
     return {**_WINDOW_FLAGS.params(windows), **_NEW_JOBS.params(jobs)}
 
+
+_PLAIN_SPLITS_INSERT = PlainStatement(SPLITS_INSERT.statement)
+_PLAIN_STATS_INSERT = PlainStatement(STATS_INSERT.statement)
+_PLAIN_AFTER_PUBLISH = PlainStatement(AFTER_PUBLISH)
