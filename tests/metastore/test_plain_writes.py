@@ -22,8 +22,14 @@ from strata_metastore.commit_log_passes import ship_pending
 from strata_metastore.commit_log_replay import list_log
 from strata_metastore.conflicts import TransactionConflict
 from strata_metastore.engine import create_engine, session_factory
-from strata_metastore.plain_writes import PlainWrites
-from strata_metastore.publish_splits import publish_staged, publish_staged_plain, stage_splits, stage_splits_plain
+from strata_metastore.plain_writes import PlainStatement, PlainWrites
+from strata_metastore.publish_splits import (
+    AFTER_PUBLISH,
+    publish_staged,
+    publish_staged_plain,
+    stage_splits,
+    stage_splits_plain,
+)
 from strata_metastore.rebuild import rebuild
 from strata_metastore.repositories import SplitRepository
 from strata_metastore.single_reads import SingleReads
@@ -194,3 +200,9 @@ async def test_a_conflict_is_the_session_paths_503_and_nothing_of_it_is_written(
     # Rolled back and kept: the same connection writes the next transaction.
     assert len(writes.reads._idle) == 1
     assert await _plain_stage_and_publish(writes, splits) == 3
+
+
+def test_a_parameter_left_out_is_refused_before_anything_is_sent():
+    # No bind processor runs on this path: a missing array must not go out as NULL.
+    with pytest.raises(KeyError, match="j_job_id"):
+        PlainStatement(AFTER_PUBLISH).args({})

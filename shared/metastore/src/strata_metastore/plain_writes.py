@@ -52,7 +52,10 @@ class PlainStatement:
                 raise TypeError(f"constant {name}={value!r} of {type(value).__name__} needs a bind processor")
 
     def args(self, params: Mapping[str, Any]) -> list[Any]:
-        return [params[n] if n in params else self._constants.get(n) for n in self.names]
+        missing = [n for n in self.names if n not in params and n not in self._constants]
+        if missing:
+            raise KeyError(f"no value for the statement's parameters {', '.join(missing)}")
+        return [params[n] if n in params else self._constants[n] for n in self.names]
 
 
 class PlainTransaction:
@@ -148,6 +151,9 @@ class PlainWrites:
             return
         try:
             await connection.execute("ROLLBACK")
+        except Exception:  # noqa: BLE001 - the transaction's own error is the one to answer; this connection goes
+            connection.terminate()
+            return
         except BaseException:
             connection.terminate()
             raise
