@@ -27,7 +27,9 @@ from strata_core.domain.sort_key import is_sorted
 from strata_core.domain.sort_schema import SortSchema
 from strata_core.storage_layout import COMMIT_LOG_DIR
 from strata_indexer.services import indexer_services_of
+from strata_metastore import publish_splits
 from strata_metastore.engine import database_unavailable
+from strata_metastore.plain_writes import PlainTransaction
 from strata_metastore.repositories import SplitRepository
 from strata_services.sample_data import metrics_index_config
 from tests.helpers import ARROW, NDJSON, arrow_stream, assert_problem, ndjson, unique_index_id
@@ -204,7 +206,7 @@ async def test_a_failed_write_fails_the_whole_group_with_one_problem_and_publish
     index_id = await _create(indexer, keys)
     held = HeldStorage(monkeypatch, indexer.app, fail_after_first=failing == "storage")
     if failing == "postgres":
-        real_insert = SplitRepository.insert
+        real_insert, real_execute = SplitRepository.insert, PlainTransaction.execute
         inserts = itertools.count()
 
         async def insert(self, splits):
@@ -212,7 +214,13 @@ async def test_a_failed_write_fails_the_whole_group_with_one_problem_and_publish
                 raise database_unavailable("test-postgres", ConnectionRefusedError("connection refused"))
             await real_insert(self, splits)
 
+        async def execute(self, statement, params):  # the same on the plain connections the app stages on
+            if statement is publish_splits._PLAIN_SPLITS_INSERT and next(inserts):
+                raise database_unavailable("test-postgres", ConnectionRefusedError("connection refused"))
+            await real_execute(self, statement, params)
+
         monkeypatch.setattr(SplitRepository, "insert", insert)
+        monkeypatch.setattr(PlainTransaction, "execute", execute)
     leader = await _hold_first(indexer, keys, index_id, held)
     bodies = [ndjson(_rows(10, _window(back=i % 2), f"f{i}")) for i in range(4)]
     requests = [asyncio.create_task(_ingest(indexer, keys, index_id, body)) for body in bodies]

@@ -35,7 +35,7 @@ async def test_dropped_connections_are_replaced_and_the_read_sent_again(url):
         # Three kept connections, all dropped at once (as by a restart): the next read still answers.
         held = [await reads._connect() for _ in range(2)]
         for connection in held:
-            reads._release(connection)
+            reads.release(connection)
         assert len(reads._idle) == 3
         assert await _terminate_all(url) == 3
         assert (await reads.fetchrow("SELECT current_setting('application_name') AS app"))["app"] == APP

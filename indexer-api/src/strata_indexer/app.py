@@ -19,6 +19,7 @@ from strata_indexer.otlp.grpc_server import start_otlp_grpc, stop_otlp_grpc
 from strata_indexer.otlp.router import router as otlp_router
 from strata_indexer.services import build_indexer_services, indexer_services_of
 from strata_indexer.splits.router import router as splits_router
+from strata_metastore.plain_writes import PlainWrites
 from strata_metastore.single_reads import SingleReads
 
 
@@ -37,11 +38,14 @@ def create_app(settings: Settings, *, background: bool = True, clock: Clock | No
         state: AppState = app.state.strata
         passes = PassRecorder(state.sessions, state.storage, MaintenanceMetrics(state.registry),
                               state.object_store.measure)
-        # The index of each ingest request, read in one round trip (`ingest.service.live_index`).
+        # The index of each ingest request, read in one round trip (`ingest.service.live_index`), and its splits
+        # staged and published on the same plain connections, their commit-log entries shipped by the sessions'
+        # own writer.
         reads = None if runner_host else SingleReads(settings.database_url, "strata-ingest")
+        writes = None if reads is None else PlainWrites(reads, state.sessions.kw.get("commit_log"))
         app.state.indexer = build_indexer_services(
             state.sessions, state.storage, state.clock, settings.ingest, settings.indexing, passes, state.registry,
-            state.object_store.measure, reads)
+            state.object_store.measure, reads, writes)
 
     async def close_reads(app: FastAPI) -> None:
         services = getattr(app.state, "indexer", None)  # None: the app failed before building them

@@ -24,6 +24,7 @@ from strata_indexer.indexing.scheduler import indexing_queue
 from strata_indexer.indexing.schemas import IndexingAssignment, IndexingUpdate
 from strata_indexer.ingest.group_commit import GroupCommitter
 from strata_indexer.ingest.service import Ingest
+from strata_metastore.plain_writes import PlainWrites
 from strata_metastore.single_reads import SingleReads
 
 
@@ -40,13 +41,13 @@ def build_indexer_services(sessions: async_sessionmaker[AsyncSession], storage: 
                            ingest: IngestSettings, indexing: IndexingSettings, passes: PassRecorder,
                            registry: CollectorRegistry,
                            measure: Callable[[str], AbstractContextManager[object]],
-                           reads: SingleReads | None = None) -> IndexerServices:
+                           reads: SingleReads | None = None, writes: PlainWrites | None = None) -> IndexerServices:
     group_sizes = Histogram("strata_ingest_group_requests", "Ingest requests written by one commit (group commit)",
                             buckets=(1, 2, 4, 8, 16, 32, 64, 128), registry=registry)
     committer = GroupCommitter(enabled=ingest.group_commit, max_rows=ingest.group_max_rows,
                                max_bytes=ingest.group_max_bytes, on_commit=group_sizes.observe)
     return IndexerServices(
-        ingest=Ingest(sessions, storage, committer, measure, reads),
+        ingest=Ingest(sessions, storage, committer, measure, reads, writes),
         janitor=Janitor(sessions, storage, indexing, passes),
         queue=indexing_queue(storage, indexing, passes, clock),
         metrics=IndexingMetrics(registry))

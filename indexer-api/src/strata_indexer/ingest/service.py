@@ -30,7 +30,8 @@ from strata_core.storage_layout import split_path
 from strata_indexer.ingest.decode import decode_body
 from strata_indexer.ingest.group_commit import GroupCommitter
 from strata_metastore.models import IndexRow
-from strata_metastore.publish_splits import publish_staged, stage_splits
+from strata_metastore.plain_writes import PlainWrites
+from strata_metastore.publish_splits import publish_staged, publish_staged_plain, stage_splits, stage_splits_plain
 from strata_metastore.repositories import SplitRepository, load_live_index
 from strata_metastore.single_reads import SingleReads
 
@@ -79,13 +80,15 @@ IngestCommitter = GroupCommitter[AdmittedRows, list[SplitMetadata]]
 class Ingest:
     """What the write path works with, built once per app: the catalog, the store, the group committer (the
     groups in flight of every scope) and the meter its object-store requests are counted under; `reads` looks the
-    index of a request up in one round trip (None: through a session, as tests that build one by hand do)."""
+    index of a request up in one round trip, and `writes` stages and publishes its splits on plain asyncpg
+    connections (`strata_metastore.plain_writes`); None: through sessions, as tests that build one by hand do."""
 
     sessions: async_sessionmaker[AsyncSession]
     storage: ObjectStore
     committer: IngestCommitter
     measure: Callable[[str], AbstractContextManager[object]]
     reads: SingleReads | None = None
+    writes: PlainWrites | None = None
     # Parsed settings by (index_uid, version): a config is immutable at a version (every update raises it), and
     # validating it again took a tenth of a millisecond per request.
     _settings: dict[tuple[str, int], IndexSettings] = field(default_factory=dict)
@@ -233,9 +236,14 @@ async def ingest_decoded(
 
 async def _stage_upload_publish(ingest: Ingest, encoded: list[EncodedSplit]) -> None:
     split_ids = [e.metadata.split_id for e in encoded]
-    async with ingest.sessions() as session:
-        await stage_splits(session, [e.metadata for e in encoded])
-        await session.commit()
+    if ingest.writes is not None:
+        async with ingest.writes.transaction() as transaction:
+            await stage_splits_plain(transaction, [e.metadata for e in encoded])
+            await transaction.commit()
+    else:
+        async with ingest.sessions() as session:
+            await stage_splits(session, [e.metadata for e in encoded])
+            await session.commit()
 
     uploaded: list[str] = []
     try:
@@ -247,9 +255,14 @@ async def _stage_upload_publish(ingest: Ingest, encoded: list[EncodedSplit]) -> 
         await _unstage(ingest, split_ids, uploaded)
         raise Unavailable(f"object storage write failed: {exc}") from exc
 
-    async with ingest.sessions() as session:
-        moved = await publish_staged(session, split_ids)
-        await session.commit()
+    if ingest.writes is not None:
+        async with ingest.writes.transaction() as transaction:
+            moved = await publish_staged_plain(transaction, split_ids)
+            await transaction.commit()
+    else:
+        async with ingest.sessions() as session:
+            moved = await publish_staged(session, split_ids)
+            await session.commit()
     if moved != len(split_ids):
         # Another actor deleted a staged row (e.g. an index delete raced): report it rather than half-publish.
         log.warning("published %d of %d staged splits", moved, len(split_ids))

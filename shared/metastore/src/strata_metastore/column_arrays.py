@@ -34,10 +34,12 @@ class ColumnArrays:
 
     Each array goes out as the column's own type, except where asyncpg has no array encoding matching the column:
     JSONB columns travel as JSON text, ARRAY columns (one list per row, so not a rectangular array) as JSON text
-    expanded back in PostgreSQL, and enum columns as their labels, cast to the enum."""
+    expanded back in PostgreSQL, and enum columns as their labels, cast to the enum. `prefix` is put before each
+    parameter's name, so two of these can be parts of one statement (a data-modifying CTE and its main insert)."""
 
-    def __init__(self, table: Table, names: Sequence[str] | None = None) -> None:
+    def __init__(self, table: Table, names: Sequence[str] | None = None, *, prefix: str = "") -> None:
         self.table = table
+        self.prefix = prefix
         self.names = tuple(names if names is not None else
                            (c.name for c in table.columns if c.computed is None))
         self._encoders: dict[str, Callable[[Any], Any]] = {}
@@ -53,7 +55,7 @@ class ColumnArrays:
                           dict(zip(column_type.enum_class, column_type.enums, strict=True)))
                 self._encoders[name] = lambda v, labels=labels: labels.get(v, v)
             wire = Text() if name in self._encoders else column_type
-            arrays.append(cast(bindparam(name), ARRAY(wire)))
+            arrays.append(cast(bindparam(prefix + name), ARRAY(wire)))
         rows = func.unnest(*arrays).table_valued(*self.names).render_derived()
         values = []
         for name in self.names:
@@ -74,5 +76,5 @@ class ColumnArrays:
         for name in self.names:
             encode = self._encoders.get(name)
             column = [row[name] for row in rows]
-            out[name] = column if encode is None else [encode(v) for v in column]
+            out[self.prefix + name] = column if encode is None else [encode(v) for v in column]
         return out

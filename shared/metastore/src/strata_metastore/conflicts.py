@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
+import asyncpg
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -25,10 +26,14 @@ class TransactionConflict(Unavailable):
 
 
 def conflict_of(exc: BaseException) -> str | None:
-    """What aborted the transaction, if `exc` is such a conflict (the driver's SQLSTATE, asyncpg or psycopg)."""
-    if not isinstance(exc, DBAPIError):
+    """What aborted the transaction, if `exc` is such a conflict (the driver's SQLSTATE, asyncpg or psycopg, through
+    SQLAlchemy or raised by asyncpg itself, as on `plain_writes`' connections)."""
+    if isinstance(exc, asyncpg.PostgresError):
+        code = exc.sqlstate
+    elif isinstance(exc, DBAPIError):
+        code = getattr(exc.orig, "sqlstate", None) or getattr(exc.orig, "pgcode", None)
+    else:
         return None
-    code = getattr(exc.orig, "sqlstate", None) or getattr(exc.orig, "pgcode", None)
     return _CONFLICTS.get(code) if isinstance(code, str) else None
 
 

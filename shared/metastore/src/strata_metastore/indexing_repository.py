@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy import ARRAY, Row, String, and_, any_, cast, delete, func, literal, select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -29,6 +30,13 @@ from strata_metastore.models import SplitRow
 
 _JOBS_INSERT = ColumnArrays(IndexingJobRow.__table__)
 LIVE_JOB = text("status IN ('unassigned', 'in_progress')")
+
+
+def new_job_rows(splits: Sequence[tuple[str, str, str]], reason: str, now: datetime) -> list[dict[str, Any]]:
+    """The rows of `enqueue`'s insert: one new job per (split_id, index_uid, partition_id)."""
+    return [{"job_id": str(ULID()), "split_id": s, "index_uid": i, "partition_id": p, "reason": reason,
+             "artifact_count": None, "artifact_bytes": None, "skipped": [], **new_job_values(now)}
+            for s, i, p in sorted(set(splits))]
 
 
 class ArtifactConflict(Exception):
@@ -58,9 +66,7 @@ class IndexingRepository:
         """One job per (split_id, index_uid, partition_id) that has no live job yet; returns how many were new."""
         if not splits:
             return 0
-        rows = [{"job_id": str(ULID()), "split_id": s, "index_uid": i, "partition_id": p, "reason": reason,
-                 "artifact_count": None, "artifact_bytes": None, "skipped": [], **new_job_values(now)}
-                for s, i, p in sorted(set(splits))]
+        rows = new_job_rows(splits, reason, now)
         stmt = _JOBS_INSERT.statement.on_conflict_do_nothing(
             index_elements=["split_id"], index_where=LIVE_JOB).returning(IndexingJobRow.__table__.c.job_id)
         return len((await self.session.execute(stmt, _JOBS_INSERT.params(rows))).all())

@@ -18,15 +18,27 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 
+from sqlalchemy.dialects.postgresql.dml import Insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from strata_core.domain.split import SplitMetadata, SplitState
-from strata_metastore.indexing_repository import IndexingRepository
+from strata_metastore.column_arrays import ColumnArrays
+from strata_metastore.compaction_models import CompactionWindowRow
+from strata_metastore.indexing_models import IndexingJobRow
+from strata_metastore.indexing_repository import LIVE_JOB, new_job_rows
 from strata_metastore.lease_queue import PublishRefused
-from strata_metastore.repositories import PublishedSplit, SplitRepository, utcnow
-from strata_metastore.window_repository import CompactionWindowRepository
+from strata_metastore.plain_writes import PlainStatement, PlainTransaction
+from strata_metastore.repositories import (
+    SPLITS_INSERT,
+    STATS_INSERT,
+    PublishedSplit,
+    SplitRepository,
+    insert_params,
+    utcnow,
+)
+from strata_metastore.window_repository import window_flag_rows
 
 
 class PublishConflict(PublishRefused):
@@ -84,21 +96,91 @@ async def stage_splits(session: AsyncSession, splits: Sequence[SplitMetadata]) -
 async def publish_staged(session: AsyncSession, split_ids: Sequence[str]) -> int:
     """staged -> published for exactly these splits, and what follows; returns how many moved.
 
-    Separate statements, in this order, on purpose: the counters' statement-level triggers on `splits` (migration
-    0008) lock the index's totals at the end of the UPDATE, before the window flag is taken, as a merge's publish
-    takes them. One statement (the window flags and jobs as data-modifying CTEs over the UPDATE's rows) fires
-    those triggers at the end of the whole statement, after the window: under compaction that order deadlocked
-    with merge publishes (docs/benchmarks.md, "Ingestion at a few ms of CPU per request")."""
+    Two statements, in this order, on purpose: the counters' statement-level triggers on `splits` (migration
+    0008) lock the index's totals at the end of the UPDATE, before the window flag is taken (by `AFTER_PUBLISH`,
+    the flags and jobs together: neither table has triggers), as a merge's publish takes them. One statement (the
+    window flags and jobs as data-modifying CTEs over the UPDATE's rows) fires those triggers at the end of the
+    whole statement, after the window: under compaction that order deadlocked with merge publishes
+    (docs/benchmarks.md, "Ingestion at a few ms of CPU per request")."""
     now = utcnow()
     moved = await SplitRepository(session).publish_staged(split_ids, now)
     await _published(session, moved, now)
     return len(moved)
 
 
+# --- the same two use cases in a plain asyncpg transaction (`plain_writes`: ingestion's hot path) -------------
+
+async def stage_splits_plain(transaction: PlainTransaction, splits: Sequence[SplitMetadata]) -> None:
+    """`stage_splits` in a plain transaction: the same two statements, in the same order."""
+    if not splits:
+        return
+    for split in splits:
+        split.state = SplitState.STAGED
+    split_params, stats_params = insert_params(splits, utcnow())
+    await transaction.execute(_PLAIN_SPLITS_INSERT, split_params)
+    if stats_params is not None:
+        await transaction.execute(_PLAIN_STATS_INSERT, stats_params)
+
+
+async def publish_staged_plain(transaction: PlainTransaction, split_ids: Sequence[str]) -> int:
+    """`publish_staged` in a plain transaction: the UPDATE (its counters' triggers firing at its end, as in
+    `publish_staged`), then the window flags and jobs (`AFTER_PUBLISH`); returns how many moved."""
+    now = utcnow()
+    moved = [PublishedSplit(*row) for row in await transaction.fetch(_PLAIN_PUBLISH_STAGED, list(split_ids), now)]
+    params = after_publish_params(moved, now)
+    if params is not None:
+        await transaction.execute(_PLAIN_AFTER_PUBLISH, params)
+    return len(moved)
+
+
+# `SplitRepository.publish_staged`'s UPDATE.
+_PLAIN_PUBLISH_STAGED = (
+    f"UPDATE splits SET state = '{SplitState.PUBLISHED.value}', published_at = $2, updated_at = $2 "
+    f"WHERE split_id = ANY($1::varchar[]) AND state = '{SplitState.STAGED.value}' "
+    "RETURNING index_uid, window_duration_secs, window_start, split_id, partition_id")
+
+
 async def _published(session: AsyncSession, published: Iterable[PublishedSplit], now: datetime) -> None:
+    params = after_publish_params(published, now)
+    if params is not None:
+        await session.execute(AFTER_PUBLISH, params)
+
+
+# The windows' change flags (`CompactionWindowRepository.mark_changed`) and the indexing jobs
+# (`IndexingRepository.enqueue`) of a publication, as one statement: the upsert of the flags as a data-modifying CTE,
+# the insert of the jobs as its main statement. Neither table has triggers, so nothing fires at the end of the
+# statement that would take a lock out of the order of separate statements; it runs after the statements that
+# change `splits` (whose counters' triggers lock the index's totals), as the two statements it replaces did.
+_WINDOW_FLAGS = ColumnArrays(CompactionWindowRow.__table__, ("index_uid", "window_duration_secs", "window_start",
+                                                             "dirty", "final_planned", "changed_at"), prefix="w_")
+_NEW_JOBS = ColumnArrays(IndexingJobRow.__table__, prefix="j_")
+
+
+def _after_publish_statement() -> Insert:
+    flags = _WINDOW_FLAGS.statement
+    # A window that gains a split needs planning again, including a new final merge if it had one.
+    flags = flags.on_conflict_do_update(
+        index_elements=["index_uid", "window_duration_secs", "window_start"],
+        set_={"dirty": True, "final_planned": False, "changed_at": flags.excluded.changed_at})
+    jobs = _NEW_JOBS.statement.on_conflict_do_nothing(index_elements=["split_id"], index_where=LIVE_JOB)
+    return jobs.add_cte(flags.cte("flagged"))
+
+
+AFTER_PUBLISH = _after_publish_statement()
+
+
+def after_publish_params(published: Iterable[PublishedSplit], now: datetime) -> dict[str, list] | None:
+    """`AFTER_PUBLISH`'s parameters for splits that just moved to published (None: no split moved)."""
     published = list(published)
-    await CompactionWindowRepository(session).mark_changed(
-        {(s.index_uid, s.window_duration_secs, s.window_start) for s in published})
+    if not published:
+        return None
+    windows = window_flag_rows({(s.index_uid, s.window_duration_secs, s.window_start) for s in published},
+                               datetime.now(UTC))
     # Every published file gets its artifacts built: the job is created with the publication, atomically.
-    await IndexingRepository(session).enqueue([(s.split_id, s.index_uid, s.partition_id) for s in published],
-                                              "published", now)
+    jobs = new_job_rows([(s.split_id, s.index_uid, s.partition_id) for s in published], "published", now)
+    return {**_WINDOW_FLAGS.params(windows), **_NEW_JOBS.params(jobs)}
+
+
+_PLAIN_SPLITS_INSERT = PlainStatement(SPLITS_INSERT.statement)
+_PLAIN_STATS_INSERT = PlainStatement(STATS_INSERT.statement)
+_PLAIN_AFTER_PUBLISH = PlainStatement(AFTER_PUBLISH)

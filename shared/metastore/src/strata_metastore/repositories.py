@@ -119,14 +119,12 @@ class SplitRepository:
         publication (windows flagged, indexing queued) is the `publish_splits` use case's."""
         if not splits:
             return
-        now = now or utcnow()
         # One statement per table whatever the batch size, so the counters' statement-level triggers (migration
         # 0008) run once per batch.
-        await self.session.execute(_SPLITS_INSERT.statement,
-                                   _SPLITS_INSERT.params([_split_values(s, now) for s in splits]))
-        stats_rows = [_stats_values(s.split_id, st) for s in splits for st in s.column_stats.values()]
-        if stats_rows:
-            await self.session.execute(_STATS_INSERT.statement, _STATS_INSERT.params(stats_rows))
+        split_params, stats_params = insert_params(splits, now or utcnow())
+        await self.session.execute(SPLITS_INSERT.statement, split_params)
+        if stats_params is not None:
+            await self.session.execute(STATS_INSERT.statement, stats_params)
 
     async def get_many(self, split_ids: Sequence[str], stats_columns: set[str] | None = None
                        ) -> dict[str, SplitMetadata]:
@@ -433,10 +431,18 @@ def _split_values(split: SplitMetadata, now: datetime) -> dict[str, Any]:
     }
 
 
-_SPLITS_INSERT = ColumnArrays(SplitRow.__table__)
+SPLITS_INSERT = ColumnArrays(SplitRow.__table__)
+STATS_INSERT = ColumnArrays(SplitColumnStatsRow.__table__)
 
 
-_STATS_INSERT = ColumnArrays(SplitColumnStatsRow.__table__)
+def insert_params(splits: Sequence[SplitMetadata], now: datetime) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """The parameters of `SPLITS_INSERT` and of `STATS_INSERT` (None: no statistics) for these splits, in the
+    state each carries."""
+    stats_rows = [_stats_values(s.split_id, st) for s in splits for st in s.column_stats.values()]
+    return (SPLITS_INSERT.params([_split_values(s, now) for s in splits]),
+            STATS_INSERT.params(stats_rows) if stats_rows else None)
+
+
 _TYPED_COLUMNS = {"string": "string", "i64": "i64", "u64": "u64", "f64": "f64"}
 
 

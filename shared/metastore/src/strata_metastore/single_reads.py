@@ -36,31 +36,31 @@ class SingleReads:
         settings = dict(kwargs.pop("server_settings", None) or {})
         settings["application_name"] = application_name
         self._args, self._kwargs = args, {**kwargs, "server_settings": settings}
-        self._where = url.render_as_string(hide_password=True)
+        self.where = url.render_as_string(hide_password=True)
         self.max_idle = max_idle
         self._idle: list[asyncpg.Connection] = []
 
     async def fetchrow(self, sql: str, *params: Any) -> asyncpg.Record | None:
         """The first row of `sql` (`$1`-style parameters), or None."""
         for attempt in (1, 2):
-            connection = self._idle.pop() if self._idle else await self._connect()
+            connection = await self.checkout()
             try:
                 row = await connection.fetchrow(sql, *params)
             except Exception as exc:
                 if not connection.is_closed():
                     # The statement failed on a sound connection (a bad parameter, a missing table).
-                    self._release(connection)
+                    self.release(connection)
                     raise
                 # Dropped: after a restart the idle ones are too, so the statement goes to a new connection.
                 self.close()
                 if attempt == 2:
-                    raise database_unavailable(self._where, exc, "closed the connection") from exc
+                    raise database_unavailable(self.where, exc, "closed the connection") from exc
                 continue
             except BaseException:
                 # Interrupted mid-statement (a cancelled request): its answer may still be on the wire.
                 connection.terminate()
                 raise
-            self._release(connection)
+            self.release(connection)
             return row
         raise AssertionError("unreachable")
 
@@ -69,7 +69,12 @@ class SingleReads:
         for connection in idle:
             connection.terminate()
 
-    def _release(self, connection: asyncpg.Connection) -> None:
+    async def checkout(self) -> asyncpg.Connection:
+        """An idle connection, or a new one; given back with `release` (`plain_writes` begins its transactions on
+        these too)."""
+        return self._idle.pop() if self._idle else await self._connect()
+
+    def release(self, connection: asyncpg.Connection) -> None:
         if len(self._idle) < self.max_idle:
             self._idle.append(connection)
         else:
@@ -79,4 +84,4 @@ class SingleReads:
         try:
             return await asyncpg.connect(*self._args, **self._kwargs)
         except Exception as exc:  # noqa: BLE001 - any failure to connect is the database being unavailable
-            raise database_unavailable(self._where, exc) from exc
+            raise database_unavailable(self.where, exc) from exc

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from sqlalchemy import BigInteger, and_, case, cast, exists, func, or_, select, tuple_, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -45,6 +46,13 @@ _COVERED = exists().where(and_(DeleteSplitRow.split_id == SplitRow.split_id,
 _UNAVAILABLE = or_(_CLAIMED, _COVERED)
 
 
+def window_flag_rows(windows: set[tuple[str, int, int]], now: datetime) -> list[dict[str, Any]]:
+    """The rows of `mark_changed`'s upsert, in key order (concurrent upserts lock the rows of several windows in
+    one order)."""
+    return [{"index_uid": i, "window_duration_secs": d, "window_start": w, "dirty": True,
+             "final_planned": False, "changed_at": now} for i, d, w in sorted(windows)]
+
+
 @dataclass(frozen=True, slots=True)
 class WindowTotals:
     """One window of an index's timeline: its published splits (and their row counts), splits marked for
@@ -73,8 +81,7 @@ class CompactionWindowRepository:
         if not windows:
             return
         now = datetime.now(UTC)
-        rows = [{"index_uid": i, "window_duration_secs": d, "window_start": w, "dirty": True,
-                 "final_planned": False, "changed_at": now} for i, d, w in sorted(windows)]
+        rows = window_flag_rows(windows, now)
         # A window that gains a split needs planning again, including a new final merge if it had one.
         stmt = _WINDOWS_INSERT.statement.on_conflict_do_update(
             index_elements=["index_uid", "window_duration_secs", "window_start"],
