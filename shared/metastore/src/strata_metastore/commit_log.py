@@ -30,7 +30,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -75,7 +75,7 @@ ENTRY_CHANGES = """(
       FROM commit_log_changes c WHERE c.xid = l.xid)"""
 # One statement: the transaction's captures become one numbered entry, read back. No entry (and no number drawn)
 # when a statement matched but changed no row.
-_DRAIN = text(f"""
+DRAIN = text(f"""
     WITH l AS (
         INSERT INTO commit_log (seq, xid)
         SELECT nextval('commit_log_seq'), t.xid FROM (SELECT pg_current_xact_id_if_assigned() AS xid) t
@@ -147,6 +147,25 @@ def _step(step: str) -> None:
         raise SimulatedCrash(step)
 
 
+async def commit_logged(drain: Callable[[], Awaitable[Any]] | None, commit: Callable[[], Awaitable[None]],
+                        commit_log: CommitLogWriter | None) -> None:
+    """The protocol around a transaction's COMMIT, whatever runs its statements (an ORM session, a plain asyncpg
+    connection): `drain` (the DRAIN statement, inside the transaction; None when it captured nothing) numbers its
+    changes as one entry, `commit` commits, then the entry is shipped to storage. The named steps are where a test
+    injects a crash."""
+    entry = None
+    if drain is not None:
+        _step("before-drain")
+        row = await drain()
+        entry = None if row is None else Entry.of(*row)
+    _step("before-commit")
+    await commit()
+    if entry is not None and commit_log is not None:
+        _step("before-ship")
+        await commit_log.ship(entry)
+        _step("after-ship")
+
+
 class CommitLogWriter:
     """Writes entries to object storage."""
 
@@ -176,17 +195,11 @@ class CommitLogSession(AsyncSession):
         self.commit_log = commit_log
 
     async def commit(self) -> None:
-        entry = None
+        drain = None
         if self.in_transaction() and await self._captured():
-            _step("before-drain")
-            row = (await self.execute(_DRAIN)).one_or_none()
-            entry = None if row is None else Entry.of(*row)
-        _step("before-commit")
-        await super().commit()
-        if entry is not None and self.commit_log is not None:
-            _step("before-ship")
-            await self.commit_log.ship(entry)
-            _step("after-ship")
+            async def drain() -> Any:
+                return (await self.execute(DRAIN)).one_or_none()
+        await commit_logged(drain, super().commit, self.commit_log)
 
     async def _captured(self) -> bool:
         connection = await self.connection()

@@ -5,9 +5,9 @@ Through SQLAlchemy a statement cost ingestion about 0.37 ms of the event loop ag
 greenlet and a ping: a third of the busy samples of a py-spy profile of indexer-api under sequential ingest
 requests were SQLAlchemy's ("Ingestion at a few ms of CPU per request"). Here a transaction is BEGIN, its
 statements (SQLAlchemy statements compiled once for asyncpg, `PlainStatement`, so the SQL stays the models'), and
-the commit log's protocol exactly as `commit_log.CommitLogSession` runs it: the drain (numbering the transaction's
-captures as one entry, inside the transaction), COMMIT, then the entry shipped to storage, with the same crash
-steps (`commit_log.STEPS`).
+the commit log's protocol (`commit_log.commit_logged`, which `CommitLogSession` runs too): the drain (numbering
+the transaction's captures as one entry, inside the transaction), COMMIT, then the entry shipped to storage, with
+the crash steps (`commit_log.STEPS`).
 
 The connections are `SingleReads`' (kept open between uses). A connection PostgreSQL dropped while it was idle
 fails its BEGIN, before anything is written: it is discarded and the transaction begun on a new one, as the
@@ -27,7 +27,7 @@ import asyncpg
 from sqlalchemy.dialects.postgresql.asyncpg import PGDialect_asyncpg
 from sqlalchemy.sql.expression import Executable
 
-from strata_metastore.commit_log import _DRAIN, CommitLogWriter, Entry, _step
+from strata_metastore.commit_log import DRAIN, CommitLogWriter, commit_logged
 from strata_metastore.conflicts import conflict_problem
 from strata_metastore.engine import DatabaseUnavailable, connection_lost, database_unavailable
 from strata_metastore.single_reads import SingleReads
@@ -73,21 +73,17 @@ class PlainTransaction:
         return await self.connection.fetch(sql, *args)
 
     async def commit(self) -> None:
-        """The drain, COMMIT and the entry written to storage, as `CommitLogSession.commit` does them (its
-        statements all write logged tables, so the drain always runs: it numbers nothing when no row changed)."""
-        _step("before-drain")
-        row = await self.connection.fetchrow(_DRAIN_SQL)
-        entry = None if row is None else Entry.of(*row)
-        _step("before-commit")
+        """The drain, COMMIT and the entry written to storage: `commit_logged`, the protocol the session path runs
+        too (these statements all write logged tables, so the drain always runs: it numbers nothing when no row
+        changed)."""
+        await commit_logged(lambda: self.connection.fetchrow(_DRAIN_SQL), self._commit, self.commit_log)
+
+    async def _commit(self) -> None:
         await self.connection.execute("COMMIT")
         self.committed = True
-        if entry is not None and self.commit_log is not None:
-            _step("before-ship")
-            await self.commit_log.ship(entry)
-            _step("after-ship")
 
 
-_DRAIN_SQL = str(_DRAIN.compile(dialect=_DIALECT))
+_DRAIN_SQL = str(DRAIN.compile(dialect=_DIALECT))
 
 
 class PlainWrites:
