@@ -211,3 +211,38 @@ async def _publish_clean_batch(indexer, planner, state, keys, local_pool) -> Non
     assert again["updates"][0]["accepted"], again
     report = await verify(state.sessions, state.storage)
     assert not report.drift["rows_only_in_postgres"] and not report.drift["rows_only_in_bucket"], report.as_json()
+
+
+async def test_one_batch_publishes_merges_of_several_indexes_and_windows(indexer, planner, keys, local_pool):
+    """One poll's batch spanning two indexes and three windows: every lock and write of the batch covers all of
+    them (the indexes' delete locks, the windows marked compacted), each merge published, every row once."""
+    first, second = await create_index(indexer, keys), await create_index(indexer, keys)
+    now = open_window()
+    layout = [(first, now), (first, now - 900), (second, now)]
+    before = {}
+    for index_id, window in layout:
+        for seed in range(4):
+            await ingest_split(indexer, keys, index_id, window, 25, seed=seed)
+    for index_id in (first, second):
+        before[index_id] = await _published(indexer, keys, index_id)
+        trigger = await planner.post(f"/v1/indexes/{index_id}/compaction/trigger", json={},
+                                     headers=keys.header(keys.admin))
+        assert trigger.status_code == 200, trigger.text
+    polled = await poll(planner, keys, "batch", capacity=8)
+    jobs = [Assignment.model_validate(a) for a in polled["assignments"]]
+    assert len(jobs) == 3 and len({(j.index_uid, j.window_start) for j in jobs}) == 3, jobs
+    executor = MergeExecutor(NoSpark(), local=local_pool, local_max_bytes=1 << 30)
+    answer = await poll(planner, keys, "batch", capacity=0,
+                        updates=[_success(job, result) for job, (result, _) in zip(jobs, executor.run_batch(jobs),
+                                                                                   strict=True)])
+    assert all(u["accepted"] for u in answer["updates"]), answer
+    for job in jobs:
+        done = await _job(planner, keys, job.job_id)
+        assert done["status"] == "success", done
+    for index_id in (first, second):
+        after = await _published(indexer, keys, index_id)
+        assert set(after).isdisjoint(before[index_id])
+        assert sum(after.values()) == sum(before[index_id].values())
+    windows = (await planner.get(f"/v1/indexes/{first}/windows", params={"limit": 10},
+                                 headers=keys.header(keys.admin))).json()["windows"]
+    assert len(windows) == 2 and all(w.get("last_compacted_at") for w in windows), windows
