@@ -5,7 +5,7 @@ decides what is written and in which order."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -16,9 +16,10 @@ from strata_metastore.compaction_models import CompactionJobRow
 from strata_metastore.compaction_repository import REWRITE_KIND, CompactionRepository
 from strata_metastore.delete_repository import DeleteRepository
 from strata_metastore.models import SplitRow
-from strata_metastore.publish_splits import PublishConflict, Replacing, publish_splits
+from strata_metastore.publish_splits import PublishConflict, Replacing, check_replacement, publish_splits
 from strata_metastore.repositories import SplitRepository
 from strata_metastore.window_repository import CompactionWindowRepository
+from strata_planner.compaction.lineage import Lineage, lineage_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +68,80 @@ async def publish_merge(session: AsyncSession, job_id: str, token: int, outputs:
                                                              job.window_start, now)
     await session.flush()
     return PublishedMerge(job, [s.created_at for s in inputs if s.num_merge_ops == 0])
+
+
+@dataclass(frozen=True, slots=True)
+class ReportedMerge:
+    """A merge's success as a worker reported it, for `publish_merges`."""
+    job_id: str
+    token: int
+    # Its outputs as they are on storage, checked against the job (PublishConflict: written elsewhere, or not
+    # what was reported); called before the inputs are locked.
+    check: Callable[[CompactionJobRow], None]
+    # Its outputs as split rows, with the lineage of the job's inputs as the catalog has them.
+    outputs: Callable[[CompactionJobRow, Lineage], list[SplitMetadata]]
+
+
+async def publish_merges(session: AsyncSession, reported: Sequence[ReportedMerge],
+                         now: datetime) -> dict[str, PublishedMerge]:
+    """Several merges published at once, `publish_merge`'s writes as one statement per kind for all of them: the
+    jobs fenced, the indexes' delete locks, every input locked, the covering deletes read, every output and its
+    statistics inserted with what follows a publication, every input marked, the jobs succeeded, their claims
+    released, their windows marked compacted. The locks are taken in `publish_merge`'s order (jobs, indexes,
+    inputs by split id, then what the statements' triggers take), each kind sorted.
+
+    Only plain merges whose every check passes are published here; for any other job nothing is written and it
+    is left out of the answer (a stale token, a rewrite, an input no longer published or covered by a delete, an
+    output failing its checks or MC-1/TW-3): `publish_merge`, one at a time, refuses, supersedes or publishes it
+    as it always has. Returns the published merges by job id."""
+    repo = CompactionRepository(session)
+    jobs = await repo.queue.fenced_many({r.job_id: r.token for r in reported})
+    candidates = []
+    for merge in reported:
+        job = jobs.get(merge.job_id)
+        if job is None or job.kind == REWRITE_KIND:
+            continue
+        try:
+            merge.check(job)
+        except PublishConflict:
+            continue
+        candidates.append((merge, job))
+    if not candidates:
+        return {}
+    deletes = DeleteRepository(session)
+    await deletes.lock_indexes_shared({job.index_uid for _, job in candidates})
+    splits = SplitRepository(session)
+    all_inputs = [s for _, job in candidates for s in job.input_split_ids]
+    rows = await splits.lock_rows_in_order(all_inputs)
+    covered = await deletes.covered_splits(all_inputs)
+    ready = []
+    for merge, job in candidates:
+        input_ids = sorted(job.input_split_ids)
+        inputs = [rows.get(split_id) for split_id in input_ids]
+        if any(row is None or row.state != SplitState.PUBLISHED for row in inputs) or covered.intersection(input_ids):
+            continue
+        try:
+            outputs = merge.outputs(job, lineage_of(inputs, rewrite=False))
+            check_replacement(Replacing(job.index_uid, job.window_start, sum(row.num_rows for row in inputs),
+                                        False), outputs)
+        except PublishConflict:
+            continue
+        ready.append((job, inputs, outputs))
+    if not ready:
+        return {}
+
+    await publish_splits(session, [o for _, _, outputs in ready for o in outputs])
+    await splits.mark_for_deletion(sorted(row.split_id for _, inputs, _ in ready for row in inputs), now)
+    for job, _, outputs in ready:
+        repo.queue.succeed(job, now, stage="published")
+        job.output_split_ids = [o.split_id for o in outputs]
+        job.output_bytes = sum(o.size_bytes for o in outputs)
+    await repo.release_many([job.job_id for job, _, _ in ready])
+    await CompactionWindowRepository(session).mark_compacted_many(
+        {(job.index_uid, job.window_duration_secs, job.window_start) for job, _, _ in ready}, now)
+    await session.flush()
+    return {job.job_id: PublishedMerge(job, [row.created_at for row in inputs if row.num_merge_ops == 0])
+            for job, inputs, _ in ready}
 
 
 async def _publish_unchanged(session: AsyncSession, repo: CompactionRepository, job: CompactionJobRow,

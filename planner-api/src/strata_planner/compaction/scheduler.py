@@ -29,9 +29,9 @@ from strata_metastore.models import IndexRow
 from strata_metastore.publish_splits import PublishConflict
 from strata_metastore.repositories import IndexRepository, SplitRepository
 from strata_metastore.window_repository import CompactionWindowRepository
-from strata_planner.compaction.lineage import lineage_of
+from strata_planner.compaction.lineage import Lineage, lineage_of
 from strata_planner.compaction.planning import WindowRange, plan_index
-from strata_planner.compaction.publish import PublishedMerge, publish_merge
+from strata_planner.compaction.publish import PublishedMerge, ReportedMerge, publish_merge, publish_merges
 from strata_planner.compaction.schemas import AssignedInput, Assignment, StatusUpdate
 
 
@@ -47,6 +47,11 @@ def compaction_queue(storage: ObjectStore, settings: CompactionSettings, passes:
         outputs = await _outputs_as_splits(session, storage, job, update) if job else []
         return await publish_merge(session, update.job_id, update.fencing_token, outputs, now,
                                    unchanged=update.unchanged)
+
+    async def publish_batch(session: AsyncSession, updates: Sequence[StatusUpdate],
+                            now: datetime) -> dict[str, object]:
+        # A rewrite's "unchanged" goes one at a time (`publish_merge`), as every job the batch leaves out.
+        return await publish_merges(session, [_reported(storage, u) for u in updates if not u.unchanged], now)
 
     limits = InProgressLimits(per_tenant=settings.max_in_progress_per_tenant,
                               per_index=settings.max_in_progress_per_index)
@@ -79,7 +84,7 @@ def compaction_queue(storage: ObjectStore, settings: CompactionSettings, passes:
     return QueueSpec(name="compaction", lease_secs=settings.lease_secs, max_failures=settings.max_failures,
                      queue_of=lambda session: CompactionRepository(session).queue, publish=publish,
                      housekeeping=plan_new_jobs, assign=assign, describe=describe,
-                     after_publish=after_publish)
+                     after_publish=after_publish, publish_batch=publish_batch)
 
 
 async def plan_rewrites(session: AsyncSession, now: datetime, budget: int) -> int:
@@ -109,16 +114,42 @@ async def _outputs_as_splits(session: AsyncSession, storage: ObjectStore, job: C
     input_ids = sorted(job.input_split_ids)
     # Lineage only: no column statistics needed.
     inputs = (await SplitRepository(session).get_many(input_ids, stats_columns=set())).values()
-    lineage = lineage_of(inputs, rewrite=job.kind == REWRITE_KIND)
+    uris = _checked_output_uris(storage, job, update)
+    return _output_splits(job, update, uris, lineage_of(inputs, rewrite=job.kind == REWRITE_KIND))
+
+
+def _reported(storage: ObjectStore, update: StatusUpdate) -> ReportedMerge:
+    """A success for `publish_merges`: its outputs checked on storage and turned into split rows as
+    `_outputs_as_splits` does."""
+    checked: list[str] = []
+
+    def check(job: CompactionJobRow) -> None:
+        checked[:] = _checked_output_uris(storage, job, update)
+
+    return ReportedMerge(update.job_id, update.fencing_token, check=check,
+                         outputs=lambda job, lineage: _output_splits(job, update, checked, lineage))
+
+
+def _checked_output_uris(storage: ObjectStore, job: CompactionJobRow, update: StatusUpdate) -> list[str]:
+    """The outputs' canonical URIs, each written under the job's staging prefix with the size reported;
+    PublishConflict otherwise."""
     prefix = merge_output_prefix(storage, job)
-    splits = []
+    uris = []
     for out in update.outputs:
         uri = storage.canonical_uri(out.uri)
         if not uri.startswith(prefix + "/"):
             raise PublishConflict(f"output {out.split_id} was written outside the job's staging prefix")
         if storage.size(uri) != out.size_bytes:
             raise PublishConflict(f"output {out.split_id} on storage does not have the reported size")
-        splits.append(SplitMetadata(
+        uris.append(uri)
+    return uris
+
+
+def _output_splits(job: CompactionJobRow, update: StatusUpdate, uris: Sequence[str],
+                   lineage: Lineage) -> list[SplitMetadata]:
+    input_ids = sorted(job.input_split_ids)
+    return [
+        SplitMetadata(
             split_id=out.split_id, index_uid=job.index_uid, source_id=job.source_id, partition_id=job.partition_id,
             doc_mapping_uid=job.doc_mapping_uid, sort_schema=job.sort_schema, window_start=out.window_start,
             window_duration_secs=job.window_duration_secs, time_range_start=out.time_range_start,
@@ -127,9 +158,10 @@ async def _outputs_as_splits(session: AsyncSession, storage: ObjectStore, job: C
             column_stats={name: ColumnStats.from_json(name, st.model_dump()) for name, st in out.column_stats.items()},
             num_merge_ops=lineage.num_merge_ops, generation=lineage.generation,
             root_split_ids=lineage.root_split_ids,
-            parent_split_ids=sorted(input_ids), state=SplitState.STAGED,
-        ))
-    return splits
+            parent_split_ids=input_ids, state=SplitState.STAGED,
+        )
+        for out, uri in zip(update.outputs, uris, strict=True)
+    ]
 
 
 def merge_output_prefix(storage: ObjectStore, job: CompactionJobRow) -> str:

@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import String, any_, cast, func, insert, select, update
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 from ulid import ULID
@@ -240,4 +241,14 @@ class CompactionRepository:
         await DeleteRepository(self.session).release_rewrite(job_id)
         await self.session.execute(
             update(CompactionJobInputRow).where(CompactionJobInputRow.job_id == job_id).values(live=False))
+
+    async def release_many(self, job_ids: Sequence[str]) -> None:
+        """`release` of several jobs, one statement per table for all of them (a poll's batch of merges)."""
+        if not job_ids:
+            return
+        ids = cast(sorted(job_ids), ARRAY(String))
+        await DeleteRepository(self.session).release_rewrites(job_ids)
+        t = CompactionJobInputRow.__table__.c
+        await self.session.execute(update(CompactionJobInputRow.__table__).where(t.job_id == any_(ids))
+                                   .values(live=False))
 

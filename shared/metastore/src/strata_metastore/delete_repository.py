@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, exists, func, select, text, update
+from sqlalchemy import String, and_, any_, cast, exists, func, select, text, update
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncSession
 from ulid import ULID
 
@@ -42,6 +43,9 @@ from strata_metastore.repositories import PublishedCandidates, SplitRepository
 IN_FORCE = ("pending", "rewriting")
 _LOCK = text("SELECT pg_advisory_xact_lock(hashtextextended('strata.deletes:' || :uid, 0))")
 _LOCK_SHARED = text("SELECT pg_advisory_xact_lock_shared(hashtextextended('strata.deletes:' || :uid, 0))")
+# Several, in index_uid order (the sorted subquery feeds the locks one row at a time, in its order).
+_LOCK_SHARED_MANY = text("SELECT pg_advisory_xact_lock_shared(hashtextextended('strata.deletes:' || u, 0)) "
+                         "FROM (SELECT u FROM unnest(CAST(:uids AS text[])) AS u ORDER BY u) AS s")
 _BUMP_GENERATION = text("""
     INSERT INTO plan_generations AS g (index_uid, generation) VALUES (:uid, 1)
     ON CONFLICT (index_uid) DO UPDATE SET generation = g.generation + 1
@@ -94,6 +98,14 @@ class DeleteRepository:
 
     async def lock_index(self, index_uid: str, *, exclusive: bool) -> None:
         await self.session.execute(_LOCK if exclusive else _LOCK_SHARED, {"uid": index_uid})
+
+    async def lock_indexes_shared(self, index_uids: Collection[str]) -> None:
+        """`lock_index(exclusive=False)` of several indexes in one statement, in index_uid order."""
+        uids = sorted(set(index_uids))
+        if len(uids) == 1:
+            await self.lock_index(uids[0], exclusive=False)
+        elif uids:
+            await self.session.execute(_LOCK_SHARED_MANY, {"uids": uids})
 
     # --- acceptance -----------------------------------------------------------------------------------------
 
@@ -259,7 +271,22 @@ class DeleteRepository:
             update(DeleteSplitRow).where(DeleteSplitRow.job_id == job_id, DeleteSplitRow.state == "rewriting")
             .values(state="pending", job_id=None))
 
+    async def release_rewrites(self, job_ids: Sequence[str]) -> None:
+        """`release_rewrite` of several jobs in one statement (a merge holds none: a no-op kept for the rule)."""
+        t = DeleteSplitRow.__table__.c
+        await self.session.execute(
+            update(DeleteSplitRow.__table__)
+            .where(t.job_id == any_(cast(sorted(job_ids), ARRAY(String))), t.state == "rewriting")
+            .values(state="pending", job_id=None))
+
     # --- publishing -----------------------------------------------------------------------------------------
+
+    async def covered_splits(self, split_ids: Sequence[str]) -> set[str]:
+        """Those of the splits a delete is in force on, in one statement (`covered_among` names the deletes)."""
+        t = DeleteSplitRow.__table__.c
+        return set((await self.session.execute(
+            select(t.split_id).where(t.split_id == any_(cast(sorted(split_ids), ARRAY(String))),
+                                     t.state.in_(IN_FORCE)))).scalars().all())
 
     async def covered_among(self, split_ids: Sequence[str], *, except_job: str | None = None) -> list[str]:
         """The delete ids in force on any of the splits (other than the one `except_job` applies)."""

@@ -167,6 +167,16 @@ class SplitRepository:
             select(SplitRow).where(SplitRow.split_id.in_(split_ids)).order_by(SplitRow.split_id).with_for_update()
         )).scalars().all()
 
+    async def lock_rows_in_order(self, split_ids: Sequence[str]) -> dict[str, Row]:
+        """`lock_in_order` as plain rows, one array parameter (a batch of merges locks every input at once); the
+        columns a publish decides on."""
+        t = SplitRow.__table__.c
+        rows = (await self.session.execute(
+            select(t.split_id, t.state, t.num_rows, t.created_at, t.num_merge_ops, t.generation, t.root_split_ids)
+            .where(t.split_id == any_(cast(sorted(split_ids), ARRAY(String))))
+            .order_by(t.split_id).with_for_update())).all()
+        return {row.split_id: row for row in rows}
+
     async def mark_for_deletion(self, split_ids: Sequence[str], now: datetime) -> None:
         """These splits were replaced: the garbage collector deletes their files after the grace."""
         await self.session.execute(

@@ -9,7 +9,7 @@ the pure policy state each rule once.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -129,6 +129,21 @@ class CompactionWindowRepository:
             update(w).where(w.index_uid == index_uid, w.window_duration_secs == window_duration_secs,
                             w.window_start == window_start)
             .values(last_compacted_at=now))
+
+    async def mark_compacted_many(self, windows: Collection[tuple[str, int, int]], now: datetime) -> None:
+        """`mark_compacted` of several (index_uid, window_duration_secs, window_start) windows in one statement,
+        their rows locked in key order (as `mark_changed` locks them)."""
+        keys = sorted(set(windows))
+        if len(keys) == 1:
+            await self.mark_compacted(*keys[0], now)
+            return
+        if not keys:
+            return
+        w = CompactionWindowRow
+        key = tuple_(w.index_uid, w.window_duration_secs, w.window_start)
+        locked = (select(w.index_uid, w.window_duration_secs, w.window_start).where(key.in_(keys))
+                  .order_by(w.index_uid, w.window_duration_secs, w.window_start).with_for_update())
+        await self.session.execute(update(w).where(key.in_(locked)).values(last_compacted_at=now))
 
     # --- what a pass plans with -----------------------------------------------------------------------------
 

@@ -9,18 +9,20 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Generic, Protocol, TypeVar
 
 from opentelemetry import trace
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from strata_core.domain.job_statuses import JobStatus
 from strata_core.observability.context import log_context
 from strata_frame.jobqueue.schemas import JobUpdate, PollFields, UpdateResult
-from strata_metastore.conflicts import retrying_conflicts
+from strata_metastore.conflicts import conflict_of, retrying_conflicts
 from strata_metastore.lease_queue import JobFilter, LeaseQueue, PublishRefused, StaleToken
 from strata_metastore.repositories import load_live_index
 
@@ -65,6 +67,11 @@ class QueueSpec(Generic[U, A]):
     # What the worker receives for each leased job.
     describe: Callable[[AsyncSession, Sequence[Any]], Awaitable[list[A]]]
     after_publish: Callable[[object], None] | None = None
+    # Optional: several successes published at once, one statement per kind for all of them, in the caller's
+    # transaction and one savepoint; what it published by job id. It must write nothing of any job it leaves out
+    # (a stale token, a result that fails a check, one the batch does not handle): those are applied one at a
+    # time by `publish`, which refuses or publishes each as it would without a batch.
+    publish_batch: Callable[[AsyncSession, Sequence[U], datetime], Awaitable[dict[str, object]]] | None = None
 
     @property
     def lease(self) -> timedelta:
@@ -91,8 +98,18 @@ async def apply_updates(sessions: async_sessionmaker[AsyncSession], spec: QueueS
         async def attempt() -> list[UpdateResult]:
             published.clear()
             queue = spec.queue_of(session)
-            results = [await _apply_one(session, spec, queue, update, now, published) for update in updates]
-            await session.commit()
+            # Every job of the poll locked at once, in job id order, before any savepoint; each update is still
+            # fenced against its own job below.
+            queue.forget_locks()
+            try:
+                await queue.lock_many([update.job_id for update in updates])
+                batched = await _publish_batch(session, spec, updates, now, published)
+                results = [done if (done := batched.get(i)) is not None
+                           else await _apply_one(session, spec, queue, update, now, published)
+                           for i, update in enumerate(updates)]
+                await session.commit()
+            finally:
+                queue.forget_locks()
             return results
 
         results = await retrying_conflicts(session, attempt)
@@ -100,6 +117,36 @@ async def apply_updates(sessions: async_sessionmaker[AsyncSession], spec: QueueS
         for merge in published:
             spec.after_publish(merge)
     return results
+
+
+async def _publish_batch(session: AsyncSession, spec: QueueSpec[U, A], updates: Sequence[U], now: datetime,
+                         published: list[object]) -> dict[int, UpdateResult]:
+    """The poll's successes the queue publishes as one batch (`QueueSpec.publish_batch`), by their position
+    among the updates. A job reported twice in the poll is left to the updates one at a time, in their order; so
+    is the whole batch when a statement of it fails (its savepoint rolled back, nothing of it written), unless
+    PostgreSQL aborted the transaction for a concurrent one, which runs the poll again."""
+    if spec.publish_batch is None:
+        return {}
+    reported = Counter(update.job_id for update in updates)
+    batch = [(i, u) for i, u in enumerate(updates) if u.status == "success" and reported[u.job_id] == 1]
+    if not batch:
+        return {}
+    try:
+        with tracer.start_as_current_span("publish_batch", attributes={"strata.queue": spec.name,
+                                                                       "strata.batch": len(batch)}):
+            async with session.begin_nested():
+                done = await spec.publish_batch(session, [u for _, u in batch], now)
+    except DBAPIError as exc:
+        if conflict_of(exc) is not None:
+            raise
+        log.warning("%s batch publish of %d failed, publishing one at a time: %s", spec.name, len(batch), exc)
+        return {}
+    out = {}
+    for i, update in batch:
+        if update.job_id in done:
+            published.append(done[update.job_id])
+            out[i] = UpdateResult(job_id=update.job_id, accepted=True)
+    return out
 
 
 async def _apply_one(session: AsyncSession, spec: QueueSpec[U, A], queue: LeaseQueue[Any], update: U,
