@@ -307,6 +307,11 @@ class SplitRepository:
                 raise ValueError(f"{split_column!r} is not a column of splits")
             sources[name] = constant_source(f"c.{split_column}", "c.num_rows")
         prune = may_match_sql(predicate, sources, params)
+        # Each survivor's statistics of `stats_columns` in the same statement, as an array of plain records (one
+        # per column, fields in `_stats_from_row`'s order): no second statement to send, wait for and decode.
+        stats = "NULL" if not stats_columns else (
+            f"ARRAY(SELECT ROW({_STATS_FIELDS}) FROM split_column_stats s WHERE s.split_id = splits.split_id "
+            f"AND s.column_name = ANY({params.bind(sorted(stats_columns))}::text[]))")
         # One statement, so the counts and the survivors are one snapshot even outside a REPEATABLE READ
         # transaction. Candidates: the windows' rows (one index range scan), each marked whether its time range
         # meets the query's. Totals: aggregates over them. Kept: the candidates split statistics cannot rule out
@@ -330,7 +335,8 @@ WITH c AS MATERIALIZED (
   WHERE c.in_time AND {prune}
   ORDER BY c.window_start, c.split_id LIMIT {params.bind(limit + 1)}
 )
-SELECT totals.*, splits.* FROM totals LEFT JOIN (kept JOIN splits ON splits.split_id = kept.split_id) ON TRUE
+SELECT totals.*, splits.*, {stats} AS column_stats
+FROM totals LEFT JOIN (kept JOIN splits ON splits.split_id = kept.split_id) ON TRUE
 ORDER BY splits.window_start, splits.split_id"""
         # Plain asyncpg on the session's connection, in its transaction: the survivors' full rows (row-group
         # JSON decoded by the connection's codec) without SQLAlchemy's row processing.
@@ -339,13 +345,13 @@ ORDER BY splits.window_start, splits.split_id"""
         rows = await driver.fetch(numbered, *args)
         first = rows[0]
         found = [r for r in rows if r["split_id"] is not None]
-        stats = await self._stats_of([r["split_id"] for r in found[:limit]], stats_columns)
         return PublishedCandidates(
             files=first["totals_files"],
             row_groups=int(first["totals_row_groups"]), size_bytes=int(first["totals_size_bytes"]),
             row_group_bytes=int(first["totals_row_group_bytes"]), min_time_range_start=first["totals_min_start"],
             null_time_range_starts=first["totals_null_starts"],
-            splits=[_record_to_metadata(r, stats.get(r["split_id"], {})) for r in found[:limit]],
+            splits=[_record_to_metadata(r, {st[_STATS_NAME]: _stats_from_row(st) for st in r["column_stats"] or ()})
+                    for r in found[:limit]],
             truncated=len(found) > limit)
 
     async def published_totals(self, index_uid: str, partition_id: str | None) -> PublishedTotals:
@@ -481,6 +487,9 @@ _STATS_TABLE = SplitColumnStatsRow.__table__
 # Every column of the table in the model's order (what `_stats_from_row` indexes), whatever the stored order.
 _STATS_SELECT = (f"SELECT {', '.join(_STATS_TABLE.columns.keys())} FROM split_column_stats "
                  "WHERE split_id = ANY($1::text[])")
+# The same columns as fields of a record, the enum as text (asyncpg decodes a record's fields by their types).
+_STATS_FIELDS = ", ".join(f"s.{name}::text" if name == "value_type" else f"s.{name}"
+                          for name in _STATS_TABLE.columns.keys())
 _TOTALS = ("SELECT coalesce(sum(files), 0), coalesce(sum(bytes), 0), coalesce(sum(row_groups), 0), "
            f"coalesce(sum(row_group_bytes), 0) FROM {PublishedTotalsRow.__tablename__} WHERE index_uid = $1")
 # Position of each value type's (min, max) pair in a plain row of the table: a plan decodes thousands of rows,
