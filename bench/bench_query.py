@@ -509,40 +509,58 @@ async def _capture_sql(engine, sessions, sql: str, caches) -> list[tuple[str, tu
     def capture(_conn, _cursor, statement, parameters, _context, _many):  # noqa: ANN001
         captured.append((statement, tuple(parameters)))
 
+    # The plan's reads are plain asyncpg statements on the session's connection (`session_driver`), which
+    # SQLAlchemy's event does not see: those are captured from asyncpg's own calls.
+    from asyncpg.connection import Connection
+
+    originals = {name: getattr(Connection, name) for name in ("fetch", "fetchrow", "fetchval")}
+
+    def capturing(original):  # noqa: ANN001, ANN202
+        async def call(self, query, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+            if query.strip() != ";":  # the pool's ping of a checkout (`engine._ping_in_one_round_trip`)
+                captured.append((query, tuple(args)))
+            return await original(self, query, *args, **kwargs)
+        return call
+
     event.listen(engine.sync_engine, "before_cursor_execute", capture)
+    for name, original in originals.items():
+        setattr(Connection, name, capturing(original))
     try:
         await _timed_plans(sessions, sql, 1, caches)
     finally:
         event.remove(engine.sync_engine, "before_cursor_execute", capture)
+        for name, original in originals.items():
+            setattr(Connection, name, original)
     return captured
 
 
-STEP_LOOKUP = "index lookup (get_live)"
+STEP_LOOKUP = "index lookup (live_config)"
 STEP_PARSE = "parse_query (SQL to predicate)"
 STEP_TOTALS = "published_totals (files and bytes of the whole index)"
 STEP_CANDIDATES = ("published_candidates (one statement: time range and split min/max in PostgreSQL, the counts of "
-                   "every candidate, full rows of the survivors; then their statistics)")
-STEP_STATS = "... _stats_of (the survivors' statistics, within the step above)"
+                   "every candidate, full rows of the survivors with their statistics)")
 STEP_ARTIFACTS = "published_artifacts (snapshots and artifact rows of the survivors)"
+STEP_DELETES = "in_force (deletes in force on the survivors)"
 STEP_CASCADE = "run_cascade (every stage over the candidates read, in a worker thread)"
 STEP_SPLIT_STAGE = "... split_may_match (the Python reference, re-run on the survivors, within the step above)"
-STEP_ORDER = (STEP_LOOKUP, STEP_PARSE, STEP_TOTALS, STEP_CANDIDATES, STEP_STATS, STEP_ARTIFACTS, STEP_CASCADE,
+STEP_ORDER = (STEP_LOOKUP, STEP_PARSE, STEP_TOTALS, STEP_CANDIDATES, STEP_ARTIFACTS, STEP_DELETES, STEP_CASCADE,
               STEP_SPLIT_STAGE)
 
 
 def _stage_timer():
     """Each step of build_plan timed on its own (wrapped in this process only)."""
     from bench.bench_planner import StageTimer
+    from strata_metastore.delete_repository import DeleteRepository
     from strata_metastore.indexing_repository import IndexingRepository
     from strata_metastore.repositories import IndexRepository, SplitRepository
     from strata_query.planning import planner, stages
 
     timer = StageTimer()
-    timer.wrap_async(IndexRepository, "get_live", STEP_LOOKUP)
+    timer.wrap_async(IndexRepository, "live_config", STEP_LOOKUP)
     timer.wrap_async(SplitRepository, "published_totals", STEP_TOTALS)
     timer.wrap_async(SplitRepository, "published_candidates", STEP_CANDIDATES)
-    timer.wrap_async(SplitRepository, "_stats_of", STEP_STATS)
     timer.wrap_async(IndexingRepository, "published_artifacts", STEP_ARTIFACTS)
+    timer.wrap_async(DeleteRepository, "in_force", STEP_DELETES)
     timer.wrap_sync(planner, "parse_query", STEP_PARSE)
     timer.wrap_sync(stages, "split_may_match", STEP_SPLIT_STAGE)
     timer.wrap_sync(planner, "run_cascade", STEP_CASCADE)

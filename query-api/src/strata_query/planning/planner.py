@@ -78,7 +78,7 @@ async def build_plan(session: AsyncSession, sql: str, *, tenant: str | None, now
     await session.connection(execution_options={"isolation_level": "REPEATABLE READ", "postgresql_readonly": True})
     statements = parse_sql(sql)
     index_id = table_of(sql, statements)
-    index = await IndexRepository(session).get_live(index_id)
+    index = await IndexRepository(session).live_config(index_id)
     if index is None:
         raise QueryValidationError(f"there is no index {index_id!r} to query", "from") from NotFound(index_id)
     settings = IndexSettings.model_validate(index.config)

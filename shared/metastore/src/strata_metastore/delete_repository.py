@@ -39,8 +39,14 @@ from strata_metastore.delete_models import DeleteRow, DeleteSplitRow
 from strata_metastore.indexing_repository import IndexingRepository
 from strata_metastore.models import SplitRow
 from strata_metastore.repositories import PublishedCandidates, SplitRepository
+from strata_metastore.single_reads import session_driver
 
 IN_FORCE = ("pending", "rewriting")
+_IN_FORCE = """
+SELECT c.split_id, d.delete_id, d.predicate
+  FROM delete_splits c JOIN deletes d ON d.delete_id = c.delete_id
+ WHERE c.split_id = ANY($1::text[]) AND c.state = ANY($2::text[])
+ ORDER BY c.split_id, d.delete_id"""
 _LOCK = text("SELECT pg_advisory_xact_lock(hashtextextended('strata.deletes:' || :uid, 0))")
 _LOCK_SHARED = text("SELECT pg_advisory_xact_lock_shared(hashtextextended('strata.deletes:' || :uid, 0))")
 # Several, in index_uid order (the sorted subquery feeds the locks one row at a time, in its order).
@@ -169,13 +175,10 @@ class DeleteRepository:
         """The deletes in force on each of the splits (oldest first); splits without any are left out."""
         if not split_ids:
             return {}
-        rows = await self.session.execute(
-            select(DeleteSplitRow.split_id, DeleteRow.delete_id, DeleteRow.predicate)
-            .join(DeleteRow, DeleteRow.delete_id == DeleteSplitRow.delete_id)
-            .where(DeleteSplitRow.split_id.in_(list(split_ids)), DeleteSplitRow.state.in_(IN_FORCE))
-            .order_by(DeleteSplitRow.split_id, DeleteRow.delete_id))
+        # Plain asyncpg on the session's connection (a plan sends its kept candidates: one array parameter).
+        driver = await session_driver(self.session)
         found: dict[str, list[Coverage]] = {}
-        for split_id, delete_id, data in rows.all():
+        for split_id, delete_id, data in await driver.fetch(_IN_FORCE, list(split_ids), list(IN_FORCE)):
             found.setdefault(split_id, []).append(Coverage(delete_id, predicate_from_data(data)))
         return found
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
-from sqlalchemy import ARRAY, Row, String, and_, any_, cast, delete, func, literal, select, text, update
+from sqlalchemy import String, and_, delete, func, literal, select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 from ulid import ULID
@@ -27,6 +27,7 @@ from strata_metastore.indexing_models import ArtifactRow, ArtifactSnapshotRow, I
 from strata_metastore.job_columns import new_job_values
 from strata_metastore.lease_queue import JobFilter, LeaseQueue
 from strata_metastore.models import SplitRow
+from strata_metastore.single_reads import session_driver
 
 _JOBS_INSERT = ColumnArrays(IndexingJobRow.__table__)
 LIVE_JOB = text("status IN ('unassigned', 'in_progress')")
@@ -37,6 +38,27 @@ def new_job_rows(splits: Sequence[tuple[str, str, str]], reason: str, now: datet
     return [{"job_id": str(ULID()), "split_id": s, "index_uid": i, "partition_id": p, "reason": reason,
              "artifact_count": None, "artifact_bytes": None, "skipped": [], **new_job_values(now)}
             for s, i, p in sorted(set(splits))]
+
+
+class PublishedArtifactRow(NamedTuple):
+    artifact_id: str
+    artifact_type: str
+    column_name: str
+    uri: str
+    content_hash: str
+
+
+# Each published snapshot's artifacts in the snapshot's order (a snapshot listing none: one row of nulls; an id
+# without its artifact row is left out, as it is unusable). Each id is looked up by primary key (OFFSET 0 keeps the
+# lookup a per-id subquery): joined plainly, PostgreSQL estimates 100 ids per snapshot and hashes every artifact
+# of the table instead (0.9 vs 0.3 ms for the bench's 29 files and 87 artifacts).
+_PUBLISHED_ARTIFACTS = """
+SELECT s.split_id, a.artifact_id, a.artifact_type, a.column_name, a.uri, a.content_hash
+  FROM artifact_snapshots s
+  LEFT JOIN LATERAL jsonb_array_elements_text(s.artifact_ids) WITH ORDINALITY AS listed(artifact_id, n) ON TRUE
+  LEFT JOIN LATERAL (SELECT * FROM index_artifacts a WHERE a.artifact_id = listed.artifact_id OFFSET 0) a ON TRUE
+ WHERE s.split_id = ANY($1::text[]) AND s.published
+ ORDER BY s.split_id, listed.n"""
 
 
 class ArtifactConflict(Exception):
@@ -211,22 +233,21 @@ class IndexingRepository:
         await self.session.execute(update(ArtifactSnapshotRow).where(ArtifactSnapshotRow.split_id == split_id)
                                    .values(published=False, updated_at=now))
 
-    async def published_artifacts(self, split_ids: Sequence[str]) -> dict[str, list[Row]]:
-        """The artifacts queries may use: exactly those listed by each file's published snapshot, as plain rows
-        (artifact_id, artifact_type, column_name, uri, content_hash): a plan reads them for every file it keeps,
-        and ORM objects would cost more than the rest of the plan."""
+    async def published_artifacts(self, split_ids: Sequence[str]) -> dict[str, list[PublishedArtifactRow]]:
+        """The artifacts queries may use: exactly those listed by each file's published snapshot, in its order, as
+        plain rows (artifact_id, artifact_type, column_name, uri, content_hash); a file whose snapshot lists none
+        has an empty list, a file without a published snapshot none. A plan reads them for every file it keeps:
+        one plain asyncpg statement on the session's connection (ORM objects, or SQLAlchemy's row handling of two
+        statements, would cost more than the rest of the plan)."""
         if not split_ids:
             return {}
-        snapshots = (await self.session.execute(
-            select(ArtifactSnapshotRow.split_id, ArtifactSnapshotRow.artifact_ids)
-            .where(ArtifactSnapshotRow.split_id == any_(cast(list(split_ids), ARRAY(String))),
-                   ArtifactSnapshotRow.published))).all()
-        wanted = sorted({a for _, ids in snapshots for a in ids})
-        rows = {} if not wanted else {r.artifact_id: r for r in (await self.session.execute(
-            select(ArtifactRow.artifact_id, ArtifactRow.artifact_type, ArtifactRow.column_name, ArtifactRow.uri,
-                   ArtifactRow.content_hash).where(ArtifactRow.artifact_id == any_(cast(wanted, ARRAY(String))))
-        )).all()}
-        return {split_id: [rows[a] for a in ids if a in rows] for split_id, ids in snapshots}
+        driver = await session_driver(self.session)
+        found: dict[str, list[PublishedArtifactRow]] = {}
+        for row in await driver.fetch(_PUBLISHED_ARTIFACTS, list(split_ids)):
+            listed = found.setdefault(row[0], [])
+            if row[1] is not None:
+                listed.append(PublishedArtifactRow(*row[1:]))
+        return found
 
     async def lag(self, now: datetime, index_uid: str | None = None) -> list[IndexingLag]:
         """Per index (or of one index): published files without a published snapshot, and when the oldest of them

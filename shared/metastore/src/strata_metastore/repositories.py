@@ -17,7 +17,6 @@ from sqlalchemy import (
     delete,
     func,
     select,
-    text,
     tuple_,
     update,
 )
@@ -30,11 +29,20 @@ from strata_core.query.predicate import Predicate
 from strata_core.query.time_range import TimeRanges
 from strata_metastore.column_arrays import ColumnArrays
 from strata_metastore.models import IndexRow, PublishedTotalsRow, SplitColumnStatsRow, SplitRow
+from strata_metastore.single_reads import session_driver
 from strata_metastore.split_pruning import Params, constant_source, may_match_sql, stats_source
 
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+class LiveIndex(NamedTuple):
+    index_uid: str
+    config: dict[str, Any]
+
+
+_LIVE_CONFIG = "SELECT index_uid, config FROM indexes WHERE index_id = $1 AND deleted_at IS NULL"
 
 
 class IndexRepository:
@@ -46,6 +54,12 @@ class IndexRepository:
         if for_update:
             stmt = stmt.with_for_update()
         return (await self.session.execute(stmt)).scalar_one_or_none()
+
+    async def live_config(self, index_id: str) -> LiveIndex | None:
+        """The uid and settings of the live index `index_id` (what a query plan needs of it), read as one plain
+        asyncpg row on the session's connection, in its transaction: an ORM object costs several times more."""
+        row = await (await session_driver(self.session)).fetchrow(_LIVE_CONFIG, index_id)
+        return None if row is None else LiveIndex(row[0], row[1])
 
     async def get(self, index_uid: str) -> IndexRow | None:
         """One incarnation by its uid, deleted or not."""
@@ -301,6 +315,11 @@ class SplitRepository:
                 raise ValueError(f"{split_column!r} is not a column of splits")
             sources[name] = constant_source(f"c.{split_column}", "c.num_rows")
         prune = may_match_sql(predicate, sources, params)
+        # Each survivor's statistics of `stats_columns` in the same statement, as an array of plain records (one
+        # per column, fields in `_stats_from_row`'s order): no second statement to send, wait for and decode.
+        stats = "NULL" if not stats_columns else (
+            f"ARRAY(SELECT ROW({_STATS_FIELDS}) FROM split_column_stats s WHERE s.split_id = splits.split_id "
+            f"AND s.column_name = ANY({params.bind(sorted(stats_columns))}::text[]))")
         # One statement, so the counts and the survivors are one snapshot even outside a REPEATABLE READ
         # transaction. Candidates: the windows' rows (one index range scan), each marked whether its time range
         # meets the query's. Totals: aggregates over them. Kept: the candidates split statistics cannot rule out
@@ -324,43 +343,48 @@ WITH c AS MATERIALIZED (
   WHERE c.in_time AND {prune}
   ORDER BY c.window_start, c.split_id LIMIT {params.bind(limit + 1)}
 )
-SELECT totals.*, splits.* FROM totals LEFT JOIN (kept JOIN splits ON splits.split_id = kept.split_id) ON TRUE
+SELECT totals.*, splits.*, {stats} AS column_stats
+FROM totals LEFT JOIN (kept JOIN splits ON splits.split_id = kept.split_id) ON TRUE
 ORDER BY splits.window_start, splits.split_id"""
-        statement = text(sql).columns(row_groups=SplitRow.__table__.c.row_groups.type)
-        rows = (await self.session.execute(statement, params.values)).all()
+        # Plain asyncpg on the session's connection, in its transaction: the survivors' full rows (row-group
+        # JSON decoded by the connection's codec) without SQLAlchemy's row processing.
+        driver = await session_driver(self.session)
+        numbered, args = params.numbered(sql)
+        rows = await driver.fetch(numbered, *args)
         first = rows[0]
-        found = [r for r in rows if r.split_id is not None]
-        stats = await self._stats_of([r.split_id for r in found[:limit]], stats_columns)
+        found = [r for r in rows if r["split_id"] is not None]
         return PublishedCandidates(
-            files=first.totals_files,
-            row_groups=int(first.totals_row_groups), size_bytes=int(first.totals_size_bytes),
-            row_group_bytes=int(first.totals_row_group_bytes), min_time_range_start=first.totals_min_start,
-            null_time_range_starts=first.totals_null_starts,
-            splits=[_to_metadata(r, stats.get(r.split_id, {})) for r in found[:limit]],
+            files=first["totals_files"],
+            row_groups=int(first["totals_row_groups"]), size_bytes=int(first["totals_size_bytes"]),
+            row_group_bytes=int(first["totals_row_group_bytes"]), min_time_range_start=first["totals_min_start"],
+            null_time_range_starts=first["totals_null_starts"],
+            splits=[_record_to_metadata(r, {st[_STATS_NAME]: _stats_from_row(st) for st in r["column_stats"] or ()})
+                    for r in found[:limit]],
             truncated=len(found) > limit)
 
     async def published_totals(self, index_uid: str, partition_id: str | None) -> PublishedTotals:
         """What the index (for one tenant) holds published: what a query would read without any pruning. Read
         from the trigger-kept counters, so it agrees with `published_candidates` in the same snapshot."""
-        t = PublishedTotalsRow
-        stmt = select(*(func.coalesce(func.sum(column), 0) for column in (t.files, t.bytes, t.row_groups,
-                                                                          t.row_group_bytes))
-                      ).where(t.index_uid == index_uid)
-        if partition_id is not None:
-            stmt = stmt.where(t.partition_id == partition_id)
-        return PublishedTotals(*(int(v) for v in (await self.session.execute(stmt)).one()))
+        driver = await session_driver(self.session)
+        if partition_id is None:
+            row = await driver.fetchrow(_TOTALS, index_uid)
+        else:
+            row = await driver.fetchrow(_TOTALS + " AND partition_id = $2", index_uid, partition_id)
+        return PublishedTotals(*(int(v) for v in row))
 
     async def _stats_of(self, split_ids: Sequence[str], columns: set[str] | None = None
                         ) -> dict[str, dict[str, ColumnStats]]:
         if not split_ids or columns is not None and not columns:
             return {}
-        # Plain rows and array parameters: one bind per list, however many splits a plan reads.
-        stmt = select(_STATS_TABLE).where(
-            SplitColumnStatsRow.split_id == any_(cast(list(split_ids), ARRAY(String))))
-        if columns is not None:
-            stmt = stmt.where(SplitColumnStatsRow.column_name == any_(cast(sorted(columns), ARRAY(String))))
+        # Plain asyncpg, array parameters: one bind per list, however many splits a plan reads.
+        driver = await session_driver(self.session)
+        if columns is None:
+            rows = await driver.fetch(_STATS_SELECT, list(split_ids))
+        else:
+            rows = await driver.fetch(_STATS_SELECT + " AND column_name = ANY($2::text[])", list(split_ids),
+                                      sorted(columns))
         out: dict[str, dict[str, ColumnStats]] = {}
-        for row in (await self.session.execute(stmt)).all():
+        for row in rows:
             out.setdefault(row[_STATS_SPLIT], {})[row[_STATS_NAME]] = _stats_from_row(row)
         return out
 
@@ -476,6 +500,14 @@ def _stats_values(split_id: str, stats: ColumnStats) -> dict[str, Any]:
 
 
 _STATS_TABLE = SplitColumnStatsRow.__table__
+# Every column of the table in the model's order (what `_stats_from_row` indexes), whatever the stored order.
+_STATS_SELECT = (f"SELECT {', '.join(_STATS_TABLE.columns.keys())} FROM split_column_stats "
+                 "WHERE split_id = ANY($1::text[])")
+# The same columns as fields of a record, the enum as text (asyncpg decodes a record's fields by their types).
+_STATS_FIELDS = ", ".join(f"s.{name}::text" if name == "value_type" else f"s.{name}"
+                          for name in _STATS_TABLE.columns.keys())
+_TOTALS = ("SELECT coalesce(sum(files), 0), coalesce(sum(bytes), 0), coalesce(sum(row_groups), 0), "
+           f"coalesce(sum(row_group_bytes), 0) FROM {PublishedTotalsRow.__tablename__} WHERE index_uid = $1")
 # Position of each value type's (min, max) pair in a plain row of the table: a plan decodes thousands of rows,
 # and indexing a tuple costs a fraction of an attribute lookup by a built name.
 _STATS_PAIRS = {kind: (_STATS_TABLE.columns.keys().index(f"min_{suffix}"),
@@ -496,6 +528,32 @@ def _stats_from_row(row: Sequence[Any]) -> ColumnStats:
             low = None if low is None else int(low)
             high = None if high is None else int(high)
     return ColumnStats(row[_STATS_NAME], value_type, low, high, row[_STATS_NULL_COUNT], row[_STATS_REGEX])
+
+
+def _record_to_metadata(row: Any, stats: dict[str, ColumnStats]) -> SplitMetadata:
+    """From a plain asyncpg record of the splits table (values by column name)."""
+    return SplitMetadata(
+        split_id=row["split_id"],
+        index_uid=row["index_uid"],
+        source_id=row["source_id"],
+        partition_id=row["partition_id"],
+        doc_mapping_uid=row["doc_mapping_uid"],
+        sort_schema=row["sort_schema"],
+        window_start=row["window_start"],
+        window_duration_secs=row["window_duration_secs"],
+        time_range_start=row["time_range_start"],
+        time_range_end=row["time_range_end"],
+        num_rows=row["num_rows"],
+        uri=row["uri"],
+        size_bytes=row["size_bytes"],
+        row_groups=[RowGroupSpan(**rg) for rg in row["row_groups"]],
+        column_stats=stats,
+        num_merge_ops=row["num_merge_ops"],
+        generation=row["generation"],
+        root_split_ids=list(row["root_split_ids"] or []),
+        parent_split_ids=list(row["parent_split_ids"] or []),
+        state=SplitState(row["state"]),
+    )
 
 
 def _to_metadata(row: Any, stats: dict[str, ColumnStats]) -> SplitMetadata:

@@ -23,6 +23,7 @@ value is a parameter; only fixed names (aliases, columns, value kinds) are writt
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -52,7 +53,7 @@ _CAST = {"string": 'CAST({} AS text) COLLATE "C"', "i64": "CAST({} AS numeric)",
 
 @dataclass
 class Params:
-    """The bound values of a statement being written: `bind` names each one."""
+    """The bound values of a statement being written: `bind` names each one (`:p0`, SQLAlchemy's `text` style)."""
 
     values: dict[str, Any] = field(default_factory=dict)
 
@@ -60,6 +61,20 @@ class Params:
         name = f"p{len(self.values)}"
         self.values[name] = value
         return f":{name}"
+
+    def numbered(self, sql: str) -> tuple[str, list[Any]]:
+        """`sql` with its parameters numbered for asyncpg (`$1`, in order of first use) and their values. A value
+        bound but left out of the text (a rule that bound its literal, then kept the split) is not sent, as
+        SQLAlchemy's `text` would not send it: PostgreSQL could not type it."""
+        order: dict[str, int] = {}
+
+        def number(match: re.Match[str]) -> str:
+            return f"${order.setdefault(match.group(1), len(order) + 1)}"
+
+        return _NAMED.sub(number, sql), [self.values[name] for name in order]
+
+
+_NAMED = re.compile(r"(?<![:\w]):(p\d+)\b")
 
 
 @dataclass(frozen=True)
