@@ -31,6 +31,7 @@ from strata_metastore.indexing_repository import LIVE_JOB, new_job_rows
 from strata_metastore.lease_queue import PublishRefused
 from strata_metastore.plain_writes import PlainStatement, PlainTransaction
 from strata_metastore.repositories import (
+    PUBLISH_STAGED,
     SPLITS_INSERT,
     STATS_INSERT,
     PublishedSplit,
@@ -126,18 +127,13 @@ async def publish_staged_plain(transaction: PlainTransaction, split_ids: Sequenc
     """`publish_staged` in a plain transaction: the UPDATE (its counters' triggers firing at its end, as in
     `publish_staged`), then the window flags and jobs (`AFTER_PUBLISH`); returns how many moved."""
     now = utcnow()
-    moved = [PublishedSplit(*row) for row in await transaction.fetch(_PLAIN_PUBLISH_STAGED, list(split_ids), now)]
+    rows = await transaction.fetch(_PLAIN_PUBLISH_STAGED.sql,
+                                   *_PLAIN_PUBLISH_STAGED.args({"split_ids": list(split_ids), "now": now}))
+    moved = [PublishedSplit(*row) for row in rows]
     params = after_publish_params(moved, now)
     if params is not None:
         await transaction.execute(_PLAIN_AFTER_PUBLISH, params)
     return len(moved)
-
-
-# `SplitRepository.publish_staged`'s UPDATE.
-_PLAIN_PUBLISH_STAGED = (
-    f"UPDATE splits SET state = '{SplitState.PUBLISHED.value}', published_at = $2, updated_at = $2 "
-    f"WHERE split_id = ANY($1::varchar[]) AND state = '{SplitState.STAGED.value}' "
-    "RETURNING index_uid, window_duration_secs, window_start, split_id, partition_id")
 
 
 async def _published(session: AsyncSession, published: Iterable[PublishedSplit], now: datetime) -> None:
@@ -182,5 +178,6 @@ def after_publish_params(published: Iterable[PublishedSplit], now: datetime) -> 
 
 
 _PLAIN_SPLITS_INSERT = PlainStatement(SPLITS_INSERT.statement)
+_PLAIN_PUBLISH_STAGED = PlainStatement(PUBLISH_STAGED)
 _PLAIN_STATS_INSERT = PlainStatement(STATS_INSERT.statement)
 _PLAIN_AFTER_PUBLISH = PlainStatement(AFTER_PUBLISH)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
+from operator import getitem
 from typing import Any, NamedTuple
 
 from sqlalchemy import (
@@ -13,6 +14,7 @@ from sqlalchemy import (
     Row,
     String,
     any_,
+    bindparam,
     cast,
     delete,
     func,
@@ -21,6 +23,7 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.sql.dml import Update
 
 from strata_core.domain.column_stats import ColumnStats
 from strata_core.domain.split import RowGroupSpan, SplitMetadata, SplitState
@@ -162,16 +165,7 @@ class SplitRepository:
     async def publish_staged(self, split_ids: Sequence[str], now: datetime | None = None) -> list[PublishedSplit]:
         """staged -> published for exactly these splits; returns those that moved (rows only: the
         `publish_splits` use case does what follows, in its own statements, after this one)."""
-        now = now or utcnow()
-        # On the table, not the ORM entity: no session object is affected, and the ORM's bulk-update path cost
-        # ingestion's publish more than the statement itself.
-        t = SplitRow.__table__.c
-        result = await self.session.execute(
-            update(SplitRow.__table__)
-            .where(t.split_id.in_(split_ids), t.state == SplitState.STAGED)
-            .values(state=SplitState.PUBLISHED, published_at=now, updated_at=now)
-            .returning(t.index_uid, t.window_duration_secs, t.window_start, t.split_id, t.partition_id)
-        )
+        result = await self.session.execute(PUBLISH_STAGED, {"split_ids": list(split_ids), "now": now or utcnow()})
         return [PublishedSplit(*row) for row in result.all()]
 
     async def lock_in_order(self, split_ids: Sequence[str]) -> Sequence[SplitRow]:
@@ -358,7 +352,7 @@ ORDER BY splits.window_start, splits.split_id"""
             row_groups=int(first["totals_row_groups"]), size_bytes=int(first["totals_size_bytes"]),
             row_group_bytes=int(first["totals_row_group_bytes"]), min_time_range_start=first["totals_min_start"],
             null_time_range_starts=first["totals_null_starts"],
-            splits=[_record_to_metadata(r, {st[_STATS_NAME]: _stats_from_row(st) for st in r["column_stats"] or ()})
+            splits=[_to_metadata(r, {st[_STATS_NAME]: _stats_from_row(st) for st in r["column_stats"] or ()}, getitem)
                     for r in found[:limit]],
             truncated=len(found) > limit)
 
@@ -469,6 +463,21 @@ SPLITS_INSERT = ColumnArrays(SplitRow.__table__)
 STATS_INSERT = ColumnArrays(SplitColumnStatsRow.__table__)
 
 
+def _publish_staged_statement() -> Update:
+    # On the table, not the ORM entity: no session object is affected, and the ORM's bulk-update path cost
+    # ingestion's publish more than the statement itself. Bound by name, so the plain-asyncpg path
+    # (`publish_splits.publish_staged_plain`) compiles this same statement.
+    t = SplitRow.__table__.c
+    return (update(SplitRow.__table__)
+            .where(t.split_id == any_(bindparam("split_ids", type_=ARRAY(String))), t.state == SplitState.STAGED)
+            .values(state=SplitState.PUBLISHED, published_at=bindparam("now"), updated_at=bindparam("now"))
+            .returning(t.index_uid, t.window_duration_secs, t.window_start, t.split_id, t.partition_id))
+
+
+# staged -> published for exactly the splits named, returning those that moved (`PublishedSplit`'s fields).
+PUBLISH_STAGED = _publish_staged_statement()
+
+
 def insert_params(splits: Sequence[SplitMetadata], now: datetime) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """The parameters of `SPLITS_INSERT` and of `STATS_INSERT` (None: no statistics) for these splits, in the
     state each carries."""
@@ -530,54 +539,29 @@ def _stats_from_row(row: Sequence[Any]) -> ColumnStats:
     return ColumnStats(row[_STATS_NAME], value_type, low, high, row[_STATS_NULL_COUNT], row[_STATS_REGEX])
 
 
-def _record_to_metadata(row: Any, stats: dict[str, ColumnStats]) -> SplitMetadata:
-    """From a plain asyncpg record of the splits table (values by column name)."""
+def _to_metadata(row: Any, stats: dict[str, ColumnStats], get: Callable[[Any, str], Any] = getattr) -> SplitMetadata:
+    """From a row of the splits table: a SplitRow or a SQLAlchemy row (values as attributes, `getattr`), or a
+    plain asyncpg record (`get=operator.getitem`)."""
     return SplitMetadata(
-        split_id=row["split_id"],
-        index_uid=row["index_uid"],
-        source_id=row["source_id"],
-        partition_id=row["partition_id"],
-        doc_mapping_uid=row["doc_mapping_uid"],
-        sort_schema=row["sort_schema"],
-        window_start=row["window_start"],
-        window_duration_secs=row["window_duration_secs"],
-        time_range_start=row["time_range_start"],
-        time_range_end=row["time_range_end"],
-        num_rows=row["num_rows"],
-        uri=row["uri"],
-        size_bytes=row["size_bytes"],
-        row_groups=[RowGroupSpan(**rg) for rg in row["row_groups"]],
+        split_id=get(row, "split_id"),
+        index_uid=get(row, "index_uid"),
+        source_id=get(row, "source_id"),
+        partition_id=get(row, "partition_id"),
+        doc_mapping_uid=get(row, "doc_mapping_uid"),
+        sort_schema=get(row, "sort_schema"),
+        window_start=get(row, "window_start"),
+        window_duration_secs=get(row, "window_duration_secs"),
+        time_range_start=get(row, "time_range_start"),
+        time_range_end=get(row, "time_range_end"),
+        num_rows=get(row, "num_rows"),
+        uri=get(row, "uri"),
+        size_bytes=get(row, "size_bytes"),
+        row_groups=[RowGroupSpan(**rg) for rg in get(row, "row_groups")],
         column_stats=stats,
-        num_merge_ops=row["num_merge_ops"],
-        generation=row["generation"],
-        root_split_ids=list(row["root_split_ids"] or []),
-        parent_split_ids=list(row["parent_split_ids"] or []),
-        state=SplitState(row["state"]),
-    )
-
-
-def _to_metadata(row: Any, stats: dict[str, ColumnStats]) -> SplitMetadata:
-    """From a SplitRow or a plain row of the splits table (same attribute names)."""
-    return SplitMetadata(
-        split_id=row.split_id,
-        index_uid=row.index_uid,
-        source_id=row.source_id,
-        partition_id=row.partition_id,
-        doc_mapping_uid=row.doc_mapping_uid,
-        sort_schema=row.sort_schema,
-        window_start=row.window_start,
-        window_duration_secs=row.window_duration_secs,
-        time_range_start=row.time_range_start,
-        time_range_end=row.time_range_end,
-        num_rows=row.num_rows,
-        uri=row.uri,
-        size_bytes=row.size_bytes,
-        row_groups=[RowGroupSpan(**rg) for rg in row.row_groups],
-        column_stats=stats,
-        num_merge_ops=row.num_merge_ops,
-        generation=row.generation,
-        root_split_ids=list(row.root_split_ids or []),
-        parent_split_ids=list(row.parent_split_ids or []),
-        state=SplitState(row.state),
+        num_merge_ops=get(row, "num_merge_ops"),
+        generation=get(row, "generation"),
+        root_split_ids=list(get(row, "root_split_ids") or []),
+        parent_split_ids=list(get(row, "parent_split_ids") or []),
+        state=SplitState(get(row, "state")),
     )
 
