@@ -14,7 +14,9 @@ Parts:
   indexing off (a second, shorter run).
 - `backlog`: compaction paused while 5,000 small splits land, then resumed: the rate the backlog drains at (goal
   200 splits/s).
-- `sweep`: shorter soaks at rising rates; the highest rate whose debt stays bounded.
+- `sweep`: two-minute soaks at 50, 100, 200 and 400 requests/s, each then one minute without background work: the
+  achieved rate, peak splits, final-merge delay and ingest p50 ratio at each, drawn to docs/soak-sweep.svg; the
+  highest rate whose debt stays bounded.
 - `crossover`: one merge of ten sorted inputs at rising sizes, in the worker's local process pool and as a Spark
   job, alternating: where `STRATA_COMPACTION_LOCAL_MAX_BYTES` should stand.
 
@@ -43,6 +45,9 @@ from bench.harness import REPO_ROOT, cpu_seconds_by_tree
 
 SECTION = "soak"
 CHART_PATH = REPO_ROOT / "docs" / "soak-debt.svg"
+SWEEP_CHART_PATH = REPO_ROOT / "docs" / "soak-sweep.svg"
+# Requests/s of 200 rows offered by the sweep (issue 34): 400 is past what one indexer-api on 2 cores answers.
+SWEEP_RATES = (50, 100, 200, 400)
 WINDOW_SECS = 60
 LATE_SECS = 60
 SAMPLE_SECS = 2.0
@@ -405,16 +410,35 @@ def backlog(stack, *, splits: int, rows: int, env_overrides: dict[str, str] | No
             "drain_cpu": {k: cpu_after[k] - cpu_before.get(k, 0.0) for k in cpu_after}}
 
 
-def sweep(stack, *, rates: list[float], writers: int, rows: int, seconds: float) -> list[dict[str, Any]]:
+def without_background(stack, *, writers: int, rate: float, rows: int, seconds: float,
+                       env_overrides: dict[str, str] | None, name: str) -> dict[str, Any]:
+    """The same load with no compaction and no indexing at all: ingestion's latency under that load on its own,
+    so the ratio to it says what the background work adds (issue 34: at most 1.5x)."""
+    quiet = {**(env_overrides or {}), "STRATA_COMPACTION_WORKER_SLOTS": "0", "STRATA_INDEXING_WORKER_SLOTS": "0"}
+    baseline = soak(stack, writers=writers, rate=rate, rows=rows, seconds=seconds, drain_secs=0,
+                    env_overrides=quiet, name=name)
+    return {k: v for k, v in baseline.items() if k != "samples"}
+
+
+def sweep(stack, *, rates: list[float], writers: int, rows: int, seconds: float,
+          env_overrides: dict[str, str] | None = None) -> list[dict[str, Any]]:
     """One soak per rate, with as many writers as the rate needs for each to send at most 12.5 requests/s (an
-    80 ms budget per request: a writer waits for each answer, so fewer could not offer the rate at all)."""
+    80 ms budget per request: a writer waits for each answer, so fewer could not offer the rate at all), then the
+    same load without background work for the ingest p50 ratio."""
     out = []
     for rate in rates:
-        result = soak(stack, writers=max(writers, math.ceil(rate / 12.5)), rate=rate, rows=rows, seconds=seconds,
-                      drain_secs=240, name=f"sweep{int(rate)}")
+        rate_writers = max(writers, math.ceil(rate / 12.5))
+        result = soak(stack, writers=rate_writers, rate=rate, rows=rows, seconds=seconds, drain_secs=240,
+                      env_overrides=env_overrides, name=f"sweep{int(rate)}")
         result["bounded"] = bounded(result)
-        out.append({k: v for k, v in result.items() if k != "samples"})
-        print(f"[soak] sweep {rate:g} requests/s: bounded={result['bounded']}", flush=True)
+        point = {k: v for k, v in result.items() if k != "samples"}
+        point["baseline"] = without_background(stack, writers=rate_writers, rate=rate, rows=rows,
+                                               seconds=min(seconds, 60.0), env_overrides=env_overrides,
+                                               name=f"sweep{int(rate)}-baseline")
+        point["ingest_p50_ratio"] = result["ingest_load_p50"] / point["baseline"]["ingest_load_p50"]
+        out.append(point)
+        print(f"[soak] sweep {rate:g} requests/s: achieved {point['achieved_rps']:.1f}, bounded={point['bounded']}, "
+              f"ingest p50 {point['ingest_p50_ratio']:.2f}x of no background work", flush=True)
     return out
 
 
@@ -471,11 +495,11 @@ def crossover(stack, *, sizes: tuple[int, ...], runs: int) -> list[dict[str, Any
 
 def run(stack, *, quick: bool = False, parts: tuple[str, ...] = PARTS, writers: int = 4, rate: float = 50.0,
         rows: int = 200, seconds: float = 300.0, backlog_splits: int = 5000, compare_spark: bool = True,
-        env_overrides: dict[str, str] | None = None) -> dict[str, Any]:
+        env_overrides: dict[str, str] | None = None, sweep_rates: tuple[float, ...] = ()) -> dict[str, Any]:
     """Every part asked for; `quick` makes each short (to check the harness, not to publish)."""
     if quick:
         seconds, backlog_splits, compare_spark = 30.0, 500, False
-    sweep_rates = (50, 200) if quick else (50, 100, 200)
+    sweep_rates = sweep_rates or ((50, 200) if quick else SWEEP_RATES)
     sweep_secs = 30.0 if quick else 120.0
     crossover_sizes = CROSSOVER_ROWS[:3] if quick else CROSSOVER_ROWS
     crossover_runs = 1 if quick else 5
@@ -485,12 +509,9 @@ def run(stack, *, quick: bool = False, parts: tuple[str, ...] = PARTS, writers: 
                               env_overrides=env_overrides)
         result["soak"]["bounded"] = bounded(result["soak"])
         draw_chart(result["soak"], CHART_PATH)
-        # The same load with no compaction and no indexing at all: what ingestion's latency is under this load on
-        # its own, so the ratio says what the background work adds.
-        quiet = {**(env_overrides or {}), "STRATA_COMPACTION_WORKER_SLOTS": "0", "STRATA_INDEXING_WORKER_SLOTS": "0"}
-        baseline = soak(stack, writers=writers, rate=rate, rows=rows, seconds=min(seconds, 120.0), drain_secs=0,
-                        env_overrides=quiet, name="soak-baseline")
-        result["soak_baseline"] = {k: v for k, v in baseline.items() if k != "samples"}
+        result["soak_baseline"] = without_background(stack, writers=writers, rate=rate, rows=rows,
+                                                     seconds=min(seconds, 120.0), env_overrides=env_overrides,
+                                                     name="soak-baseline")
     if "backlog" in parts:
         result["backlog"] = backlog(stack, splits=backlog_splits, rows=rows, env_overrides=env_overrides)
         if compare_spark:
@@ -499,7 +520,9 @@ def run(stack, *, quick: bool = False, parts: tuple[str, ...] = PARTS, writers: 
             result["backlog_spark"] = backlog(stack, splits=min(backlog_splits, 2000), rows=rows,
                                               env_overrides={"STRATA_COMPACTION_LOCAL_MAX_BYTES": "0"})
     if "sweep" in parts:
-        result["sweep"] = sweep(stack, rates=list(sweep_rates), writers=writers, rows=rows, seconds=sweep_secs)
+        result["sweep"] = sweep(stack, rates=list(sweep_rates), writers=writers, rows=rows, seconds=sweep_secs,
+                                env_overrides=env_overrides)
+        draw_sweep_chart(result["sweep"], SWEEP_CHART_PATH)
     if "crossover" in parts:
         result["crossover"] = crossover(stack, sizes=crossover_sizes, runs=crossover_runs)
     return result
@@ -556,6 +579,66 @@ def draw_chart(result: dict[str, Any], path: Path) -> None:
         t = t_max * i / 6
         parts.append(f'<text x="{px(t):.1f}" y="{top - 8}" text-anchor="middle">{t:.0f}s</text>')
     total = top + 10
+    path.write_text("\n".join([f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{total}" '
+                               f'font-family="sans-serif" font-size="12">',
+                               f'<rect width="{width}" height="{total}" fill="white"/>', *parts, "</svg>"]) + "\n")
+
+
+SWEEP_PANELS = (
+    ("achieved_rps", "requests/s achieved (dashed: offered)", "", None),
+    ("max_published_splits_load", "most published splits under load", "", GOALS["max_published_splits"]),
+    ("max_closed_not_final_age", "longest a closed window waited for its final merge", "s",
+     GOALS["final_within_secs"]),
+    ("ingest_p50_ratio", "ingest p50 / the same load without compaction or indexing", "x",
+     GOALS["ingest_p50_ratio"]),
+)
+
+
+def draw_sweep_chart(points: list[dict[str, Any]], path: Path) -> None:
+    """The sweep as four small panels over the offered rate (plain SVG): what was achieved, the peak debt, the
+    final-merge delay and the ingest latency ratio, each with its goal as a dashed red line."""
+    if not points:
+        return
+    width, left, right, height = 700, 60, 80, 130
+    step = (width - left - right) / max(len(points) - 1, 1)
+
+    def px(i: int) -> float:
+        return left + step * i
+
+    parts = ['<text x="10" y="20" font-size="14">Sustainable rate: soaks at rising offered rates of 200-row '
+             'requests</text>']
+    top = 60
+    for key, label, unit, goal in SWEEP_PANELS:
+        values = [float(p[key]) for p in points]
+        ceiling = max(values + ([float(goal)] if goal else []) + ([float(p["offered_rps"]) for p in points]
+                                                                    if key == "achieved_rps" else []))
+        y_max = _nice(ceiling * 1.1) if unit != "x" else max(2.0, math.ceil(ceiling * 1.1))
+
+        def py(v: float, top: int = top, y_max: float = y_max) -> float:
+            return top + height * (1 - v / y_max)
+
+        parts.append(f'<text x="{left}" y="{top - 6}" font-weight="bold">{label}</text>')
+        for i in range(5):
+            v = y_max * i / 4
+            parts.append(f'<line x1="{left}" x2="{width - right}" y1="{py(v):.1f}" y2="{py(v):.1f}" stroke="#ddd"/>')
+            parts.append(f'<text x="{left - 6}" y="{py(v) + 4:.1f}" text-anchor="end">{v:g}{unit}</text>')
+        if goal:
+            parts.append(f'<line x1="{left}" x2="{width - right}" y1="{py(goal):.1f}" y2="{py(goal):.1f}" '
+                         f'stroke="#d62728" stroke-dasharray="5,3"/>')
+        if key == "achieved_rps":
+            offered = " ".join(f"{px(i):.1f},{py(p['offered_rps']):.1f}" for i, p in enumerate(points))
+            parts.append(f'<polyline fill="none" stroke="#999" stroke-dasharray="4,3" points="{offered}"/>')
+        line = " ".join(f"{px(i):.1f},{py(v):.1f}" for i, v in enumerate(values))
+        parts.append(f'<polyline fill="none" stroke="#1f77b4" stroke-width="2" points="{line}"/>')
+        for i, v in enumerate(values):
+            shown = f"{v:.2f}{unit}" if unit == "x" else f"{v:.0f}{unit}"
+            parts.append(f'<circle cx="{px(i):.1f}" cy="{py(v):.1f}" r="3" fill="#1f77b4"/>')
+            parts.append(f'<text x="{px(i) + 5:.1f}" y="{py(v) - 5:.1f}">{shown}</text>')
+        top += height + 45
+    for i, p in enumerate(points):
+        parts.append(f'<text x="{px(i):.1f}" y="{top - 22}" text-anchor="middle">{p["offered_rps"]:g}/s offered'
+                     f'</text>')
+    total = top
     path.write_text("\n".join([f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{total}" '
                                f'font-family="sans-serif" font-size="12">',
                                f'<rect width="{width}" height="{total}" fill="white"/>', *parts, "</svg>"]) + "\n")
@@ -644,19 +727,25 @@ def render(r: dict[str, Any]) -> str:
         lines.append("")
     if "sweep" in r:
         lines += ["### Sustainable rate", "",
-                  "Two-minute soaks at rising rates, each writer at most 12.5 requests/s (so 4 to 24 writers); "
-                  "bounded: the published splits of the load's last third no higher than of its middle third "
-                  "(+20%, +20), every closed window final within 60 s, no build waiting over 60 s, no failure.", "",
-                  "| offered requests/s | writers | achieved | most splits under load | closed window final within | "
-                  "builds waited at most | ingest p50 load / idle | bounded |", "|---|---|---|---|---|---|---|---|"]
+                  "Two-minute soaks at rising rates, each writer at most 12.5 requests/s (so 4 to 32 writers), each "
+                  "followed by one minute of the same load with no compaction or indexing at all (the ratio's "
+                  "denominator); bounded: the published splits of the load's last third no higher than of its "
+                  "middle third (+20%, +20), every closed window final within 60 s, no build waiting over 60 s, no "
+                  "failure.", "", "![the sweep](soak-sweep.svg)", "",
+                  "| offered requests/s | writers | achieved | rows sent / published | most splits under load | "
+                  "closed window final within | builds waited at most | ingest p50 load / no background work | "
+                  "ratio (goal <= 1.5x) | bounded |", "|---|---|---|---|---|---|---|---|---|---|"]
         best = None
         for s in r["sweep"]:
             if s["bounded"] and (best is None or s["achieved_rps"] > best["achieved_rps"]):
                 best = s
+            quiet_p50 = s["baseline"]["ingest_load_p50"]
             lines.append(f"| {s['offered_rps']:.0f} | {s['writers']} | {s['achieved_rps']:.1f} | "
+                         f"{fmt_int(s['rows_sent'])} / {fmt_int(s['rows_published'])} | "
                          f"{s['max_published_splits_load']} | {s['max_closed_not_final_age']:.0f} s | "
-                         f"{s['max_indexing_wait']:.0f} s | {s['ingest_load_p50'] * 1e3:.1f} / "
-                         f"{s['ingest_idle_p50'] * 1e3:.1f} ms | {'yes' if s['bounded'] else 'no'} |")
+                         f"{s['max_indexing_wait']:.0f} s | {s['ingest_load_p50'] * 1e3:.1f} / {quiet_p50 * 1e3:.1f} "
+                         f"ms ({s['baseline']['achieved_rps']:.1f}/s) | {s['ingest_p50_ratio']:.2f}x | "
+                         f"{'yes' if s['bounded'] else 'no'} |")
         lines += ["", "Highest rate with bounded debt: " + (
             "none" if best is None else f"**{best['achieved_rps']:.0f} requests/s** of {best['rows']} rows achieved "
             f"({best['offered_rps']:.0f} offered)") + " (goal 200).", ""]
@@ -684,6 +773,8 @@ def main() -> None:
     parser.add_argument("--backlog-splits", type=int, default=5000)
     parser.add_argument("--no-spark-compare", action="store_true", help="backlog: skip the all-Spark run")
     parser.add_argument("--quick", action="store_true", help="short runs, printed only")
+    parser.add_argument("--sweep-rates", type=lambda v: tuple(float(x) for x in v.split(",")), default=(),
+                        help="sweep: the offered rates, comma-separated (default 50,100,200,400)")
     parser.add_argument("--json", type=Path, help="also write the raw result here")
     parser.add_argument("--env", action="append", default=[], metavar="STRATA_X=VALUE",
                         help="a setting of the APIs for this run (repeatable), e.g. STRATA_COMPACTION_WORKER_SLOTS=0")
@@ -697,7 +788,7 @@ def main() -> None:
         env = dict(item.split("=", 1) for item in args.env)
         result = run(stack, quick=quick, parts=parts, writers=args.writers, rate=args.rate, rows=args.rows,
                      env_overrides=env, seconds=args.minutes * 60, backlog_splits=args.backlog_splits,
-                     compare_spark=not args.no_spark_compare)
+                     compare_spark=not args.no_spark_compare, sweep_rates=args.sweep_rates)
         if args.json:
             args.json.write_text(json.dumps(result, indent=1, default=str))
         return render(result)
