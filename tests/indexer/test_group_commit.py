@@ -133,3 +133,63 @@ async def test_turned_off_every_request_commits_alone_and_at_once():
     assert await asyncio.gather(first, second) == [("a",), ("b",)]
     assert commits.calls == [["a"], ["b"]]
     assert sizes == [1, 1]
+
+
+async def test_alone_commits_at_an_idle_scope_only_and_the_next_requests_queue_behind_it():
+    sizes: list[int] = []
+    committer = _committer(sizes=sizes)
+    commits = HeldCommits()
+
+    async def commit_alone() -> tuple[str, ...]:
+        committer.observe(1)
+        return await commits(["a"])
+
+    first = committer.alone("s", commit_alone)
+    assert first is not None
+    first_task = asyncio.ensure_future(first)
+    await _until(lambda: commits.calls)
+    # A commit of the scope is in flight: nothing runs alone, the requests are submitted and grouped as usual.
+    assert committer.alone("s", commit_alone) is None
+    followers = [asyncio.create_task(committer.submit("s", x, rows=1, nbytes=1, commit=commits)) for x in "bc"]
+    await _until(lambda: committer.waiting() == 2)
+    commits.release.set()
+    assert await first_task == ("a",)
+    assert await asyncio.gather(*followers) == [("b", "c")] * 2
+    assert commits.calls == [["a"], ["b", "c"]]
+    assert sizes == [1, 2]
+    # Idle again: the next request runs alone.
+    again = committer.alone("s", commit_alone)
+    assert again is not None and await again == ("a",)
+
+
+async def test_a_failed_alone_commit_fails_only_its_request():
+    committer = _committer()
+    commits = HeldCommits()
+    refused = asyncio.Event()
+
+    async def bad_body() -> tuple[str, ...]:
+        await refused.wait()
+        raise ValueError("line 2 does not decode")
+
+    alone = committer.alone("s", bad_body)
+    assert alone is not None
+    failing = asyncio.ensure_future(alone)
+    follower = asyncio.create_task(committer.submit("s", "b", rows=1, nbytes=1, commit=commits))
+    await _until(lambda: committer.waiting() == 1)
+    commits.release.set()
+    refused.set()
+    with pytest.raises(ValueError, match="line 2"):
+        await failing
+    assert await follower == ("b",)
+
+
+async def test_turned_off_alone_always_commits_at_once():
+    committer = _committer(enabled=False)
+    commits = HeldCommits()
+    first = committer.alone("s", lambda: commits(["a"]))
+    second = committer.alone("s", lambda: commits(["b"]))
+    assert first is not None and second is not None
+    first_task, second_task = asyncio.ensure_future(first), asyncio.ensure_future(second)
+    await _until(lambda: len(commits.calls) == 2)
+    commits.release.set()
+    assert await asyncio.gather(first_task, second_task) == [("a",), ("b",)]

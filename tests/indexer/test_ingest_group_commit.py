@@ -287,3 +287,36 @@ async def test_turned_off_every_request_is_its_own_split(ungrouped, indexer, key
     held.release.set()
     assert (await leader).status_code == 200 and all(a.status_code == 200 for a in others)
     assert len(await _splits(ungrouped, keys, index_id)) == 4
+
+
+async def test_a_request_at_an_idle_scope_writes_its_stage_entry_before_its_file_and_a_failed_upload_is_a_503(
+        indexer, keys, storage, monkeypatch):
+    """A request that finds its scope idle decodes, cuts and encodes in one hand-off, and writes its stage's
+    commit-log entry and its files in another: the entry still goes first, and a refused upload still answers 503,
+    its staged rows removed, nothing published."""
+    index_id = await _create(indexer, keys)
+    app_storage = indexer.app.state.strata.storage
+    real = app_storage.write_bytes
+    written: list[str] = []
+
+    def write_bytes(uri: str, data: bytes) -> None:
+        if COMMIT_LOG_DIR not in uri:
+            written.append("split")
+            raise OSError("storage went away")
+        written.append("entry")
+        return real(uri, data)
+
+    monkeypatch.setattr(app_storage, "write_bytes", write_bytes)
+    answer = await _ingest(indexer, keys, index_id, ndjson(_rows(10, _window(), "alone")))
+    problem = assert_problem(answer, 503, "unavailable")
+    assert "storage went away" in problem["detail"]
+    # The stage's entry, then the split's file (refused), then the unstaging's entry.
+    assert written == ["entry", "split", "entry"]
+    assert await _splits(indexer, keys, index_id) == []
+    assert await _splits(indexer, keys, index_id, "staged") == []
+    monkeypatch.setattr(app_storage, "write_bytes", real)
+    bad = await _ingest(indexer, keys, index_id, b'{"metric_name": 7}\n')
+    assert_problem(bad, 400, "bad-request")
+    good = await _ingest(indexer, keys, index_id, ndjson(_rows(10, _window(), "again")))
+    assert good.status_code == 200, good.text
+    assert [s["num_rows"] for s in await _splits(indexer, keys, index_id)] == [10]

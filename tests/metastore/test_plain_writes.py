@@ -175,6 +175,43 @@ async def test_a_plain_writer_killed_at_any_step_leaves_bucket_and_database_agre
     assert await _plain_stage_and_publish(writes, _splits(storage, "pln:1", 10)) == 3
 
 
+@pytest.mark.parametrize("step", [*STEPS, None])
+async def test_a_stage_shipped_with_the_work_that_follows_it_keeps_the_protocol(stack, step):
+    """Ingestion's stage: `commit_unshipped`, then the entry and the upload on one worker thread
+    (`Shipment.ship(then=...)`). The entry is in the bucket before the work that follows it runs, and a writer killed
+    at any step leaves bucket and database agreeing, as `commit` does."""
+    _url, storage, sessions, writes = stack
+    splits = _splits(storage, "pln:1", 0)
+    before = len(list_log(storage).entries)
+    entries_seen: list[int] = []
+
+    def upload() -> str:
+        entries_seen.append(len(list_log(storage).entries))
+        return "uploaded"
+
+    async def stage() -> str | None:
+        async with writes.transaction() as transaction:
+            await stage_splits_plain(transaction, splits)
+            shipment = await transaction.commit_unshipped()
+        return await shipment.ship(then=upload)
+
+    if step is None:
+        assert await stage() == "uploaded"
+        assert entries_seen == [before + 1]
+    else:
+        with crash_at(step), pytest.raises(SimulatedCrash):
+            await stage()
+        assert entries_seen == []  # every step comes before the work that follows the entry
+    committed = step is None or STEPS.index(step) >= STEPS.index("before-ship")
+    states = {json.loads(r)["state"] for r in (await _dump(sessions))["splits"]}
+    assert states == ({"staged"} if committed else set())
+    shipped = await ship_pending(sessions, storage, grace=timedelta(0))
+    assert bool(shipped) == (step == "before-ship")
+    report = await verify(sessions, storage)
+    assert report.agrees, report.as_json()
+    assert await _plain_stage_and_publish(writes, _splits(storage, "pln:1", 10)) == 3
+
+
 async def test_connections_dropped_while_idle_are_replaced_before_anything_is_written(stack):
     url, storage, sessions, writes = stack
     assert await _plain_stage_and_publish(writes, _splits(storage, "pln:1", 0)) == 3

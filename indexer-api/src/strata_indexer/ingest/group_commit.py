@@ -17,10 +17,11 @@ import asyncio
 from collections import deque
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
+S = TypeVar("S")
 
 
 @dataclass(eq=False)
@@ -31,6 +32,8 @@ class _Group(Generic[T, R]):
     waiters: list[asyncio.Future[R]] = field(default_factory=list)
     rows: int = 0
     nbytes: int = 0
+    # Whether the committer tells the group's size (`GroupCommitter.alone`'s commit tells it itself).
+    observed: bool = True
 
     def has_room(self, rows: int, nbytes: int, max_rows: int, max_bytes: int) -> bool:
         return not self.items or (self.rows + rows <= max_rows and self.nbytes + nbytes <= max_bytes)
@@ -95,6 +98,29 @@ class GroupCommitter(Generic[T, R]):
             waiter = group.add(item, rows, nbytes)
         return await waiter
 
+    def alone(self, scope: Hashable, commit: Callable[[], Awaitable[S]]) -> Awaitable[S] | None:
+        """When no commit of `scope` is in flight: `commit` runs now as the scope's commit, of one request (the
+        requests that arrive meanwhile queue behind it, as behind any commit), and its outcome is returned to await;
+        else None, and the request is `submit`ted as usual. What lets a request that finds its scope idle do its
+        own work (decode) and the commit's (cut, sort, encode) in one hand-off to a thread: nothing can join it.
+        `commit` tells the group's size itself (`observe`), once it has a group to commit."""
+        if not self.enabled:
+            return commit()
+        if scope in self._busy:
+            return None
+        waiting: deque[_Group[Any, Any]] = deque()
+        self._busy[scope] = waiting
+        group: _Group[Any, Any] = _Group(lambda _items: commit(), observed=False)
+        waiter = group.add(None, 0, 0)
+        task = asyncio.create_task(self._run(scope, waiting, group), name=f"ingest-group-commit {scope}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return waiter
+
+    def observe(self, requests: int) -> None:
+        """A group of `requests` committed (`alone`'s commit tells it itself)."""
+        self._observe(requests)
+
     def _observe(self, requests: int) -> None:
         if self.on_commit is not None:
             self.on_commit(requests)
@@ -102,7 +128,8 @@ class GroupCommitter(Generic[T, R]):
     async def _run(self, scope: Hashable, waiting: deque[_Group[T, R]], group: _Group[T, R]) -> None:
         try:
             while True:
-                self._observe(len(group.items))
+                if group.observed:
+                    self._observe(len(group.items))
                 try:
                     result = await group.commit(group.items)
                 except Exception as exc:  # noqa: BLE001 - the group's requests answer it, each with this problem

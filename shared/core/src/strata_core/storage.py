@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import errno
 import io
+import os
 import posixpath
 import shutil
 from typing import BinaryIO
@@ -24,6 +25,7 @@ import pyarrow.fs as pafs
 from strata_core.object_requests import MeteredFileSystem
 
 _COPY_CHUNK = 8 << 20
+_LOCAL_WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0)
 
 
 class PathOutsideRoot(ValueError):
@@ -59,7 +61,8 @@ class ObjectStore:
         root = urlparse(self.root_uri)
         self._root_scheme, self._root_netloc = root.scheme, root.netloc
         self._root_prefix = self.root_path.rstrip("/") + "/"
-        if isinstance(inner, pafs.LocalFileSystem):
+        self._local = isinstance(inner, pafs.LocalFileSystem)
+        if self._local:
             inner.create_dir(self.root_path, recursive=True)
 
     @property
@@ -89,7 +92,30 @@ class ObjectStore:
         return self.uri_for(path[len(self._root_prefix):] if path != self.root_path else "")
 
     def write_bytes(self, uri: str, data: bytes) -> None:
-        self.write_from(uri, io.BytesIO(data))
+        if self._local:
+            self._write_local(self.resolve(uri), data)
+        else:
+            self.write_from(uri, io.BytesIO(data))
+
+    def _write_local(self, path: str, data: bytes) -> None:
+        """`write_from` on a local disk, in plain system calls: the same temporary name and rename, the same
+        requests counted, without a pyarrow stream (and its counting wrapper) or a directory check per write.
+        Ingestion writes three files per request; through pyarrow each took 0.43 ms of CPU, this way 0.27
+        (docs/benchmarks.md, "Ingestion on plain asyncpg")."""
+        tmp = f"{path}.tmp-upload"
+        try:
+            fd = os.open(tmp, _LOCAL_WRITE_FLAGS, 0o666)
+        except FileNotFoundError:  # the first file of its directory
+            os.makedirs(posixpath.dirname(path), exist_ok=True)
+            fd = os.open(tmp, _LOCAL_WRITE_FLAGS, 0o666)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+        self.fs.count_local_write(len(data))
 
     def write_from(self, uri: str, source: BinaryIO) -> None:
         """The rest of `source` as the object's content, copied a chunk at a time (a file larger than memory)."""

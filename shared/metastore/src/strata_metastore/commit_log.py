@@ -33,7 +33,7 @@ import re
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import event, text
 from sqlalchemy.engine import Engine
@@ -44,6 +44,7 @@ from strata_core.storage_layout import commit_log_entry_path
 from strata_metastore import commit_log_models  # noqa: F401 - registers the tables
 
 log = logging.getLogger("strata.commit_log")
+T = TypeVar("T")
 
 # table -> primary key columns. The capture triggers of migration 0017 are on exactly these tables (pinned by
 # tests/metastore/test_commit_log.py against the database): what decides what a query sees. Counters derived from
@@ -153,6 +154,14 @@ async def commit_logged(drain: Callable[[], Awaitable[Any]] | None, commit: Call
     connection): `drain` (the DRAIN statement, inside the transaction; None when it captured nothing) numbers its
     changes as one entry, `commit` commits, then the entry is shipped to storage. The named steps are where a test
     injects a crash."""
+    await (await commit_unshipped(drain, commit, commit_log)).ship()
+
+
+async def commit_unshipped(drain: Callable[[], Awaitable[Any]] | None, commit: Callable[[], Awaitable[None]],
+                           commit_log: CommitLogWriter | None) -> Shipment:
+    """`commit_logged` up to its COMMIT: the entry is the returned shipment's to write, which the caller ships
+    before it goes on (CL-2), with blocking work of its own after it on the same worker thread if it has some
+    (ingestion's upload: one hand-off to a thread instead of two)."""
     entry = None
     if drain is not None:
         _step("before-drain")
@@ -160,10 +169,31 @@ async def commit_logged(drain: Callable[[], Awaitable[Any]] | None, commit: Call
         entry = None if row is None else Entry.of(*row)
     _step("before-commit")
     await commit()
-    if entry is not None and commit_log is not None:
+    return Shipment(entry if commit_log is not None else None, commit_log)
+
+
+@dataclass(frozen=True, slots=True)
+class Shipment:
+    """A committed transaction's entry, not yet in storage (None: nothing to ship)."""
+
+    entry: Entry | None
+    commit_log: CommitLogWriter | None
+
+    async def ship(self, then: Callable[[], T] | None = None) -> T | None:
+        """The entry written to storage, then `then` (blocking work that must follow the entry, such as an upload
+        of files the transaction staged) on the same worker thread; returns what `then` returns. The crash steps
+        are those of `commit_logged`, `after-ship` before `then`."""
+        entry, commit_log = self.entry, self.commit_log
+        if entry is None or commit_log is None:
+            return None if then is None else await asyncio.to_thread(then)
         _step("before-ship")
-        await commit_log.ship(entry)
-        _step("after-ship")
+
+        def ship_then() -> T | None:
+            commit_log.write_or_keep(entry)
+            _step("after-ship")
+            return None if then is None else then()
+
+        return await asyncio.to_thread(ship_then)
 
 
 class CommitLogWriter:
@@ -175,16 +205,20 @@ class CommitLogWriter:
     def write(self, entry: Entry) -> None:
         self.storage.write_bytes(commit_log_entry_path(entry.seq), entry.body)
 
-    async def ship(self, entry: Entry) -> bool:
+    def write_or_keep(self, entry: Entry) -> bool:
         """Whether the entry is in the bucket. A failure is not the caller's: its change is committed (a 5xx now
         would make a client retry what succeeded), and the ship pass writes the entry once storage answers."""
         try:
-            await asyncio.to_thread(self.write, entry)
+            self.write(entry)
         except OSError as exc:
             log.warning("commit log entry %d committed but not written to object storage (%s: %s); the ship pass "
                         "writes it", entry.seq, type(exc).__name__, exc)
             return False
         return True
+
+    async def ship(self, entry: Entry) -> bool:
+        """`write_or_keep` on a worker thread."""
+        return await asyncio.to_thread(self.write_or_keep, entry)
 
 
 class CommitLogSession(AsyncSession):

@@ -27,7 +27,7 @@ import asyncpg
 from sqlalchemy.dialects.postgresql.asyncpg import PGDialect_asyncpg
 from sqlalchemy.sql.expression import Executable
 
-from strata_metastore.commit_log import DRAIN, CommitLogWriter, commit_logged
+from strata_metastore.commit_log import DRAIN, CommitLogWriter, Shipment, commit_logged, commit_unshipped
 from strata_metastore.conflicts import conflict_problem
 from strata_metastore.engine import DatabaseUnavailable, connection_lost, database_unavailable
 from strata_metastore.single_reads import SingleReads
@@ -77,6 +77,11 @@ class PlainTransaction:
         too (these statements all write logged tables, so the drain always runs: it numbers nothing when no row
         changed)."""
         await commit_logged(lambda: self.connection.fetchrow(_DRAIN_SQL), self._commit, self.commit_log)
+
+    async def commit_unshipped(self) -> Shipment:
+        """`commit` up to its COMMIT; the caller ships the returned entry (`Shipment.ship`) before it goes on,
+        after the transaction's block (the connection is given back first)."""
+        return await commit_unshipped(lambda: self.connection.fetchrow(_DRAIN_SQL), self._commit, self.commit_log)
 
     async def _commit(self) -> None:
         await self.connection.execute("COMMIT")

@@ -51,7 +51,12 @@ class AdmittedRows:
     rows_null_timestamp: int
 
     def rows_by_window(self) -> dict[int, int]:
-        windows, counts = np.unique(self.starts, return_counts=True)
+        starts = self.starts
+        # Most requests fall in one window: a comparison rather than np.unique's sort (on the event loop, it was
+        # 2.6% of indexer-api's busy samples under 4 writers).
+        if len(starts) and (starts == starts[0]).all():
+            return {int(starts[0]): len(starts)}
+        windows, counts = np.unique(starts, return_counts=True)
         return dict(zip(windows.tolist(), counts.tolist(), strict=True))
 
 
