@@ -1,4 +1,4 @@
-"""`SplitRepository.insert` sends each table's rows as one array per column (`metastore.column_arrays`): what it
+"""`SplitRepository.insert` writes each table's rows with one binary COPY (`metastore.column_arrays`): what it
 writes reads back exactly, for every kind of column it converts on the way (JSONB, text arrays, enums, NULLs, u64
 beyond BIGINT), and publishing (`publish_splits`, the use case around it) flags each window once and enqueues one
 indexing job per published file, while staging does neither."""
@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from sqlalchemy import text
+from sqlalchemy.exc import IntegrityError
 
 from strata_core.domain.column_stats import ColumnStats
 from strata_core.domain.split import RowGroupSpan, SplitMetadata, SplitState
@@ -107,3 +109,26 @@ async def _publish_staged(url: str) -> None:
 
 def test_publishing_staged_splits_flags_their_windows_and_queues_one_build_each(repository_database):
     asyncio.run(_publish_staged(repository_database))
+
+
+async def _conflicts(url: str) -> None:
+    async with rolled_back(url) as db:
+        await db.execute(text(
+            "INSERT INTO indexes (index_uid, index_id, incarnation, config, doc_mapping_uid, version) "
+            "VALUES ('ins:1', 'ins', 'x', '{}', 'd', 1)"))
+        first = _split(0, SplitState.PUBLISHED)
+        await publish_splits(db, [first])
+        # The same split id, and another split naming the same file: refused as an INSERT's unique violation is
+        # (what registration answers 409 for a concurrent registration), nothing of the batch written.
+        for batch in ([_split(1, SplitState.PUBLISHED), _split(0, SplitState.PUBLISHED)],
+                      [_split(2, SplitState.PUBLISHED, uri=first.uri)]):
+            savepoint = await db.begin_nested()
+            with pytest.raises(IntegrityError):
+                await SplitRepository(db).insert(batch)
+            await savepoint.rollback()
+        ids = (await db.execute(text("SELECT split_id FROM splits"))).scalars().all()
+        assert ids == [first.split_id]
+
+
+def test_a_conflicting_insert_raises_integrity_error_and_writes_nothing(repository_database):
+    asyncio.run(_conflicts(repository_database))

@@ -18,7 +18,7 @@ from strata_core.domain.wire_types import Int64, Ulid
 from strata_core.errors import BadRequest, Conflict, InvalidInput
 from strata_core.object_requests import counting_into, current_meter
 from strata_core.storage import ObjectStore
-from strata_indexer.splits.inspect import IndexIdentity, SplitRejected, inspect_split
+from strata_indexer.splits.inspect import IndexIdentity, SchemaChecks, SplitRejected, inspect_split
 from strata_indexer.splits.schemas import RegisterSplitsResponse, SplitToRegister
 from strata_metastore.models import IndexRow
 from strata_metastore.publish_splits import publish_splits
@@ -36,12 +36,13 @@ _IDENTITY_FIELDS = ("index_uid", "uri", "partition_id", "source_id", "num_rows",
 def _inspect_all(items: list[SplitToRegister], index: IndexIdentity, storage: ObjectStore) -> list[SplitMetadata]:
     # The pool's threads do not share this context: their reads count into the registration's meter explicitly.
     meter = current_meter()
+    schemas = SchemaChecks(index)
 
     def one(position_item: tuple[int, SplitToRegister]) -> SplitMetadata | tuple[str, str]:
         position, item = position_item
         try:
             with counting_into(meter):
-                return inspect_split(item, index, storage)
+                return inspect_split(item, index, storage, schemas)
         except SplitRejected as rejected:
             return (f"splits.{position}.{rejected.field}", f"split {item.split_id}: {rejected.message}")
 

@@ -225,6 +225,20 @@ class MeteredFileSystem:
         handle = self.inner.open_input_file(path)
         return pa.PythonFile(_CountingReader(handle, meter), mode="r")
 
+    def read_whole_file(self, path: str) -> pa.Buffer:
+        """A file's whole content, counted as `open_input_file` then one read of it count it, without the
+        counting handle (a Python object pyarrow calls back for every read, seek and size)."""
+        meter = _CURRENT.get()
+        if meter is None:
+            with self.inner.open_input_file(path) as handle:
+                return handle.read_buffer()
+        meter.add(heads=1)
+        with self.inner.open_input_file(path) as handle:
+            data = handle.read_buffer()
+        if data.size:
+            meter.add(gets=1, bytes_read=data.size)
+        return data
+
     def open_output_stream(self, path: str) -> pa.NativeFile:
         meter = _CURRENT.get()
         stream = self.inner.open_output_stream(path)

@@ -16,7 +16,7 @@ import io
 import os
 import posixpath
 import shutil
-from typing import BinaryIO
+from typing import BinaryIO, NamedTuple
 from urllib.parse import urlparse
 
 import pyarrow as pa
@@ -50,6 +50,17 @@ def _refuse_connection_settings(root_uri: str) -> None:
                             f"region come from the standard AWS variables {_AWS_VARIABLES}, never from the URI")
 
 
+# What urlparse splits off a URL's path (params, query, fragment) or strips from it anywhere (tab, CR, LF).
+_URL_SPECIAL = frozenset(";?#\t\r\n")
+
+
+class StoredFile(NamedTuple):
+    """A file under the root, as `ObjectStore.locate` found it."""
+    uri: str
+    path: str
+    size: int
+
+
 class ObjectStore:
     def __init__(self, root_uri: str) -> None:
         _refuse_connection_settings(root_uri)
@@ -61,20 +72,27 @@ class ObjectStore:
         root = urlparse(self.root_uri)
         self._root_scheme, self._root_netloc = root.scheme, root.netloc
         self._root_prefix = self.root_path.rstrip("/") + "/"
+        # A URI under the root spelled as the root is (what `canonical_uri` returns and clients send back): its
+        # path is the root's path and the rest of the URI, as urlparse would find it unless the rest holds a
+        # character urlparse treats specially (query, fragment, params, the bytes it strips).
+        self._uri_prefix = self.root_uri + "/" if not _URL_SPECIAL.intersection(self.root_uri) else "\0"
+        self._uri_base = root.path if root.scheme == "file" else f"{root.netloc}{root.path}"
         self._local = isinstance(inner, pafs.LocalFileSystem)
         if self._local:
             inner.create_dir(self.root_path, recursive=True)
 
     @property
     def is_local(self) -> bool:
-        return isinstance(self.fs.inner, pafs.LocalFileSystem)
+        return self._local
 
     def uri_for(self, relative_path: str) -> str:
         return f"{self.root_uri}/{relative_path.lstrip('/')}"
 
     def resolve(self, uri_or_relative: str) -> str:
         """Filesystem path of a URI or root-relative path; PathOutsideRoot if it leaves the root."""
-        if "://" in uri_or_relative or uri_or_relative.startswith("file:"):
+        if uri_or_relative.startswith(self._uri_prefix) and not _URL_SPECIAL.intersection(uri_or_relative):
+            candidate = self._uri_base + uri_or_relative[len(self.root_uri):]
+        elif "://" in uri_or_relative or uri_or_relative.startswith("file:"):
             parsed = urlparse(uri_or_relative)
             if parsed.scheme != self._root_scheme or parsed.netloc != self._root_netloc:
                 raise PathOutsideRoot(f"{uri_or_relative!r} is not under the storage root {self.root_uri!r}")
@@ -130,8 +148,11 @@ class ObjectStore:
     def _file_info(self, uri: str) -> pafs.FileInfo | None:
         """The file's info, or None when no file can be there: a name too long for the filesystem is a file
         that does not exist, not a storage failure."""
+        return self._info_at(self.resolve(uri))
+
+    def _info_at(self, path: str) -> pafs.FileInfo | None:
         try:
-            info = self.fs.get_file_info(self.resolve(uri))
+            info = self.fs.get_file_info(path)
         except OSError as exc:
             if exc.errno == errno.ENAMETOOLONG:
                 return None
@@ -147,6 +168,24 @@ class ObjectStore:
         if info is None:
             raise FileNotFoundError(uri)
         return int(info.size)
+
+    def locate(self, uri_or_relative: str) -> StoredFile:
+        """The file's canonical URI, path and size, its path resolved once (as `canonical_uri` and `size` answer
+        them, and count their call): PathOutsideRoot, or FileNotFoundError if there is no file."""
+        path = self.resolve(uri_or_relative)
+        uri = self.uri_for(path[len(self._root_prefix):] if path != self.root_path else "")
+        info = self._info_at(path)
+        if info is None:
+            raise FileNotFoundError(uri)
+        return StoredFile(uri, path, int(info.size))
+
+    def open_located(self, file: StoredFile) -> pa.NativeFile:
+        """`open_input` of a located file."""
+        return self.fs.open_input_file(file.path)
+
+    def read_located(self, file: StoredFile) -> pa.Buffer:
+        """A located file's whole content, in one read."""
+        return self.fs.read_whole_file(file.path)
 
     def open_input(self, uri: str) -> pa.NativeFile:
         return self.fs.open_input_file(self.resolve(uri))

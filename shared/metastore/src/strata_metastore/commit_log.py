@@ -240,6 +240,14 @@ class CommitLogSession(AsyncSession):
         return bool(connection.sync_connection.info.get(_CAPTURED))
 
 
+async def mark_captured(session: AsyncSession) -> None:
+    """The session's transaction writes a logged table by a statement SQLAlchemy does not see (a COPY on its
+    connection, `single_reads.session_driver`): its commit must drain, as `install_capture_tracking` makes it for
+    the statements it sees (else the commit is refused: a change committed without its entry)."""
+    connection = await session.connection()
+    connection.sync_connection.info[_CAPTURED] = True
+
+
 def session_class_kwargs(storage: ObjectStore | None) -> dict[str, Any]:
     """What `async_sessionmaker` needs to make commit-logging sessions (with no storage, entries wait in
     PostgreSQL for the ship pass)."""

@@ -9,6 +9,7 @@ from decimal import Decimal
 from operator import getitem
 from typing import Any, NamedTuple
 
+import asyncpg
 from sqlalchemy import (
     ARRAY,
     Row,
@@ -22,6 +23,7 @@ from sqlalchemy import (
     tuple_,
     update,
 )
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.dml import Update
 
@@ -31,6 +33,7 @@ from strata_core.errors import NotFound
 from strata_core.query.predicate import Predicate
 from strata_core.query.time_range import TimeRanges
 from strata_metastore.column_arrays import ColumnArrays
+from strata_metastore.commit_log import mark_captured
 from strata_metastore.models import IndexRow, PublishedTotalsRow, SplitColumnStatsRow, SplitRow
 from strata_metastore.single_reads import session_driver
 from strata_metastore.split_pruning import Params, constant_source, may_match_sql, stats_source
@@ -138,10 +141,19 @@ class SplitRepository:
             return
         # One statement per table whatever the batch size, so the counters' statement-level triggers (migration
         # 0008) run once per batch.
-        split_params, stats_params = insert_params(splits, now or utcnow())
-        await self.session.execute(SPLITS_INSERT.statement, split_params)
-        if stats_params is not None:
-            await self.session.execute(STATS_INSERT.statement, stats_params)
+        # Each table by one binary COPY on the session's connection, in its transaction: a statement per table,
+        # and asyncpg encodes the values without the per-value checks of array parameters. The commit must drain
+        # what the capture triggers recorded (SQLAlchemy never sees the COPY), and a violated constraint is
+        # answered as an INSERT's would be.
+        split_records, stats_records = copy_records(splits, now or utcnow())
+        driver = await session_driver(self.session)
+        await mark_captured(self.session)
+        try:
+            await SPLITS_INSERT.copy(driver, split_records)
+            if stats_records:
+                await STATS_INSERT.copy(driver, stats_records)
+        except asyncpg.IntegrityConstraintViolationError as exc:
+            raise IntegrityError(f"COPY {SplitRow.__tablename__}, {_STATS_TABLE.name}", None, exc) from exc
 
     async def get_many(self, split_ids: Sequence[str], stats_columns: set[str] | None = None
                        ) -> dict[str, SplitMetadata]:
@@ -487,6 +499,39 @@ def insert_params(splits: Sequence[SplitMetadata], now: datetime) -> tuple[dict[
 
 
 _TYPED_COLUMNS = {"string": "string", "i64": "i64", "u64": "u64", "f64": "f64"}
+
+
+def copy_records(splits: Sequence[SplitMetadata], now: datetime) -> tuple[list[tuple[Any, ...]], list[list[Any]]]:
+    """The rows `SplitRepository.insert` copies into `splits` and `split_column_stats` (`SPLITS_INSERT.copy`,
+    `STATS_INSERT.copy`): the same values as `insert_params`, a sequence per row in the statements' column order."""
+    return (SPLITS_INSERT.records([_split_values(s, now) for s in splits]),
+            [_stats_record(s.split_id, st) for s in splits for st in s.column_stats.values()])
+
+
+_STATS_NAMES = STATS_INSERT.names
+_STATS_WIDTH = len(_STATS_NAMES)
+_COPY_SPLIT, _COPY_NAME, _COPY_TYPE, _COPY_NULL_COUNT, _COPY_REGEX = (
+    _STATS_NAMES.index(name) for name in ("split_id", "column_name", "value_type", "null_count", "regex"))
+_COPY_PAIRS = {kind: (_STATS_NAMES.index(f"min_{suffix}"), _STATS_NAMES.index(f"max_{suffix}"))
+               for kind, suffix in _TYPED_COLUMNS.items()}
+
+
+def _stats_record(split_id: str, stats: ColumnStats) -> list[Any]:
+    """`_stats_values` as a row of `STATS_INSERT.names` (a list: 5,000 of them a batch, no dict each)."""
+    row: list[Any] = [None] * _STATS_WIDTH
+    row[_COPY_SPLIT] = split_id
+    row[_COPY_NAME] = stats.name
+    row[_COPY_TYPE] = stats.value_type
+    row[_COPY_NULL_COUNT] = stats.null_count
+    row[_COPY_REGEX] = stats.regex
+    pair = _COPY_PAIRS.get(stats.value_type)
+    if pair is not None:
+        low, high = stats.min_value, stats.max_value
+        if stats.value_type == "u64":
+            low = None if low is None else Decimal(low)
+            high = None if high is None else Decimal(high)
+        row[pair[0]], row[pair[1]] = low, high
+    return row
 
 
 def _stats_values(split_id: str, stats: ColumnStats) -> dict[str, Any]:

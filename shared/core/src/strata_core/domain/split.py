@@ -168,7 +168,11 @@ def read_kv_metadata(raw: dict[bytes, bytes] | None) -> dict[str, str]:
         return {}
     out: dict[str, str] = {}
     for key, value in raw.items():
-        text = key.decode("utf-8", "replace")
-        if text.startswith(KV_PREFIX):
-            out[text[len(KV_PREFIX):]] = value.decode("utf-8", "replace")
+        # The prefix is ASCII: a key decodes to text starting with it exactly when its bytes start with it, so the
+        # others (pyarrow's ARROW:schema, kilobytes of base64) are never decoded.
+        if key.startswith(_KV_PREFIX_BYTES):
+            out[key.decode("utf-8", "replace")[len(KV_PREFIX):]] = value.decode("utf-8", "replace")
     return out
+
+
+_KV_PREFIX_BYTES = KV_PREFIX.encode("ascii")
