@@ -39,6 +39,12 @@ def indexing_queue(storage: ObjectStore, settings: IndexingSettings, passes: Pas
         job = await repo.queue.fenced(update.job_id, update.fencing_token)
         await _publish_build(storage, session, repo, job, update, now)
 
+    async def lock_splits(session: AsyncSession, jobs: Sequence[IndexingJobRow]) -> None:
+        # Every build's file locked before the first is published: a build's snapshot takes its index's plan
+        # generation (the `artifact_snapshots` trigger), and a file locked after that could be an input a merge
+        # holds while it waits on that row for its outputs (a deadlock, three times in a soak with local slots).
+        await SplitRepository(session).lock_rows_in_order([job.split_id for job in jobs])
+
     async def cancel_orphans(session: AsyncSession, _capacity: int, now: datetime) -> None:
         await IndexingRepository(session).cancel_orphaned(now)
 
@@ -68,7 +74,7 @@ def indexing_queue(storage: ObjectStore, settings: IndexingSettings, passes: Pas
 
     return QueueSpec(name="indexing", lease_secs=settings.lease_secs, max_failures=settings.max_failures,
                      queue_of=lambda session: IndexingRepository(session).queue, publish=publish,
-                     housekeeping=cancel_orphans, assign=assign, describe=describe)
+                     housekeeping=cancel_orphans, assign=assign, describe=describe, lock_splits=lock_splits)
 
 
 async def cancel_job(session: AsyncSession, job_id: str, now: datetime) -> IndexingJobRow | None:
@@ -79,6 +85,8 @@ async def cancel_job(session: AsyncSession, job_id: str, now: datetime) -> Index
 
 async def _publish_build(storage: ObjectStore, session, repo: IndexingRepository, job: IndexingJobRow,
                          update: IndexingUpdate, now: datetime) -> None:
+    # Locked already with the poll's other builds (`lock_splits`, in split id order); locking it again here
+    # waits for nothing.
     split = await SplitRepository(session).row(job.split_id, for_update=True)
     if split is None or split.state not in (SplitState.PUBLISHED, SplitState.MARKED_FOR_DELETION):
         raise BuildRejected(f"split {job.split_id} is no longer readable")

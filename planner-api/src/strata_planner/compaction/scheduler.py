@@ -53,6 +53,14 @@ def compaction_queue(storage: ObjectStore, settings: CompactionSettings, passes:
         # A rewrite's "unchanged" goes one at a time (`publish_merge`), as every job the batch leaves out.
         return await publish_merges(session, [_reported(storage, u) for u in updates if not u.unchanged], now)
 
+    async def lock_splits(session: AsyncSession, jobs: Sequence[CompactionJobRow]) -> None:
+        # Every success's inputs locked before any merge is published, in `publish_merge`'s order (the indexes'
+        # delete locks, then the inputs by split id): a merge published after another (a rewrite after the
+        # batch, or any merge without it) locked its inputs after the earlier one's outputs had taken their
+        # index's plan generation and totals, out of the order every other transaction takes them in.
+        await DeleteRepository(session).lock_indexes_shared({job.index_uid for job in jobs})
+        await SplitRepository(session).lock_rows_in_order([s for job in jobs for s in job.input_split_ids])
+
     limits = InProgressLimits(per_tenant=settings.max_in_progress_per_tenant,
                               per_index=settings.max_in_progress_per_index)
 
@@ -84,7 +92,7 @@ def compaction_queue(storage: ObjectStore, settings: CompactionSettings, passes:
     return QueueSpec(name="compaction", lease_secs=settings.lease_secs, max_failures=settings.max_failures,
                      queue_of=lambda session: CompactionRepository(session).queue, publish=publish,
                      housekeeping=plan_new_jobs, assign=assign, describe=describe,
-                     after_publish=after_publish, publish_batch=publish_batch)
+                     after_publish=after_publish, publish_batch=publish_batch, lock_splits=lock_splits)
 
 
 async def plan_rewrites(session: AsyncSession, now: datetime, budget: int) -> int:

@@ -123,7 +123,7 @@ class Settings(BaseSettings):
                                                             "reads every waiting split of the windows it plans.")
     compaction_worker_slots: int = Field(1, description="Merge slots of the runner inside planner-api; 0 turns it "
                                                         "off (run `strata worker` elsewhere).")
-    compaction_worker_local_slots: int = Field(0, ge=0, description="Slots of the runner inside planner-api for "
+    compaction_worker_local_slots: int = Field(8, ge=0, description="Slots of the runner inside planner-api for "
                                                                     "merges run in its local processes, besides "
                                                                     "`compaction_worker_slots` (which then bounds "
                                                                     "the merges on Spark); they run "
@@ -174,7 +174,7 @@ class Settings(BaseSettings):
     # --- indexing: artifact builds and the janitor ----------------------------------------------------------------
     indexing_worker_slots: int = Field(1, description="Build slots of the runner inside indexer-api; 0 turns it "
                                                       "off.")
-    indexing_worker_local_slots: int = Field(0, ge=0, description="Slots of the runner inside indexer-api for "
+    indexing_worker_local_slots: int = Field(8, ge=0, description="Slots of the runner inside indexer-api for "
                                                                   "builds run in its local processes, besides "
                                                                   "`indexing_worker_slots` (which then bounds the "
                                                                   "builds on Spark); they run `local_job_batch` "
@@ -205,7 +205,7 @@ class Settings(BaseSettings):
     local_job_processes: int = Field(1, ge=1, description="Child processes per worker (in each API that embeds "
                                                           "one, and in `strata worker`) running the jobs small "
                                                           "enough to run locally.")
-    local_job_batch: int = Field(1, ge=1, description="Local jobs a runner with local slots hands one child "
+    local_job_batch: int = Field(4, ge=1, description="Local jobs a runner with local slots hands one child "
                                                       "process in one call, run one after another (one round "
                                                       "trip, one report for all of them).")
     local_job_niceness: int = Field(10, ge=0, le=19, description="The CPU niceness of those child processes, "

@@ -66,8 +66,10 @@ class CompactionRepository:
                     output_split_ids=[], created_at=now, updated_at=now,
                 ))
                 await self.session.flush()
+                # In split id order: each claim's foreign key takes a key-share lock on its split, and every
+                # transaction locking several splits locks them in that order.
                 self.session.add_all([CompactionJobInputRow(job_id=job_id, split_id=s, live=True)
-                                      for s in op.split_ids])
+                                      for s in sorted(op.split_ids)])
                 await self.session.flush()
         except IntegrityError:
             return None
@@ -91,6 +93,10 @@ class CompactionRepository:
                 "output_split_ids": [], "output_bytes": None, **new_job_values(now),
             })
             claims.extend({"job_id": job_id, "split_id": s, "live": True} for s in op.split_ids)
+        # The claims' foreign keys lock their splits (key share) in the rows' order: split id order, as every
+        # transaction locking several splits takes them, or a claim could wait on a split an indexing publish
+        # holds while it holds one that publish waits for.
+        claims.sort(key=lambda claim: claim["split_id"])
         try:
             async with self.session.begin_nested():
                 await self.session.execute(insert(CompactionJobRow.__table__), jobs)

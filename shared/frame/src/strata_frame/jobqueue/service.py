@@ -72,6 +72,13 @@ class QueueSpec(Generic[U, A]):
     # (a stale token, a result that fails a check, one the batch does not handle): those are applied one at a
     # time by `publish`, which refuses or publishes each as it would without a batch.
     publish_batch: Callable[[AsyncSession, Sequence[U], datetime], Awaitable[dict[str, object]]] | None = None
+    # Optional: the rows the poll's successes publish on (their splits), locked before any of them is published,
+    # given the jobs their tokens still own: in one statement, sorted by split id, after the jobs and outside
+    # every savepoint (a lock taken in a savepoint is let go when it rolls back). A publish that locked its splits
+    # only when its turn came did so after the poll's earlier publishes had taken their index's rows (the plan
+    # generation and totals the `splits` and `artifact_snapshots` triggers write), and a merge holding one of
+    # those splits and waiting on that row for its outputs was a deadlock (docs/architecture.md, "Lock order").
+    lock_splits: Callable[[AsyncSession, Sequence[Any]], Awaitable[object]] | None = None
 
     @property
     def lease(self) -> timedelta:
@@ -102,21 +109,43 @@ async def apply_updates(sessions: async_sessionmaker[AsyncSession], spec: QueueS
             # fenced against its own job below.
             queue.forget_locks()
             try:
-                await queue.lock_many([update.job_id for update in updates])
+                jobs = await queue.lock_many([update.job_id for update in updates])
+                await _lock_splits(session, spec, jobs, updates)
                 batched = await _publish_batch(session, spec, updates, now, published)
-                results = [done if (done := batched.get(i)) is not None
-                           else await _apply_one(session, spec, queue, update, now, published)
-                           for i, update in enumerate(updates)]
+                results: list[UpdateResult | None] = [batched.get(i) for i in range(len(updates))]
+                # The rest one at a time, by index (a stable sort: a job's updates keep their order), so the
+                # index-level rows their publishes' triggers lock are taken in index order too.
+                for i in sorted(range(len(updates)), key=lambda i: _index_of(jobs, updates[i])):
+                    if results[i] is None:
+                        results[i] = await _apply_one(session, spec, queue, updates[i], now, published)
                 await session.commit()
             finally:
                 queue.forget_locks()
-            return results
+            return [result for result in results if result is not None]
 
         results = await retrying_conflicts(session, attempt)
     if spec.after_publish is not None:
         for merge in published:
             spec.after_publish(merge)
     return results
+
+
+def _index_of(jobs: dict[str, Any], update: JobUpdate) -> str:
+    job = jobs.get(update.job_id)
+    return "" if job is None else job.index_uid
+
+
+async def _lock_splits(session: AsyncSession, spec: QueueSpec[U, A], jobs: dict[str, Any],
+                       updates: Sequence[U]) -> None:
+    """`QueueSpec.lock_splits` for the poll's successes whose token still owns their job (the others publish
+    nothing)."""
+    if spec.lock_splits is None:
+        return
+    owned = {update.job_id: job for update in updates
+             if update.status == "success" and (job := jobs.get(update.job_id)) is not None
+             and job.fencing_token == update.fencing_token and job.status is JobStatus.IN_PROGRESS}
+    if owned:
+        await spec.lock_splits(session, [owned[job_id] for job_id in sorted(owned)])
 
 
 async def _publish_batch(session: AsyncSession, spec: QueueSpec[U, A], updates: Sequence[U], now: datetime,
