@@ -34,41 +34,6 @@ def _plain(value: object, arrow_type: pa.DataType) -> object:
     return value
 
 
-def footer_column_stats(footer: pq.FileMetaData, schema: pa.Schema) -> dict[str, ColumnStats]:
-    """Per-column min/max/null count from row-group statistics; a column lacking them in any row group is left
-    out, since a partial min/max would let a query prune rows that exist."""
-    stats: dict[str, ColumnStats] = {}
-    leaf_index = {footer.schema.column(i).path: i for i in range(footer.num_columns)}
-    groups = [footer.row_group(g) for g in range(footer.num_row_groups)]
-    for field in schema:
-        value_type = value_type_of(field.type)
-        position = leaf_index.get(field.name)
-        if value_type is None or position is None:
-            continue
-        low = high = None
-        nulls = 0
-        complete = True
-        for group in groups:
-            st = group.column(position).statistics
-            if st is None or not st.has_null_count:
-                complete = False
-                break
-            nulls += st.null_count
-            if st.null_count == group.num_rows:
-                continue  # an all-null row group says nothing about min/max
-            if not st.has_min_max:
-                complete = False
-                break
-            group_low, group_high = _plain(st.min, field.type), _plain(st.max, field.type)
-            low = group_low if low is None or group_low < low else low
-            high = group_high if high is None or group_high > high else high
-        if not complete or not groups:
-            continue
-        stats[field.name] = (ColumnStats(field.name, "null", None, None, nulls) if low is None
-                             else ColumnStats(field.name, value_type, low, high, nulls))
-    return stats
-
-
 class StatsColumn(NamedTuple):
     """A column `footer_stats_and_spans` takes min/max/null counts of: its leaf position in the Parquet schema."""
     name: str
@@ -79,8 +44,8 @@ class StatsColumn(NamedTuple):
 
 
 def stats_columns(footer: pq.FileMetaData, schema: pa.Schema) -> tuple[StatsColumn, ...]:
-    """The columns of `schema` (the footer's, as Arrow) `footer_column_stats` would report, in its order; the same
-    for every file of one schema, so a batch of files computes it once."""
+    """The columns of `schema` (the footer's, as Arrow) that have min/max/null counts, in its order; the same for
+    every file of one schema, so a batch of files computes it once."""
     leaf_index = {footer.schema.column(i).path: i for i in range(footer.num_columns)}
     out = []
     for field in schema:
@@ -93,8 +58,10 @@ def stats_columns(footer: pq.FileMetaData, schema: pa.Schema) -> tuple[StatsColu
 
 def footer_stats_and_spans(footer: pq.FileMetaData, columns: Sequence[StatsColumn]
                            ) -> tuple[dict[str, ColumnStats], list[RowGroupSpan]]:
-    """`footer_column_stats` of `columns` (from `stats_columns`) and `row_group_spans`, in one pass over the row
-    groups' column chunks (each chunk's metadata object made once, for both)."""
+    """Per-column min/max/null count of `columns` (from `stats_columns`) from the row groups' statistics, and
+    every row group's row offset and byte range, in one pass over the column chunks (each chunk's metadata object
+    made once, for both). A column lacking statistics in any row group is left out, since a partial min/max would
+    let a query prune rows that exist."""
     wanted = {c.leaf: n for n, c in enumerate(columns)}
     # Per column: [low, high, nulls, complete]
     acc = [[None, None, 0, True] for _ in columns]

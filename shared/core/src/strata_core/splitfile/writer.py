@@ -10,6 +10,7 @@ import pyarrow.parquet as pq
 
 from strata_core.domain.index_config import ParquetConfig
 from strata_core.domain.split import RowGroupSpan, SplitMetadata
+from strata_core.splitfile.footer import footer_stats_and_spans
 
 
 def split_writer_options(schema: pa.Schema, settings: ParquetConfig) -> dict[str, Any]:
@@ -54,20 +55,4 @@ def encode_split(table: pa.Table, metadata: SplitMetadata | Callable[[], SplitMe
 
 def row_group_spans(footer: pq.FileMetaData) -> list[RowGroupSpan]:
     """Row offsets and byte ranges of every row group: what read shaping needs to fetch one row group."""
-    spans: list[RowGroupSpan] = []
-    row_offset = 0
-    for index in range(footer.num_row_groups):
-        group = footer.row_group(index)
-        begin = None
-        end = 0
-        for col in range(group.num_columns):
-            chunk = group.column(col)
-            start = chunk.data_page_offset
-            if chunk.has_dictionary_page and chunk.dictionary_page_offset is not None:
-                start = min(start, chunk.dictionary_page_offset)
-            begin = start if begin is None else min(begin, start)
-            end = max(end, start + chunk.total_compressed_size)
-        begin = begin or 0
-        spans.append(RowGroupSpan(row_offset, group.num_rows, begin, end - begin))
-        row_offset += group.num_rows
-    return spans
+    return footer_stats_and_spans(footer, ())[1]
