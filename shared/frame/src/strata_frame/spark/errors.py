@@ -17,9 +17,10 @@ from __future__ import annotations
 import logging
 import re
 
-from pyspark.errors import PySparkException
-
 from strata_core.errors import StrataError, Unavailable
+from strata_frame.spark.pyspark_imports import pyspark_module
+
+PySparkException = pyspark_module("pyspark.errors").PySparkException
 
 log = logging.getLogger("strata.spark")
 
@@ -40,8 +41,7 @@ class SparkJobFailed(StrataError):
 
 
 def _is_unreachable(exc: BaseException) -> bool:
-    from pyspark.errors.exceptions.connect import SparkConnectGrpcException
-
+    SparkConnectGrpcException = pyspark_module("pyspark.errors.exceptions.connect").SparkConnectGrpcException  # noqa: N806
     # The client re-raises the last error once its retries are spent, so this is what it looks like then too.
     if isinstance(exc, ConnectionError):
         return True

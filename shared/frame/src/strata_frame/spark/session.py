@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from strata_core.config import Settings
 from strata_frame.spark.bundle import JobBundle, build_job_bundle, ship_job_bundle
+from strata_frame.spark.pyspark_imports import pyspark_module
 
 if TYPE_CHECKING:
     # pyspark's Connect client imports pandas: seconds of CPU at every process start, which the proxy and a
@@ -90,9 +91,8 @@ class SparkSessionFactory:
             if self._closed:
                 raise RuntimeError(f"spark session factory for {self.remote} is closed")
             if self._session is None or self._session.is_stopped:
-                from pyspark.sql.connect.session import SparkSession
-
-                session = SparkSession.builder.remote(self.remote).create()
+                builder = pyspark_module("pyspark.sql.connect.session").SparkSession.builder
+                session = builder.remote(self.remote).create()
                 if self.bundle_dir is not None:
                     try:
                         self._ship(session)
@@ -223,8 +223,7 @@ def _stop_quietly(session: SparkSession, host: str, port: int, timeout: float = 
         session.release_session_on_close = False
     # stop() sends ReleaseSession through the client's retry policy, which keeps retrying an unreachable
     # server for ~10 minutes; shutdown paths must not wait on that.
-    from pyspark.sql.connect.client.retries import DefaultPolicy
-
+    DefaultPolicy = pyspark_module("pyspark.sql.connect.client.retries").DefaultPolicy  # noqa: N806
     session.client.set_retry_policies([DefaultPolicy(max_retries=1, initial_backoff=50, max_backoff=200)])
     # And a server that accepts the connection but never answers would block stop() with no deadline at all.
     stopper = threading.Thread(target=session.stop, name="spark-session-stop", daemon=True)
