@@ -72,3 +72,45 @@ def test_the_embedded_runner_builds_on_its_own_thread_and_loop(runner_settings: 
     # Stopped with the API: its thread ended, having given its jobs back.
     runners[0].join(timeout=30)
     assert not runners[0].is_alive()
+
+
+def test_a_runner_that_ends_on_an_error_is_started_again(runner_settings: Settings, keys: Keys, monkeypatch, caplog):
+    from strata_indexer import background
+    from strata_indexer.app import create_app
+
+    # The first start fails as a CI run's did (an import error in the runner's thread); the next one works.
+    starts = []
+    serve = background.IndexingThread._serve
+
+    async def failing_once(self):
+        starts.append(time.monotonic())
+        if len(starts) == 1:
+            raise ImportError("cannot import name 'SQLContext' from partially initialized module 'pyspark.sql'")
+        await serve(self)
+
+    monkeypatch.setattr(background.IndexingThread, "_serve", failing_once)
+    monkeypatch.setattr(background, "RESTART_DELAYS_SECS", (0.2, 0.2))
+    index_id = unique_index_id()
+    now = int(time.time())
+    rows = [{"metric_name": "m", "service": "api", "host": f"h{i}", "timestamp_secs": now - i, "value": float(i)}
+            for i in range(20)]
+    with serve_in_thread(create_app(runner_settings)) as url, httpx.Client(base_url=url, timeout=60) as client:
+        assert client.post("/v1/indexes", json=metrics_index_config(index_id),
+                           headers=keys.header(keys.admin)).status_code == 201
+        ingested = client.post(f"/v1/indexes/{index_id}/ingest", content=ndjson(rows),
+                               headers={**keys.header(keys.writer), "Content-Type": NDJSON})
+        assert ingested.status_code == 200, ingested.text
+        split_id = ingested.json()["split_ids"][0]
+        deadline = time.monotonic() + 120
+        snapshot = {}
+        while time.monotonic() < deadline:
+            snapshot = client.get(f"/v1/splits/{split_id}/artifacts", headers=keys.header(keys.admin)).json()
+            if snapshot.get("snapshot", {}).get("published"):
+                break
+            time.sleep(0.3)
+        assert snapshot["snapshot"]["published"], snapshot
+        runners = [t for t in threading.enumerate() if t.name == "indexing-runner"]
+    assert len(starts) == 2
+    assert "the embedded indexing runner ended on an error" in caplog.text
+    runners[0].join(timeout=30)
+    assert not runners[0].is_alive()

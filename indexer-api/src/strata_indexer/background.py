@@ -48,10 +48,15 @@ async def start_background(app: FastAPI, runner_host: RunnerHost | None = None) 
         background.run(IndexingThread(app, runner_host).run)
 
 
+# After the runner ended on an error, how long before it is started again: doubling from the first, up to the last.
+RESTART_DELAYS_SECS = (1.0, 60.0)
+
+
 class IndexingThread:
     """The embedded indexing runner on a thread of its own (module docstring). `run` lives on the serving loop as
     one of its background loops: it starts the thread, and when told to stop, stops the runner (which gives its
-    jobs back within its shutdown timeout) and waits for the thread to end."""
+    jobs back within its shutdown timeout) and waits for the thread to end. A runner that ends on an error is
+    started again after a delay: the API would otherwise go on taking writes whose builds nobody runs."""
 
     def __init__(self, app: FastAPI, runner_host: RunnerHost) -> None:
         self.app = app
@@ -61,11 +66,36 @@ class IndexingThread:
         self._started = threading.Event()
 
     async def run(self, stop: asyncio.Event) -> None:
-        thread = threading.Thread(target=self._main, name="indexing-runner", daemon=True)
+        delay, longest = RESTART_DELAYS_SECS
+        while not await self._run_once(stop):
+            log.warning("starting the embedded indexing runner again in %.0f s", delay)
+            try:
+                await asyncio.wait_for(stop.wait(), timeout=delay)
+                return
+            except TimeoutError:
+                delay = min(delay * 2, longest)
+
+    async def _run_once(self, stop: asyncio.Event) -> bool:
+        """One runner thread, until the API stops (True) or the runner ends on its own (False)."""
+        self._loop = self._stop = None
+        self._started.clear()
+        serving_loop = asyncio.get_running_loop()
+        ended = asyncio.Event()
+
+        def main() -> None:
+            try:
+                self._main()
+            finally:
+                serving_loop.call_soon_threadsafe(ended.set)
+
+        thread = threading.Thread(target=main, name="indexing-runner", daemon=True)
         thread.start()
+        waits = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(ended.wait())]
         try:
-            await stop.wait()
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         finally:
+            for wait in waits:
+                wait.cancel()
             await asyncio.to_thread(self._started.wait, 10.0)
             loop, runner_stop = self._loop, self._stop
             if loop is not None and runner_stop is not None:
@@ -74,6 +104,7 @@ class IndexingThread:
                 except RuntimeError:  # its loop already ended (the runner failed at start)
                     pass
             await asyncio.to_thread(thread.join)
+        return stop.is_set()
 
     def _main(self) -> None:
         try:
