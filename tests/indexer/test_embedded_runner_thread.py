@@ -51,20 +51,7 @@ def test_the_embedded_runner_builds_on_its_own_thread_and_loop(runner_settings: 
     app = create_app(runner_settings)
     with serve_in_thread(app) as url, httpx.Client(base_url=url, timeout=60) as client:
         serving = {t.name for t in threading.enumerate() if t.name.startswith("uvicorn-")}
-        created = client.post("/v1/indexes", json=metrics_index_config(index_id), headers=keys.header(keys.admin))
-        assert created.status_code == 201, created.text
-        ingested = client.post(f"/v1/indexes/{index_id}/ingest", content=ndjson(rows),
-                               headers={**keys.header(keys.writer), "Content-Type": NDJSON})
-        assert ingested.status_code == 200, ingested.text
-        split_id = ingested.json()["split_ids"][0]
-        deadline = time.monotonic() + 120
-        snapshot = {}
-        while time.monotonic() < deadline:
-            snapshot = client.get(f"/v1/splits/{split_id}/artifacts", headers=keys.header(keys.admin)).json()
-            if snapshot.get("snapshot", {}).get("published"):
-                break
-            time.sleep(0.3)
-        assert snapshot["snapshot"]["published"], snapshot
+        _ingest_and_see_it_built(client, keys, index_id, rows)
         runners = [t for t in threading.enumerate() if t.name == "indexing-runner"]
         assert len(runners) == 1
     assert polled_on == {"indexing-runner"}, polled_on
@@ -95,22 +82,27 @@ def test_a_runner_that_ends_on_an_error_is_started_again(runner_settings: Settin
     rows = [{"metric_name": "m", "service": "api", "host": f"h{i}", "timestamp_secs": now - i, "value": float(i)}
             for i in range(20)]
     with serve_in_thread(create_app(runner_settings)) as url, httpx.Client(base_url=url, timeout=60) as client:
-        assert client.post("/v1/indexes", json=metrics_index_config(index_id),
-                           headers=keys.header(keys.admin)).status_code == 201
-        ingested = client.post(f"/v1/indexes/{index_id}/ingest", content=ndjson(rows),
-                               headers={**keys.header(keys.writer), "Content-Type": NDJSON})
-        assert ingested.status_code == 200, ingested.text
-        split_id = ingested.json()["split_ids"][0]
-        deadline = time.monotonic() + 120
-        snapshot = {}
-        while time.monotonic() < deadline:
-            snapshot = client.get(f"/v1/splits/{split_id}/artifacts", headers=keys.header(keys.admin)).json()
-            if snapshot.get("snapshot", {}).get("published"):
-                break
-            time.sleep(0.3)
-        assert snapshot["snapshot"]["published"], snapshot
+        _ingest_and_see_it_built(client, keys, index_id, rows)
         runners = [t for t in threading.enumerate() if t.name == "indexing-runner"]
     assert len(starts) == 2
     assert "the embedded indexing runner ended on an error" in caplog.text
     runners[0].join(timeout=30)
     assert not runners[0].is_alive()
+
+
+def _ingest_and_see_it_built(client: httpx.Client, keys: Keys, index_id: str, rows: list[dict]) -> None:
+    """A new index, one ingest, then its split's artifact snapshot published within two minutes."""
+    created = client.post("/v1/indexes", json=metrics_index_config(index_id), headers=keys.header(keys.admin))
+    assert created.status_code == 201, created.text
+    ingested = client.post(f"/v1/indexes/{index_id}/ingest", content=ndjson(rows),
+                           headers={**keys.header(keys.writer), "Content-Type": NDJSON})
+    assert ingested.status_code == 200, ingested.text
+    split_id = ingested.json()["split_ids"][0]
+    deadline = time.monotonic() + 120
+    snapshot = {}
+    while time.monotonic() < deadline:
+        snapshot = client.get(f"/v1/splits/{split_id}/artifacts", headers=keys.header(keys.admin)).json()
+        if snapshot.get("snapshot", {}).get("published"):
+            break
+        time.sleep(0.3)
+    assert snapshot["snapshot"]["published"], snapshot
