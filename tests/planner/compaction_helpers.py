@@ -76,3 +76,10 @@ async def run_triggered_merge(planner, keys, factory, index_id: str, *, until=_e
             await asyncio.sleep(0.2)
     finally:
         await runner.shutdown()
+
+
+class NoSpark:
+    """A Spark session factory for merges that must run locally: asked for a session, the test fails."""
+
+    def session(self):
+        raise AssertionError("a tiny merge should have run locally")

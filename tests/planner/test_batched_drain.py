@@ -21,21 +21,9 @@ from strata_planner.app import create_app
 from strata_planner.compaction.executor import MergeExecutor
 from strata_planner.compaction.runner import COMPACTION_PROTOCOL, CompactionRunner
 from strata_planner.compaction.schemas import Assignment
-from tests.planner.compaction_helpers import create_index, ingest_split, open_window, poll
+from tests.planner.compaction_helpers import NoSpark, create_index, ingest_split, open_window, poll
 
 pytestmark = [pytest.mark.usefixtures("clock_at_present")]
-
-
-class NoSpark:
-    def session(self):
-        raise AssertionError("a tiny merge should have run locally")
-
-
-@pytest.fixture
-def local_pool():
-    pool = LocalJobPool(1, niceness=5)
-    yield pool
-    pool.close()
 
 
 async def _published(indexer, keys, index_id: str) -> dict[str, int]:

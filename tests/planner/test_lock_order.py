@@ -18,7 +18,6 @@ from sqlalchemy import select, text
 
 import strata_frame.jobqueue.service as queue_service
 from strata_core.domain.job_statuses import JobStatus
-from strata_frame.jobqueue.local_jobs import LocalJobPool
 from strata_indexer.indexing.schemas import IndexingUpdate
 from strata_indexer.services import indexer_services_of
 from strata_metastore.conflicts import retrying_conflicts
@@ -29,21 +28,9 @@ from strata_planner.compaction.dependencies import planner_services_of
 from strata_planner.compaction.executor import MergeExecutor
 from strata_planner.compaction.runner import COMPACTION_PROTOCOL
 from strata_planner.compaction.schemas import Assignment, StatusUpdate
-from tests.planner.compaction_helpers import create_index, ingest_split, open_window, poll
+from tests.planner.compaction_helpers import NoSpark, create_index, ingest_split, open_window, poll
 
 pytestmark = [pytest.mark.usefixtures("clock_at_present")]
-
-
-class NoSpark:
-    def session(self):
-        raise AssertionError("a tiny merge should have run locally")
-
-
-@pytest.fixture
-def local_pool():
-    pool = LocalJobPool(1, niceness=5)
-    yield pool
-    pool.close()
 
 
 @pytest.fixture
