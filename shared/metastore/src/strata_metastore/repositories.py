@@ -517,7 +517,8 @@ _COPY_PAIRS = {kind: (_STATS_NAMES.index(f"min_{suffix}"), _STATS_NAMES.index(f"
 
 
 def _stats_record(split_id: str, stats: ColumnStats) -> list[Any]:
-    """`_stats_values` as a row of `STATS_INSERT.names` (a list: 5,000 of them a batch, no dict each)."""
+    """A statistics row in `STATS_INSERT.names` order, only its type's min/max set, u64 as Decimal (a list: 5,000
+    of them a batch, no dict each)."""
     row: list[Any] = [None] * _STATS_WIDTH
     row[_COPY_SPLIT] = split_id
     row[_COPY_NAME] = stats.name
@@ -535,22 +536,8 @@ def _stats_record(split_id: str, stats: ColumnStats) -> list[Any]:
 
 
 def _stats_values(split_id: str, stats: ColumnStats) -> dict[str, Any]:
-    values: dict[str, Any] = {
-        "split_id": split_id,
-        "column_name": stats.name,
-        "value_type": stats.value_type,
-        "null_count": stats.null_count,
-        "regex": stats.regex,
-    }
-    for suffix in _TYPED_COLUMNS.values():
-        values[f"min_{suffix}"] = None
-        values[f"max_{suffix}"] = None
-    suffix = _TYPED_COLUMNS.get(stats.value_type)
-    if suffix is not None:
-        convert = Decimal if suffix == "u64" else (lambda v: v)
-        values[f"min_{suffix}"] = None if stats.min_value is None else convert(stats.min_value)
-        values[f"max_{suffix}"] = None if stats.max_value is None else convert(stats.max_value)
-    return values
+    """`_stats_record` by column name (`STATS_INSERT.params`)."""
+    return dict(zip(_STATS_NAMES, _stats_record(split_id, stats), strict=True))
 
 
 _STATS_TABLE = SplitColumnStatsRow.__table__
