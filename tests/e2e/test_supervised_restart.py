@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -41,6 +42,18 @@ pytestmark = pytest.mark.timeout(600)
 
 INDEX = "restart-metrics"
 BATCH_ROWS = 200
+
+
+def _refuses(url: str) -> bool:
+    """Whether nothing listens at `url` any more: a connection to it is refused."""
+    host, port = url.removeprefix("http://").rsplit(":", 1)
+    try:
+        socket.create_connection((host, int(port)), timeout=1).close()
+    except ConnectionRefusedError:
+        return True
+    except OSError:
+        return False
+    return False
 
 
 def _processes(home: Path) -> dict[str, dict]:
@@ -149,8 +162,11 @@ def test_the_supervisor_restarts_a_killed_replica_and_strata_restart_rolls_witho
         killed = _processes(home)["query-api-2"]
         with query_in_flight:
             os.kill(killed["pid"], signal.SIGKILL)
-            # Gone, its sockets closed, before the next query: one sent meanwhile could still reach it.
-            wait_for(lambda: not _alive(killed["pid"]), "query-api-2 gone", 10, interval=0.01)
+            # Gone, its sockets closed, before the next query: one sent meanwhile could still reach it. Not only
+            # "a zombie": the main thread of a killed process is one while its other threads still tear down, and
+            # the listener stays open until the last of them ends; a connection it takes then is reset.
+            wait_for(lambda: not _alive(killed["pid"]) and _refuses(killed["url"]), "query-api-2 gone", 10,
+                     interval=0.01)
         wait_for(lambda: (p := _processes(home)["query-api-2"])["restarts"] == 1 and p["phase"] == "running",
                  "query-api-2 started again", 60, interval=0.2)
         back = _processes(home)["query-api-2"]
