@@ -27,8 +27,8 @@ def create_app(settings: Settings, *, background: bool = True, clock: Clock | No
                runner_host: bool = False) -> FastAPI:
     """`background=False` leaves out the indexing runner and the janitor (tests drive them by hand); `clock`
     replaces the system clock of leases (tests move time by hand). `runner_host=True` is the app the embedded
-    indexing runner reaches on its own thread (`background.IndexingThread`): routes only, no background work and no
-    OTLP gRPC server."""
+    indexing runner reaches in process, on a thread or in a process of its own (`background`): routes only, no
+    background work and no OTLP gRPC server."""
 
     async def install_clock(app: FastAPI) -> None:
         if clock is not None:
@@ -57,8 +57,10 @@ def create_app(settings: Settings, *, background: bool = True, clock: Clock | No
         await start_otlp_grpc(app, settings, state.api_keys, state.sessions, indexer_services_of(app).ingest)
 
     async def background_work(app: FastAPI) -> None:
+        # A child process builds its API on the system clock: an app on a test's clock keeps its runner on a thread.
         await start_background(app, runner_host=lambda s: create_app(s, background=False, clock=clock,
-                                                                                 runner_host=True))
+                                                                     runner_host=True),
+                               own_process=settings.indexing_runner_process and clock is None)
 
     startup = [install_clock, install_services]
     if not runner_host:

@@ -2,25 +2,36 @@
 refresh of the indexing-lag gauges (in every replica: they only read). It starts what `parts.py` holds, so it sits
 above it, beside `app.py`.
 
-The indexing runner does not share the event loop that serves ingestion: it runs on a thread of its own, with its
-own event loop, and reaches an instance of indexer-api of its own (routes only: no background, no OTLP server; its
-own connection pool) in process, like `strata worker --kind indexing` reaches an API over HTTP. Its polls, the
-publishing of its artifacts and its assignments' statements are served on that loop, so an ingest request never
-waits behind them (docs/benchmarks.md, "Ingestion: CPU per request": the polls took a third of the busy loop
-when they shared it). It shares the process's interpreter (and its GIL) with the API, not its loop."""
+The indexing runner does not share the event loop that serves ingestion, nor by default its process. It reaches an
+instance of indexer-api of its own (routes only: no background, no OTLP server; its own connection pool) in
+process, like `strata worker --kind indexing` reaches an API over HTTP, so its polls, the publishing of its
+artifacts and its assignments' statements are never served on the ingest loop (docs/benchmarks.md, "Ingestion: CPU
+per request": the polls took a third of the busy loop when they shared it). Where that runs:
+- `IndexingProcess` (the default, `STRATA_INDEXING_RUNNER_PROCESS`): a child process of the API, spawned, with its
+  own interpreter. On a thread, the runner still took ~7 ms of the API process's CPU lock per ingest request under
+  a steady stream, and the ingest p50 with background work was 2.3-2.5x its p50 without (docs/benchmarks.md, "The
+  sweep at 50-400 requests/s").
+- `IndexingThread`: a thread of the API's process, with its own event loop (one process fewer; and the only way
+  for an app built on a test's clock).
+Either is started again after it ends on an error, and stopped with the API: the runner then gives its jobs back
+within `STRATA_WORKER_SHUTDOWN_TIMEOUT_SECS`."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import multiprocessing
 import os
+import signal
 import socket
 import threading
 from collections.abc import Callable
+from multiprocessing.process import BaseProcess
 
 from fastapi import FastAPI
 
 from strata_core.config import Settings
+from strata_frame.jobqueue.local_jobs import exit_with_parent
 from strata_frame.maintenance.skips import quiet_on_outage
 from strata_frame.web.auth import Scope
 from strata_frame.web.background import Background
@@ -35,7 +46,10 @@ log = logging.getLogger("strata.indexer")
 RunnerHost = Callable[[Settings], FastAPI]
 
 
-async def start_background(app: FastAPI, runner_host: RunnerHost | None = None) -> None:
+async def start_background(app: FastAPI, runner_host: RunnerHost | None = None, *, own_process: bool = False
+                           ) -> None:
+    """`runner_host` None: no indexing runner; `own_process`: the runner in a child process (`IndexingProcess`),
+    else on a thread (`IndexingThread`)."""
     state: AppState = app.state.strata
     services = indexer_services_of(app)
     settings, sessions, clock = state.settings, state.sessions, state.clock
@@ -45,25 +59,48 @@ async def start_background(app: FastAPI, runner_host: RunnerHost | None = None) 
                           quiet_on_outage("janitor", lambda: services.janitor.run(clock())), "janitor")
     background.every(10.0, lambda: services.metrics.refresh(sessions, clock()), "lag metrics")
     if settings.indexing_worker_slots > 0 and state.spark is not None and runner_host is not None:
-        background.run(IndexingThread(app, runner_host).run)
+        runner = IndexingProcess(settings) if own_process else IndexingThread(app, runner_host)
+        background.run(runner.run)
+
+
+async def serve_runner(host: FastAPI, stop: asyncio.Event, serving: AppState | None = None) -> None:
+    """The indexing runner against `host` (an indexer-api of its own, reached in process), until `stop`. With
+    `serving` (the API's app in the same process) it submits through that app's Spark session and its builds'
+    object-store requests are counted in that app's /metrics; else the host's own serve."""
+    import httpx
+
+    from strata_indexer.indexing.runner import index_build_executor, indexing_runner
+
+    async with host.router.lifespan_context(host):
+        state: AppState = host.state.strata
+        settings = state.settings
+        if serving is not None:
+            state.object_store = serving.object_store
+        executor = index_build_executor((serving or state).spark, settings)
+        try:
+            async with httpx.AsyncClient(transport=httpx.ASGITransport(app=host),
+                                         base_url="http://indexer-api") as client:
+                runner = indexing_runner(client, executor,
+                                         worker_id=f"{socket.gethostname()}:{os.getpid()}:indexer",
+                                         slots=settings.indexing_worker_slots,
+                                         api_key=state.api_keys.add_internal_key(frozenset({Scope.WORKER})),
+                                         poll_interval_secs=settings.indexing_poll_interval_secs,
+                                         shutdown_timeout_secs=settings.worker_shutdown_timeout_secs,
+                                         local_slots=settings.indexing_worker_local_slots,
+                                         local_batch=settings.local_job_batch)
+                await runner.run(stop)
+        finally:
+            executor.close()
 
 
 # After the runner ended on an error, how long before it is started again: doubling from the first, up to the last.
 RESTART_DELAYS_SECS = (1.0, 60.0)
 
 
-class IndexingThread:
-    """The embedded indexing runner on a thread of its own (module docstring). `run` lives on the serving loop as
-    one of its background loops: it starts the thread, and when told to stop, stops the runner (which gives its
-    jobs back within its shutdown timeout) and waits for the thread to end. A runner that ends on an error is
-    started again after a delay: the API would otherwise go on taking writes whose builds nobody runs."""
-
-    def __init__(self, app: FastAPI, runner_host: RunnerHost) -> None:
-        self.app = app
-        self.runner_host = runner_host
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stop: asyncio.Event | None = None
-        self._started = threading.Event()
+class _RestartedRunner:
+    """`run` lives on the serving loop as one of its background loops: it starts the runner (`_run_once`), and
+    starts it again after a delay when it ends on its own: the API would otherwise go on taking writes whose
+    builds nobody runs."""
 
     async def run(self, stop: asyncio.Event) -> None:
         delay, longest = RESTART_DELAYS_SECS
@@ -76,7 +113,21 @@ class IndexingThread:
                 delay = min(delay * 2, longest)
 
     async def _run_once(self, stop: asyncio.Event) -> bool:
-        """One runner thread, until the API stops (True) or the runner ends on its own (False)."""
+        """One runner, until the API stops (True) or the runner ends on its own (False)."""
+        raise NotImplementedError
+
+
+class IndexingThread(_RestartedRunner):
+    """The embedded indexing runner on a thread of the API's process, with an event loop of its own."""
+
+    def __init__(self, app: FastAPI, runner_host: RunnerHost) -> None:
+        self.app = app
+        self.runner_host = runner_host
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._started = threading.Event()
+
+    async def _run_once(self, stop: asyncio.Event) -> bool:
         self._loop = self._stop = None
         self._started.clear()
         serving_loop = asyncio.get_running_loop()
@@ -115,33 +166,75 @@ class IndexingThread:
             self._started.set()
 
     async def _serve(self) -> None:
-        import httpx
-
-        from strata_indexer.indexing.runner import index_build_executor, indexing_runner
-
         serving: AppState = self.app.state.strata
-        settings = serving.settings
         self._stop = asyncio.Event()
         self._loop = asyncio.get_running_loop()
         self._started.set()
-        host = self.runner_host(settings)
-        async with host.router.lifespan_context(host):
-            state: AppState = host.state.strata
-            # Object-store requests its builds report are counted in the serving app's /metrics, as when the
-            # runner reached it directly.
-            state.object_store = serving.object_store
-            executor = index_build_executor(serving.spark, settings)
-            try:
-                async with httpx.AsyncClient(transport=httpx.ASGITransport(app=host),
-                                             base_url="http://indexer-api") as client:
-                    runner = indexing_runner(client, executor,
-                                             worker_id=f"{socket.gethostname()}:{os.getpid()}:indexer",
-                                             slots=settings.indexing_worker_slots,
-                                             api_key=state.api_keys.add_internal_key(frozenset({Scope.WORKER})),
-                                             poll_interval_secs=settings.indexing_poll_interval_secs,
-                                             shutdown_timeout_secs=settings.worker_shutdown_timeout_secs,
-                                             local_slots=settings.indexing_worker_local_slots,
-                                             local_batch=settings.local_job_batch)
-                    await runner.run(self._stop)
-            finally:
-                executor.close()
+        await serve_runner(self.runner_host(serving.settings), self._stop, serving)
+
+
+# How long a runner process that was told to stop has, beyond giving its jobs back, before it is killed.
+_STOP_MARGIN_SECS = 3.0
+
+
+class IndexingProcess(_RestartedRunner):
+    """The embedded indexing runner in a child process of the API: spawned (the API is a threaded server, where
+    fork is unsafe), told to stop with SIGTERM, killed if it has not ended `worker_shutdown_timeout_secs` (plus a
+    margin) later, and ending by itself when the API is gone. Its builds' object-store requests are counted in
+    its own process, not in the API's /metrics; everything else the runner reports goes through the database."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.process: BaseProcess | None = None
+
+    async def _run_once(self, stop: asyncio.Event) -> bool:
+        loop = asyncio.get_running_loop()
+        process = self.process = multiprocessing.get_context("spawn").Process(
+            target=run_runner_process, args=(self.settings, os.getpid()), name="indexing-runner", daemon=False)
+        process.start()
+        ended = asyncio.Event()
+        loop.add_reader(process.sentinel, ended.set)
+        waits = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(ended.wait())]
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for wait in waits:
+                wait.cancel()
+            if not ended.is_set():
+                process.terminate()
+                timeout = self.settings.worker_shutdown_timeout_secs + _STOP_MARGIN_SECS
+                await asyncio.to_thread(process.join, timeout)
+                if process.exitcode is None:
+                    log.warning("the indexing runner process %d did not stop within %.0f s; killing it",
+                                process.pid, timeout)
+                    process.kill()
+            await asyncio.to_thread(process.join)
+            loop.remove_reader(process.sentinel)
+        if not stop.is_set():
+            log.error("the indexing runner process ended on its own (exit code %s)", process.exitcode)
+        return stop.is_set()
+
+
+def run_runner_process(settings: Settings, parent: int) -> None:
+    """The runner process's main: the indexing runner against an indexer-api of its own, until SIGTERM or SIGINT
+    (then it gives its jobs back), or until the API process is gone."""
+    from strata_core.observability.logs import configure_logging
+    from strata_core.observability.tracing import configure_tracing
+    from strata_indexer.app import create_app
+
+    configure_logging("strata-indexer", settings.log_format, settings.log_level or "INFO")
+    configure_tracing("indexer-api")
+    exit_with_parent(parent)
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        await serve_runner(create_app(settings, background=False, runner_host=True), stop)
+
+    try:
+        asyncio.run(main())
+    except Exception:
+        log.exception("the indexing runner process ended on an error")
+        raise SystemExit(1) from None

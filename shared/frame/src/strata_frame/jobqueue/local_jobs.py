@@ -31,11 +31,17 @@ class LocalJobFailed(RuntimeError):
     """The local process running a job died (killed, out of memory) before answering."""
 
 
-def _watch_parent(parent: int) -> None:
-    while True:
-        if os.getppid() != parent:
-            os._exit(0)
-        time.sleep(1.0)
+def exit_with_parent(parent: int) -> None:
+    """Ends this child process (at once, as a kill would) within a second of its parent `parent` being gone: a
+    child of an API that crashed must not go on working for it."""
+
+    def watch() -> None:
+        while True:
+            if os.getppid() != parent:
+                os._exit(0)
+            time.sleep(1.0)
+
+    threading.Thread(target=watch, name="watch-parent", daemon=True).start()
 
 
 def _start_child(parent: int, niceness: int) -> None:
@@ -46,7 +52,7 @@ def _start_child(parent: int, niceness: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if niceness:
         os.nice(niceness)
-    threading.Thread(target=_watch_parent, args=(parent,), name="watch-parent", daemon=True).start()
+    exit_with_parent(parent)
 
 
 class LocalJobPool:

@@ -1,9 +1,13 @@
-"""indexer-api's embedded indexing runner runs on a thread of its own, with its own event loop and its own instance
-of the API (`strata_indexer.background.IndexingThread`): what it builds is published as before, its polls are never
-served on the loop that serves ingestion, and it stops with the API."""
+"""indexer-api's embedded indexing runner reaches an instance of the API of its own, in process, never the loop
+that serves ingestion (`strata_indexer.background`). By default it runs in a child process of the API
+(`IndexingProcess`), else on a thread with its own event loop (`IndexingThread`). Either way what it builds is
+published as before, it is started again when it ends on an error or is killed, and it stops with the API."""
 
 from __future__ import annotations
 
+import multiprocessing
+import os
+import signal
 import threading
 import time
 
@@ -31,10 +35,14 @@ def runner_settings(pg_databases, tmp_path, keys: Keys) -> Settings:
                     indexing_poll_interval_secs=0.2)
 
 
-def test_the_embedded_runner_builds_on_its_own_thread_and_loop(runner_settings: Settings, keys: Keys, monkeypatch):
-    from strata_indexer.app import create_app
+@pytest.fixture
+def thread_settings(runner_settings: Settings) -> Settings:
+    return runner_settings.model_copy(update={"indexing_runner_process": False})
 
-    # Which thread serves each of the runner's polls (it reaches its API through an ASGI transport).
+
+def _polls_served_here(monkeypatch) -> set[str]:
+    """The names of the threads of this process on which a runner's poll is served (it reaches its API through
+    an ASGI transport), filled in as the test goes."""
     polled_on: set[str] = set()
     original = httpx.ASGITransport.handle_async_request
 
@@ -44,14 +52,59 @@ def test_the_embedded_runner_builds_on_its_own_thread_and_loop(runner_settings: 
         return await original(self, request)
 
     monkeypatch.setattr(httpx.ASGITransport, "handle_async_request", recording)
-    index_id = unique_index_id()
-    now = int(time.time())
-    rows = [{"metric_name": "m", "service": "api", "host": f"h{i}", "timestamp_secs": now - i, "value": float(i)}
-            for i in range(50)]
+    return polled_on
+
+
+def _runner_processes() -> list[multiprocessing.Process]:
+    return [p for p in multiprocessing.active_children() if p.name == "indexing-runner"]
+
+
+def test_the_embedded_runner_builds_in_a_process_of_its_own(runner_settings: Settings, keys: Keys, monkeypatch):
+    from strata_indexer.app import create_app
+
+    polled_on = _polls_served_here(monkeypatch)
     app = create_app(runner_settings)
     with serve_in_thread(app) as url, httpx.Client(base_url=url, timeout=60) as client:
+        _ingest_and_see_it_built(client, keys, unique_index_id(), _rows(50))
+        runners = _runner_processes()
+        assert len(runners) == 1 and runners[0].pid != os.getpid()
+        assert not [t for t in threading.enumerate() if t.name == "indexing-runner"]
+    # Built, and not one poll went through this process: the API's process serves ingestion alone.
+    assert polled_on == set()
+    # Stopped with the API (SIGTERM: it gave its jobs back and ended by itself, not killed).
+    runners[0].join(timeout=30)
+    assert runners[0].exitcode == 0
+
+
+def test_a_killed_runner_process_is_started_again(runner_settings: Settings, keys: Keys, monkeypatch, caplog):
+    from strata_indexer import background
+    from strata_indexer.app import create_app
+
+    monkeypatch.setattr(background, "RESTART_DELAYS_SECS", (0.2, 0.2))
+    with serve_in_thread(create_app(runner_settings)) as url, httpx.Client(base_url=url, timeout=60) as client:
+        deadline = time.monotonic() + 60
+        while not _runner_processes() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        [first] = _runner_processes()
+        os.kill(first.pid, signal.SIGKILL)
+        # What is written after the kill is still built: by the runner started in its place.
+        _ingest_and_see_it_built(client, keys, unique_index_id(), _rows(20))
+        [second] = _runner_processes()
+        assert second.pid != first.pid
+    assert "the indexing runner process ended on its own (exit code -9)" in caplog.text
+    second.join(timeout=30)
+    assert second.exitcode == 0
+
+
+def test_the_embedded_runner_builds_on_its_own_thread_and_loop(thread_settings: Settings, keys: Keys, monkeypatch):
+    from strata_indexer.app import create_app
+
+    polled_on = _polls_served_here(monkeypatch)
+    app = create_app(thread_settings)
+    with serve_in_thread(app) as url, httpx.Client(base_url=url, timeout=60) as client:
         serving = {t.name for t in threading.enumerate() if t.name.startswith("uvicorn-")}
-        _ingest_and_see_it_built(client, keys, index_id, rows)
+        _ingest_and_see_it_built(client, keys, unique_index_id(), _rows(50))
+        assert not _runner_processes()
         runners = [t for t in threading.enumerate() if t.name == "indexing-runner"]
         assert len(runners) == 1
     assert polled_on == {"indexing-runner"}, polled_on
@@ -61,7 +114,8 @@ def test_the_embedded_runner_builds_on_its_own_thread_and_loop(runner_settings: 
     assert not runners[0].is_alive()
 
 
-def test_a_runner_that_ends_on_an_error_is_started_again(runner_settings: Settings, keys: Keys, monkeypatch, caplog):
+def test_a_runner_thread_that_ends_on_an_error_is_started_again(thread_settings: Settings, keys: Keys, monkeypatch,
+                                                               caplog):
     from strata_indexer import background
     from strata_indexer.app import create_app
 
@@ -77,17 +131,19 @@ def test_a_runner_that_ends_on_an_error_is_started_again(runner_settings: Settin
 
     monkeypatch.setattr(background.IndexingThread, "_serve", failing_once)
     monkeypatch.setattr(background, "RESTART_DELAYS_SECS", (0.2, 0.2))
-    index_id = unique_index_id()
-    now = int(time.time())
-    rows = [{"metric_name": "m", "service": "api", "host": f"h{i}", "timestamp_secs": now - i, "value": float(i)}
-            for i in range(20)]
-    with serve_in_thread(create_app(runner_settings)) as url, httpx.Client(base_url=url, timeout=60) as client:
-        _ingest_and_see_it_built(client, keys, index_id, rows)
+    with serve_in_thread(create_app(thread_settings)) as url, httpx.Client(base_url=url, timeout=60) as client:
+        _ingest_and_see_it_built(client, keys, unique_index_id(), _rows(20))
         runners = [t for t in threading.enumerate() if t.name == "indexing-runner"]
     assert len(starts) == 2
     assert "the embedded indexing runner ended on an error" in caplog.text
     runners[0].join(timeout=30)
     assert not runners[0].is_alive()
+
+
+def _rows(count: int) -> list[dict]:
+    now = int(time.time())
+    return [{"metric_name": "m", "service": "api", "host": f"h{i}", "timestamp_secs": now - i, "value": float(i)}
+            for i in range(count)]
 
 
 def _ingest_and_see_it_built(client: httpx.Client, keys: Keys, index_id: str, rows: list[dict]) -> None:
