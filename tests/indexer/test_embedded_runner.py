@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import re
 import signal
 import threading
 import time
@@ -69,6 +70,11 @@ def test_the_embedded_runner_builds_in_a_process_of_its_own(runner_settings: Set
         runners = _runner_processes()
         assert len(runners) == 1 and runners[0].pid != os.getpid()
         assert not [t for t in threading.enumerate() if t.name == "indexing-runner"]
+        # What the build cost the object store is counted in the API's /metrics, sent over from the runner's
+        # process (its artifacts' puts): an operator reads one /metrics, wherever the runner runs.
+        metrics = client.get("/metrics").text
+        assert re.search(r'strata_object_store_requests_total\{kind="put",operation="artifact_build"\} [1-9]',
+                         metrics), [line for line in metrics.splitlines() if "artifact_build" in line]
     # Built, and not one poll went through this process: the API's process serves ingestion alone.
     assert polled_on == set()
     # Stopped with the API (SIGTERM: it gave its jobs back and ended by itself, not killed).

@@ -26,11 +26,16 @@ import signal
 import socket
 import threading
 from collections.abc import Callable
+from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
+from typing import TYPE_CHECKING
 
 from fastapi import FastAPI
+from prometheus_client import CollectorRegistry
 
 from strata_core.config import Settings
+from strata_core.object_requests import ObjectRequests
+from strata_core.object_store_metrics import ObjectStoreMetrics
 from strata_frame.jobqueue.local_jobs import exit_with_parent
 from strata_frame.maintenance.skips import quiet_on_outage
 from strata_frame.web.auth import Scope
@@ -38,6 +43,9 @@ from strata_frame.web.background import Background
 from strata_frame.web.singleton import PassLeases, replica_id
 from strata_frame.web.state import AppState
 from strata_indexer.services import indexer_services_of
+
+if TYPE_CHECKING:
+    from strata_frame.spark.session import SparkSessionFactory
 
 log = logging.getLogger("strata.indexer")
 
@@ -59,14 +67,15 @@ async def start_background(app: FastAPI, runner_host: RunnerHost | None = None, 
                           quiet_on_outage("janitor", lambda: services.janitor.run(clock())), "janitor")
     background.every(10.0, lambda: services.metrics.refresh(sessions, clock()), "lag metrics")
     if settings.indexing_worker_slots > 0 and state.spark is not None and runner_host is not None:
-        runner = IndexingProcess(settings) if own_process else IndexingThread(app, runner_host)
+        runner = IndexingProcess(app) if own_process else IndexingThread(app, runner_host)
         background.run(runner.run)
 
 
-async def serve_runner(host: FastAPI, stop: asyncio.Event, serving: AppState | None = None) -> None:
-    """The indexing runner against `host` (an indexer-api of its own, reached in process), until `stop`. With
-    `serving` (the API's app in the same process) it submits through that app's Spark session and its builds'
-    object-store requests are counted in that app's /metrics; else the host's own serve."""
+async def serve_runner(host: FastAPI, stop: asyncio.Event, spark: SparkSessionFactory | None,
+                       object_store: ObjectStoreMetrics) -> None:
+    """The indexing runner against `host` (an indexer-api of its own, reached in process), until `stop`. It
+    submits through `spark` (None: the host's session) and the object-store requests of its builds are counted in
+    `object_store`: the serving API's /metrics, as when a runner reaches the API that owns its jobs."""
     import httpx
 
     from strata_indexer.indexing.runner import index_build_executor, indexing_runner
@@ -74,9 +83,8 @@ async def serve_runner(host: FastAPI, stop: asyncio.Event, serving: AppState | N
     async with host.router.lifespan_context(host):
         state: AppState = host.state.strata
         settings = state.settings
-        if serving is not None:
-            state.object_store = serving.object_store
-        executor = index_build_executor((serving or state).spark, settings)
+        state.object_store = object_store
+        executor = index_build_executor(spark or state.spark, settings)
         try:
             async with httpx.AsyncClient(transport=httpx.ASGITransport(app=host),
                                          base_url="http://indexer-api") as client:
@@ -170,7 +178,7 @@ class IndexingThread(_RestartedRunner):
         self._stop = asyncio.Event()
         self._loop = asyncio.get_running_loop()
         self._started.set()
-        await serve_runner(self.runner_host(serving.settings), self._stop, serving)
+        await serve_runner(self.runner_host(serving.settings), self._stop, serving.spark, serving.object_store)
 
 
 # How long a runner process that was told to stop has, beyond giving its jobs back, before it is killed.
@@ -180,20 +188,27 @@ _STOP_MARGIN_SECS = 3.0
 class IndexingProcess(_RestartedRunner):
     """The embedded indexing runner in a child process of the API: spawned (the API is a threaded server, where
     fork is unsafe), told to stop with SIGTERM, killed if it has not ended `worker_shutdown_timeout_secs` (plus a
-    margin) later, and ending by itself when the API is gone. Its builds' object-store requests are counted in
-    its own process, not in the API's /metrics; everything else the runner reports goes through the database."""
+    margin) later, and ending by itself when the API is gone. What its builds cost the object store comes back
+    over a pipe and is counted in the API's /metrics (`ObjectStoreCounts`); everything else the runner reports
+    goes through the database."""
 
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
+    def __init__(self, app: FastAPI) -> None:
+        state: AppState = app.state.strata
+        self.settings = state.settings
+        self.object_store = state.object_store
         self.process: BaseProcess | None = None
 
     async def _run_once(self, stop: asyncio.Event) -> bool:
         loop = asyncio.get_running_loop()
+        counts, counts_sent = multiprocessing.Pipe(duplex=False)
         process = self.process = multiprocessing.get_context("spawn").Process(
-            target=run_runner_process, args=(self.settings, os.getpid()), name="indexing-runner", daemon=False)
+            target=run_runner_process, args=(self.settings, os.getpid(), counts_sent), name="indexing-runner",
+            daemon=False)
         process.start()
+        counts_sent.close()
         ended = asyncio.Event()
         loop.add_reader(process.sentinel, ended.set)
+        loop.add_reader(counts.fileno(), self._count, counts)
         waits = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(ended.wait())]
         try:
             await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
@@ -210,12 +225,37 @@ class IndexingProcess(_RestartedRunner):
                     process.kill()
             await asyncio.to_thread(process.join)
             loop.remove_reader(process.sentinel)
+            loop.remove_reader(counts.fileno())
+            self._count(counts)  # what it sent last
+            counts.close()
         if not stop.is_set():
             log.error("the indexing runner process ended on its own (exit code %s)", process.exitcode)
         return stop.is_set()
 
+    def _count(self, counts: Connection) -> None:
+        try:
+            while counts.poll():
+                operation, requests = counts.recv()
+                self.object_store.record(operation, requests)
+        except (EOFError, OSError):  # the process ended: its pipe is closed
+            pass
 
-def run_runner_process(settings: Settings, parent: int) -> None:
+
+class ObjectStoreCounts(ObjectStoreMetrics):
+    """The runner process's object-store counts, sent to the API's process instead of counted here: its own
+    /metrics is served by no one."""
+
+    def __init__(self, sent: Connection) -> None:
+        super().__init__(CollectorRegistry())
+        self.sent = sent
+        self._lock = threading.Lock()  # sends from several threads would interleave their bytes
+
+    def record(self, operation: str, requests: ObjectRequests) -> None:
+        with self._lock:
+            self.sent.send((operation, requests))
+
+
+def run_runner_process(settings: Settings, parent: int, counts_sent: Connection) -> None:
     """The runner process's main: the indexing runner against an indexer-api of its own, until SIGTERM or SIGINT
     (then it gives its jobs back), or until the API process is gone."""
     from strata_core.observability.logs import configure_logging
@@ -231,7 +271,8 @@ def run_runner_process(settings: Settings, parent: int) -> None:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
-        await serve_runner(create_app(settings, background=False, runner_host=True), stop)
+        await serve_runner(create_app(settings, background=False, runner_host=True), stop, None,
+                           ObjectStoreCounts(counts_sent))
 
     try:
         asyncio.run(main())
