@@ -207,8 +207,14 @@ class IndexingProcess(_RestartedRunner):
         process.start()
         counts_sent.close()
         ended = asyncio.Event()
-        loop.add_reader(process.sentinel, ended.set)
-        loop.add_reader(counts.fileno(), self._count, counts)
+
+        def on_end() -> None:
+            # Readable from now on: not watched any more, or the loop would call this on each turn.
+            loop.remove_reader(process.sentinel)
+            ended.set()
+
+        loop.add_reader(process.sentinel, on_end)
+        loop.add_reader(counts.fileno(), self._count, loop, counts)
         waits = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(ended.wait())]
         try:
             await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
@@ -225,20 +231,19 @@ class IndexingProcess(_RestartedRunner):
                     process.kill()
             await asyncio.to_thread(process.join)
             loop.remove_reader(process.sentinel)
-            loop.remove_reader(counts.fileno())
-            self._count(counts)  # what it sent last
+            self._count(loop, counts)  # what it sent last
             counts.close()
         if not stop.is_set():
             log.error("the indexing runner process ended on its own (exit code %s)", process.exitcode)
         return stop.is_set()
 
-    def _count(self, counts: Connection) -> None:
+    def _count(self, loop: asyncio.AbstractEventLoop, counts: Connection) -> None:
         try:
             while counts.poll():
                 operation, requests = counts.recv()
                 self.object_store.record(operation, requests)
-        except (EOFError, OSError):  # the process ended: its pipe is closed
-            pass
+        except (EOFError, OSError):  # the process ended and its end of the pipe with it
+            loop.remove_reader(counts.fileno())
 
 
 class ObjectStoreCounts(ObjectStoreMetrics):
