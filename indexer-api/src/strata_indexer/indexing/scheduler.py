@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from strata_core.clock import Clock
 from strata_core.config import IndexingSettings
+from strata_core.domain.artifact_refs import ArtifactRef
 from strata_core.domain.index_config import IndexSettings
 from strata_core.domain.scheduler_rules import InProgressLimits
 from strata_core.domain.split import SplitState
@@ -24,6 +26,7 @@ from strata_indexer.indexing.schemas import IndexingAssignment, IndexingUpdate
 from strata_metastore.indexing_models import IndexingJobRow
 from strata_metastore.indexing_repository import IndexingRepository
 from strata_metastore.lease_queue import PublishRefused
+from strata_metastore.models import SplitRow
 from strata_metastore.repositories import IndexRepository, SplitRepository
 
 
@@ -34,16 +37,28 @@ class BuildRejected(PublishRefused):
 def indexing_queue(storage: ObjectStore, settings: IndexingSettings, passes: PassRecorder,
                    clock: Clock) -> QueueSpec[IndexingUpdate, IndexingAssignment]:
 
-    async def publish(session: AsyncSession, update: IndexingUpdate, now: datetime) -> None:
+    async def publish(session: AsyncSession, update: IndexingUpdate, now: datetime,
+                      checked: CheckedBuild | None = None) -> None:
         repo = IndexingRepository(session)
         job = await repo.queue.fenced(update.job_id, update.fencing_token)
-        await _publish_build(storage, session, repo, job, update, now)
+        await _publish_build(storage, session, repo, job, update, now, checked)
 
     async def lock_splits(session: AsyncSession, jobs: Sequence[IndexingJobRow]) -> None:
         # Every build's file locked before the first is published: a build's snapshot takes its index's plan
         # generation (the `artifact_snapshots` trigger), and a file locked after that could be an input a merge
         # holds while it waits on that row for its outputs (a deadlock, three times in a soak with local slots).
         await SplitRepository(session).lock_rows_in_order([job.split_id for job in jobs])
+
+    async def prepare(session: AsyncSession, owned: Sequence[tuple[IndexingJobRow, IndexingUpdate]]
+                      ) -> dict[str, CheckedBuild]:
+        # Every build's artifacts checked and its manifest written before the first snapshot row takes the index's
+        # plan generation, and the builds' reads at once rather than one after another.
+        splits = await SplitRepository(session).rows([job.split_id for job, _ in owned])
+        readable = [(job, update, split) for job, update in owned
+                    if (split := splits.get(job.split_id)) is not None and split.state in _READABLE]
+        checked = await asyncio.gather(*(_check_build(storage, job, update, split)
+                                         for job, update, split in readable))
+        return {job.job_id: build for (job, _, _), build in zip(readable, checked, strict=True)}
 
     async def cancel_orphans(session: AsyncSession, _capacity: int, now: datetime) -> None:
         await IndexingRepository(session).cancel_orphaned(now)
@@ -74,7 +89,8 @@ def indexing_queue(storage: ObjectStore, settings: IndexingSettings, passes: Pas
 
     return QueueSpec(name="indexing", lease_secs=settings.lease_secs, max_failures=settings.max_failures,
                      queue_of=lambda session: IndexingRepository(session).queue, publish=publish,
-                     housekeeping=cancel_orphans, assign=assign, describe=describe, lock_splits=lock_splits)
+                     housekeeping=cancel_orphans, assign=assign, describe=describe, lock_splits=lock_splits,
+                     prepare=prepare)
 
 
 async def cancel_job(session: AsyncSession, job_id: str, now: datetime) -> IndexingJobRow | None:
@@ -83,22 +99,48 @@ async def cancel_job(session: AsyncSession, job_id: str, now: datetime) -> Index
     return await IndexingRepository(session).cancel(job_id, now)
 
 
+# The states in which a file's artifacts may still be published: queries read it.
+_READABLE = (SplitState.PUBLISHED, SplitState.MARKED_FOR_DELETION)
+
+
+@dataclass(frozen=True)
+class CheckedBuild:
+    """A reported build with its artifacts checked (`check_artifacts`: the refs with their canonical URIs, and
+    every problem) and, when there was none, its manifest written."""
+
+    refs: list[ArtifactRef]
+    problems: list[tuple[str, str]]
+    manifest_uri: str | None
+
+
+async def _check_build(storage: ObjectStore, job: IndexingJobRow, update: IndexingUpdate,
+                       split: SplitRow) -> CheckedBuild:
+    # Reading and hashing every object is blocking I/O: off the event loop.
+    refs, problems = await asyncio.to_thread(check_artifacts, storage, split.split_id, split.index_uid,
+                                             [artifact.to_ref() for artifact in update.artifacts])
+    # The job holds the file (one live job per split, fenced, locked by this poll), so the manifest is its own to
+    # write; it lists the checked refs, which the artifact rows registered from them repeat.
+    manifest = None if problems else await snapshots.write_manifest(storage, split, refs, update.skipped,
+                                                                    f"job:{job.job_id}")
+    return CheckedBuild(refs, problems, manifest)
+
+
 async def _publish_build(storage: ObjectStore, session, repo: IndexingRepository, job: IndexingJobRow,
-                         update: IndexingUpdate, now: datetime) -> None:
+                         update: IndexingUpdate, now: datetime, checked: CheckedBuild | None) -> None:
+    """`checked`: what the poll's `prepare` did for this build, or None to do it here."""
     # Locked already with the poll's other builds (`lock_splits`, in split id order); locking it again here
     # waits for nothing.
     split = await SplitRepository(session).row(job.split_id, for_update=True)
-    if split is None or split.state not in (SplitState.PUBLISHED, SplitState.MARKED_FOR_DELETION):
+    if split is None or split.state not in _READABLE:
         raise BuildRejected(f"split {job.split_id} is no longer readable")
-    # Reading and hashing every object is blocking I/O: off the event loop, which ingestion shares (on it, the
-    # embedded builds' publishes held ingestion's p50 at 2.8x of the same load without indexing).
-    refs, problems = await asyncio.to_thread(check_artifacts, storage, split.split_id, split.index_uid,
-                                             [artifact.to_ref() for artifact in update.artifacts])
-    if problems:
-        raise BuildRejected("; ".join(f"{f}: {m}" for f, m in problems))
+    if checked is None:
+        checked = await _check_build(storage, job, update, split)
+    if checked.problems:
+        raise BuildRejected("; ".join(f"{f}: {m}" for f, m in checked.problems))
     # The job holds the file (one live job per split, fenced): its build supersedes older artifacts.
-    rows = [row for row, _ in await repo.register(split, refs, f"job:{job.job_id}", replace=True)]
-    await snapshots.publish(session, storage, split, rows, update.skipped, f"job:{job.job_id}", now)
+    rows = [row for row, _ in await repo.register(split, checked.refs, f"job:{job.job_id}", replace=True)]
+    await snapshots.publish(session, storage, split, rows, update.skipped, f"job:{job.job_id}", now,
+                            manifest_written=checked.manifest_uri)
     repo.queue.succeed(job, now, stage="published")
     job.artifact_count = len(rows)
     job.artifact_bytes = sum(r.size_bytes for r in rows)

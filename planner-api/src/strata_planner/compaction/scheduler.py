@@ -41,7 +41,7 @@ def compaction_queue(storage: ObjectStore, settings: CompactionSettings, passes:
     """The queue of one app: `after_publish` sees every merge published (planner-api's metrics, when its
     background work runs)."""
 
-    async def publish(session: AsyncSession, update: StatusUpdate, now: datetime) -> object:
+    async def publish(session: AsyncSession, update: StatusUpdate, now: datetime, _prepared: None = None) -> object:
         repo = CompactionRepository(session)
         job = await repo.get(update.job_id)
         outputs = await _outputs_as_splits(session, storage, job, update) if job else []

@@ -59,7 +59,8 @@ class QueueSpec(Generic[U, A]):
     queue_of: Callable[[AsyncSession], LeaseQueue[Any]]
     # A success: publish the job's result in the caller's transaction (the job is checked against its token
     # first); raise PublishRefused when the result is unusable. Returns what `after_publish` gets once committed.
-    publish: Callable[[AsyncSession, U, datetime], Awaitable[object]]
+    # Its last argument is what `prepare` made ready for the job, or None (then it does that work itself).
+    publish: Callable[[AsyncSession, U, datetime, Any], Awaitable[object]]
     # Before assigning: the queue's own upkeep in the poll's transaction, given the worker's capacity.
     housekeeping: Callable[[AsyncSession, int, datetime], Awaitable[object]]
     # Locks and leases at most `capacity` jobs for the worker, in the queue's priority order.
@@ -79,6 +80,12 @@ class QueueSpec(Generic[U, A]):
     # generation and totals the `splits` and `artifact_snapshots` triggers write), and a merge holding one of
     # those splits and waiting on that row for its outputs was a deadlock (docs/architecture.md, "Lock order").
     lock_splits: Callable[[AsyncSession, Sequence[Any]], Awaitable[object]] | None = None
+    # Optional: what the poll's successes need before any is published and that takes none of the rows their
+    # publishes lock (reading and checking what the workers wrote, writing a file), done for all of them at once
+    # after `lock_splits`, given (job, update) of those whose token owns their job; by job id, what `publish` then
+    # receives. Done in each publish's turn instead, the later ones' I/O ran while the earlier ones held their
+    # index's rows (plan generation, totals), which an ingest's publish waits on.
+    prepare: Callable[[AsyncSession, Sequence[tuple[Any, U]]], Awaitable[dict[str, object]]] | None = None
 
     @property
     def lease(self) -> timedelta:
@@ -110,14 +117,18 @@ async def apply_updates(sessions: async_sessionmaker[AsyncSession], spec: QueueS
             queue.forget_locks()
             try:
                 jobs = await queue.lock_many([update.job_id for update in updates])
-                await _lock_splits(session, spec, jobs, updates)
+                owned = _owned_successes(jobs, updates)
+                if owned and spec.lock_splits is not None:
+                    await spec.lock_splits(session, [job for job, _ in owned])
+                prepared = await _prepare(session, spec, owned, updates)
                 batched = await _publish_batch(session, spec, updates, now, published)
                 results: list[UpdateResult | None] = [batched.get(i) for i in range(len(updates))]
                 # The rest one at a time, by index (a stable sort: a job's updates keep their order), so the
                 # index-level rows their publishes' triggers lock are taken in index order too.
                 for i in sorted(range(len(updates)), key=lambda i: _index_of(jobs, updates[i])):
                     if results[i] is None:
-                        results[i] = await _apply_one(session, spec, queue, updates[i], now, published)
+                        results[i] = await _apply_one(session, spec, queue, updates[i], now, published,
+                                                      prepared.get(updates[i].job_id))
                 await session.commit()
             finally:
                 queue.forget_locks()
@@ -135,17 +146,24 @@ def _index_of(jobs: dict[str, Any], update: JobUpdate) -> str:
     return "" if job is None else job.index_uid
 
 
-async def _lock_splits(session: AsyncSession, spec: QueueSpec[U, A], jobs: dict[str, Any],
-                       updates: Sequence[U]) -> None:
-    """`QueueSpec.lock_splits` for the poll's successes whose token still owns their job (the others publish
-    nothing)."""
-    if spec.lock_splits is None:
-        return
-    owned = {update.job_id: job for update in updates
+def _owned_successes(jobs: dict[str, Any], updates: Sequence[U]) -> list[tuple[Any, U]]:
+    """The poll's successes whose token still owns their job (the others publish nothing), one per job, in job
+    id order, as (job, update)."""
+    owned = {update.job_id: (job, update) for update in updates
              if update.status == "success" and (job := jobs.get(update.job_id)) is not None
              and job.fencing_token == update.fencing_token and job.status is JobStatus.IN_PROGRESS}
-    if owned:
-        await spec.lock_splits(session, [owned[job_id] for job_id in sorted(owned)])
+    return [owned[job_id] for job_id in sorted(owned)]
+
+
+async def _prepare(session: AsyncSession, spec: QueueSpec[U, A], owned: list[tuple[Any, U]],
+                   updates: Sequence[U]) -> dict[str, object]:
+    """`QueueSpec.prepare` for the owned successes, but a job reported twice in the poll: its updates apply one at
+    a time, in their order, each doing its own work."""
+    reported = Counter(update.job_id for update in updates)
+    once = [(job, update) for job, update in owned if reported[update.job_id] == 1]
+    if spec.prepare is None or not once:
+        return {}
+    return await spec.prepare(session, once)
 
 
 async def _publish_batch(session: AsyncSession, spec: QueueSpec[U, A], updates: Sequence[U], now: datetime,
@@ -179,7 +197,7 @@ async def _publish_batch(session: AsyncSession, spec: QueueSpec[U, A], updates: 
 
 
 async def _apply_one(session: AsyncSession, spec: QueueSpec[U, A], queue: LeaseQueue[Any], update: U,
-                     now: datetime, published: list[object]) -> UpdateResult:
+                     now: datetime, published: list[object], prepared: object = None) -> UpdateResult:
     try:
         if update.status == "in_progress":
             job = await queue.refresh(update.job_id, update.fencing_token, now, spec.lease, update.stage,
@@ -192,7 +210,7 @@ async def _apply_one(session: AsyncSession, spec: QueueSpec[U, A], queue: LeaseQ
                              now, spec.max_failures)
         else:
             async with session.begin_nested():
-                published.append(await _publish(spec, session, update, now))
+                published.append(await _publish(spec, session, update, now, prepared))
         return UpdateResult(job_id=update.job_id, accepted=True)
     except StaleToken as stale:
         return UpdateResult(job_id=update.job_id, accepted=False, reason=str(stale))
@@ -207,12 +225,13 @@ async def _apply_one(session: AsyncSession, spec: QueueSpec[U, A], queue: LeaseQ
     return UpdateResult(job_id=update.job_id, accepted=False, reason=reason)
 
 
-async def _publish(spec: QueueSpec[U, A], session: AsyncSession, update: U, now: datetime) -> object:
+async def _publish(spec: QueueSpec[U, A], session: AsyncSession, update: U, now: datetime,
+                   prepared: object) -> object:
     with log_context(queue=spec.name, job_id=update.job_id, fencing_token=update.fencing_token), \
             tracer.start_as_current_span("publish", attributes={"strata.queue": spec.name,
                                                                 "strata.job_id": update.job_id,
                                                                 "strata.fencing_token": update.fencing_token}):
-        return await spec.publish(session, update, now)
+        return await spec.publish(session, update, now, prepared)
 
 
 async def poll(sessions: async_sessionmaker[AsyncSession], spec: QueueSpec[U, A], request: PollFields,
