@@ -218,8 +218,9 @@ class SoakStack:
         return self
 
     def cpu_seconds(self) -> dict[str, float]:
-        """CPU seconds so far of each part: the APIs and, apart, their children (the local job processes), Spark
-        (its JVM and Python workers), PostgreSQL, and this process (the writers and the sampler)."""
+        """CPU seconds so far of each part: the APIs and, apart, their children (the local job processes, and
+        indexer-api's indexing runner process with its own), Spark (its JVM and Python workers), PostgreSQL, and
+        this process (the writers and the sampler)."""
         roots = {"planner-api": self.planner.pid, "indexer-api": self.indexer.pid, "spark": self.spark_pid,
                  "postgresql": self.stack.postgres_pid()}
         out = cpu_seconds_by_tree({k: v for k, v in roots.items() if v}, children_apart=True)

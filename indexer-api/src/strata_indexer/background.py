@@ -125,6 +125,16 @@ class _RestartedRunner:
         raise NotImplementedError
 
 
+async def _first_of(stop: asyncio.Event, ended: asyncio.Event) -> None:
+    """Until the API stops or the runner ends, whichever comes first."""
+    waits = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(ended.wait())]
+    try:
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for wait in waits:
+            wait.cancel()
+
+
 class IndexingThread(_RestartedRunner):
     """The embedded indexing runner on a thread of the API's process, with an event loop of its own."""
 
@@ -149,12 +159,9 @@ class IndexingThread(_RestartedRunner):
 
         thread = threading.Thread(target=main, name="indexing-runner", daemon=True)
         thread.start()
-        waits = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(ended.wait())]
         try:
-            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+            await _first_of(stop, ended)
         finally:
-            for wait in waits:
-                wait.cancel()
             await asyncio.to_thread(self._started.wait, 10.0)
             loop, runner_stop = self._loop, self._stop
             if loop is not None and runner_stop is not None:
@@ -215,12 +222,9 @@ class IndexingProcess(_RestartedRunner):
 
         loop.add_reader(process.sentinel, on_end)
         loop.add_reader(counts.fileno(), self._count, loop, counts)
-        waits = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(ended.wait())]
         try:
-            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+            await _first_of(stop, ended)
         finally:
-            for wait in waits:
-                wait.cancel()
             if not ended.is_set():
                 process.terminate()
                 timeout = self.settings.worker_shutdown_timeout_secs + _STOP_MARGIN_SECS
