@@ -73,12 +73,19 @@ def indexing_queue(storage: ObjectStore, settings: IndexingSettings, passes: Pas
             return []
         now = clock()
         out = []
+        # Every job's file in one statement; each index's settings read and validated once for all its jobs.
+        splits = await SplitRepository(session).rows([job.split_id for job in jobs])
+        index_settings: dict[str, IndexSettings] = {}
         # Only the indexes of the jobs handed out are looked at: a record of another stays until one is.
         async with maintenance_pass(passes, MaintenancePass.INDEXING_PLANNING, now, faults=PLANNING_FAULTS,
                                     covers_everything=False) as skips:
             for job in jobs:
                 async with skips.entry(job.index_uid.split(":", 1)[0], job.job_id) as described:
-                    out.append(await _assignment(storage, settings.lease_secs, session, job))
+                    if job.index_uid not in index_settings:
+                        index = await IndexRepository(session).get(job.index_uid)
+                        index_settings[job.index_uid] = IndexSettings.model_validate(index.config)
+                    out.append(_assignment(storage, settings.lease_secs, job, splits[job.split_id],
+                                           index_settings[job.index_uid]))
                 if described.skipped:
                     # Handed out, it would fail every poll for every worker; as a failed attempt it is excluded
                     # after max_failures, and the record says why.
@@ -105,9 +112,10 @@ _READABLE = (SplitState.PUBLISHED, SplitState.MARKED_FOR_DELETION)
 
 @dataclass(frozen=True)
 class CheckedBuild:
-    """A reported build with its artifacts checked (`check_artifacts`: the refs with their canonical URIs, and
-    every problem) and, when there was none, its manifest written."""
+    """A reported build of `split` with its artifacts checked (`check_artifacts`: the refs with their canonical
+    URIs, and every problem) and, when there was none, its manifest written."""
 
+    split: SplitRow
     refs: list[ArtifactRef]
     problems: list[tuple[str, str]]
     manifest_uri: str | None
@@ -122,15 +130,15 @@ async def _check_build(storage: ObjectStore, job: IndexingJobRow, update: Indexi
     # write; it lists the checked refs, which the artifact rows registered from them repeat.
     manifest = None if problems else await snapshots.write_manifest(storage, split, refs, update.skipped,
                                                                     f"job:{job.job_id}")
-    return CheckedBuild(refs, problems, manifest)
+    return CheckedBuild(split, refs, problems, manifest)
 
 
 async def _publish_build(storage: ObjectStore, session, repo: IndexingRepository, job: IndexingJobRow,
                          update: IndexingUpdate, now: datetime, checked: CheckedBuild | None) -> None:
     """`checked`: what the poll's `prepare` did for this build, or None to do it here."""
-    # Locked already with the poll's other builds (`lock_splits`, in split id order); locking it again here
-    # waits for nothing.
-    split = await SplitRepository(session).row(job.split_id, for_update=True)
+    # Locked already with the poll's other builds (`lock_splits`, in split id order), and read in this
+    # transaction by `prepare` when it ran.
+    split = checked.split if checked is not None else await SplitRepository(session).row(job.split_id)
     if split is None or split.state not in _READABLE:
         raise BuildRejected(f"split {job.split_id} is no longer readable")
     if checked is None:
@@ -148,10 +156,8 @@ async def _publish_build(storage: ObjectStore, session, repo: IndexingRepository
     await session.flush()
 
 
-async def _assignment(storage: ObjectStore, lease_secs: float, session, job: IndexingJobRow) -> IndexingAssignment:
-    split = await SplitRepository(session).row(job.split_id)
-    index = await IndexRepository(session).get(job.index_uid)
-    index_settings = IndexSettings.model_validate(index.config)
+def _assignment(storage: ObjectStore, lease_secs: float, job: IndexingJobRow, split: SplitRow,
+                index_settings: IndexSettings) -> IndexingAssignment:
     tag = f"strata-index-{job.job_id}-{job.fencing_token}"
     job.spark_operation_tag = tag
     return IndexingAssignment(

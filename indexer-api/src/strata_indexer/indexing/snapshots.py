@@ -14,7 +14,7 @@ from strata_core.artifacts import manifest_key
 from strata_core.domain.artifact_refs import ArtifactRef, manifest_bytes
 from strata_core.storage import ObjectStore
 from strata_indexer.indexing.artifact_checks import artifact_prefix
-from strata_metastore.indexing_models import ArtifactRow, ArtifactSnapshotRow
+from strata_metastore.indexing_models import ArtifactRow
 from strata_metastore.indexing_repository import IndexingRepository
 from strata_metastore.models import SplitRow
 
@@ -34,10 +34,10 @@ async def write_manifest(storage: ObjectStore, split: SplitRow, refs: Sequence[A
 
 async def publish(session: AsyncSession, storage: ObjectStore, split: SplitRow, artifacts: Sequence[ArtifactRow],
                   skipped: list[dict[str, Any]], published_by: str, now: datetime,
-                  manifest_written: str | None = None) -> ArtifactSnapshotRow:
+                  manifest_written: str | None = None) -> None:
     """Write the manifest listing exactly `artifacts` (unless the caller wrote it already: `manifest_written`, its
     URI), then mark the snapshot published (visible at commit)."""
     uri = manifest_written or await write_manifest(storage, split, [
         ArtifactRef(a.artifact_type, a.column_name, a.format_version, a.uri, a.size_bytes, a.content_hash)
         for a in artifacts], skipped, published_by)
-    return await IndexingRepository(session).publish_snapshot(split, artifacts, uri, published_by, now)
+    await IndexingRepository(session).publish_snapshot(split, artifacts, uri, published_by, now)

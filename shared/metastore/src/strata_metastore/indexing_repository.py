@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 from sqlalchemy import String, and_, delete, func, literal, select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm.util import identity_key
 from ulid import ULID
 
 from strata_core.domain.artifact_refs import ArtifactRef
@@ -215,7 +216,7 @@ class IndexingRepository:
         return out
 
     async def publish_snapshot(self, split: SplitRow, artifacts: Sequence[ArtifactRow], manifest_uri: str,
-                               published_by: str, now: datetime) -> ArtifactSnapshotRow:
+                               published_by: str, now: datetime) -> None:
         """The file's artifact set becomes visible at commit, all of it."""
         ids = [a.artifact_id for a in sorted(artifacts, key=lambda a: (a.artifact_type, a.column_name,
                                                                       a.format_version))]
@@ -226,8 +227,9 @@ class IndexingRepository:
             "manifest_uri": manifest_uri, "published": True, "artifact_ids": ids, "published_by": published_by,
             "published_at": now, "updated_at": now})
         await self.session.execute(stmt)
-        await self.session.flush()
-        return await self.session.get(ArtifactSnapshotRow, split.split_id, populate_existing=True)
+        # Written around the ORM: a copy of the row this session holds is stale now, and is read again if used.
+        if (held := self.session.identity_map.get(identity_key(ArtifactSnapshotRow, split.split_id))) is not None:
+            self.session.expire(held)
 
     async def unpublish_snapshot(self, split_id: str, now: datetime) -> None:
         await self.session.execute(update(ArtifactSnapshotRow).where(ArtifactSnapshotRow.split_id == split_id)
