@@ -3,6 +3,8 @@ registration and snapshots, the janitor."""
 
 from __future__ import annotations
 
+from functools import partial
+
 from fastapi import FastAPI
 
 from strata_core.clock import Clock
@@ -58,8 +60,7 @@ def create_app(settings: Settings, *, background: bool = True, clock: Clock | No
 
     async def background_work(app: FastAPI) -> None:
         # A child process builds its API on the system clock: an app on a test's clock keeps its runner on a thread.
-        await start_background(app, runner_host=lambda s: create_app(s, background=False, clock=clock,
-                                                                     runner_host=True),
+        await start_background(app, runner_host=partial(runner_host_app, clock=clock),
                                own_process=settings.indexing_runner_process and clock is None)
 
     startup = [install_clock, install_services]
@@ -75,3 +76,9 @@ def create_app(settings: Settings, *, background: bool = True, clock: Clock | No
         on_startup=startup,
         on_shutdown=[] if runner_host else [stop_otlp_grpc, close_reads],
     )
+
+
+def runner_host_app(settings: Settings, clock: Clock | None = None) -> FastAPI:
+    """The indexer-api the embedded indexing runner reaches in process (`create_app`'s `runner_host`). A function
+    of this module, so a runner process is handed it by name (`background.IndexingProcess`)."""
+    return create_app(settings, background=False, clock=clock, runner_host=True)

@@ -67,7 +67,7 @@ async def start_background(app: FastAPI, runner_host: RunnerHost | None = None, 
                           quiet_on_outage("janitor", lambda: services.janitor.run(clock())), "janitor")
     background.every(10.0, lambda: services.metrics.refresh(sessions, clock()), "lag metrics")
     if settings.indexing_worker_slots > 0 and state.spark is not None and runner_host is not None:
-        runner = IndexingProcess(app) if own_process else IndexingThread(app, runner_host)
+        runner = IndexingProcess(app, runner_host) if own_process else IndexingThread(app, runner_host)
         background.run(runner.run)
 
 
@@ -199,8 +199,10 @@ class IndexingProcess(_RestartedRunner):
     over a pipe and is counted in the API's /metrics (`ObjectStoreCounts`); everything else the runner reports
     goes through the database."""
 
-    def __init__(self, app: FastAPI) -> None:
+    def __init__(self, app: FastAPI, runner_host: RunnerHost) -> None:
         state: AppState = app.state.strata
+        # Sent to the process, so picklable: a function of a module, by name (`app.runner_host_app`).
+        self.runner_host = runner_host
         self.settings = state.settings
         self.object_store = state.object_store
         self.process: BaseProcess | None = None
@@ -209,8 +211,8 @@ class IndexingProcess(_RestartedRunner):
         loop = asyncio.get_running_loop()
         counts, counts_sent = multiprocessing.Pipe(duplex=False)
         process = self.process = multiprocessing.get_context("spawn").Process(
-            target=run_runner_process, args=(self.settings, os.getpid(), counts_sent), name="indexing-runner",
-            daemon=False)
+            target=run_runner_process, args=(self.settings, self.runner_host, os.getpid(), counts_sent),
+            name="indexing-runner", daemon=False)
         process.start()
         counts_sent.close()
         ended = asyncio.Event()
@@ -264,12 +266,11 @@ class ObjectStoreCounts(ObjectStoreMetrics):
             self.sent.send((operation, requests))
 
 
-def run_runner_process(settings: Settings, parent: int, counts_sent: Connection) -> None:
+def run_runner_process(settings: Settings, runner_host: RunnerHost, parent: int, counts_sent: Connection) -> None:
     """The runner process's main: the indexing runner against an indexer-api of its own, until SIGTERM or SIGINT
     (then it gives its jobs back), or until the API process is gone."""
     from strata_core.observability.logs import configure_logging
     from strata_core.observability.tracing import configure_tracing
-    from strata_indexer.app import create_app
 
     configure_logging("strata-indexer", settings.log_format, settings.log_level or "INFO")
     configure_tracing("indexer-api")
@@ -280,7 +281,7 @@ def run_runner_process(settings: Settings, parent: int, counts_sent: Connection)
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
-        await serve_runner(create_app(settings, background=False, runner_host=True), stop, None,
+        await serve_runner(runner_host(settings), stop, None,
                            ObjectStoreCounts(counts_sent))
 
     try:
