@@ -107,3 +107,20 @@ async def test_bulk_retry_requeues_excluded_builds_and_cancels_the_one_whose_fil
     assert (cancelled["status"], cancelled["stage"]) == ("cancelled", "inputs_changed")
     retried = await job_of(indexer, keys, split_ids[1])
     assert (retried["status"], retried["failures"], len(retried["failure_log"])) == ("unassigned", 0, 3)
+
+
+async def test_a_waiting_build_whose_file_is_gone_is_cancelled_by_the_next_poll_not_handed_out(indexer, planner, keys):
+    index_id = await create_indexed_index(indexer, keys, late_data_acceptance_secs=6 * 3600)
+    window = open_window()
+    gone = await ingest(indexer, keys, index_id, rows_for(window - 2 * 3600, 30, seed=1))
+    kept = await ingest(indexer, keys, index_id, rows_for(window, 30, seed=2))
+    # The older file, first in the queue, is gone before any poll: its window is dropped (marked for deletion).
+    dropped = await planner.delete(f"/v1/indexes/{index_id}/windows", params={"older_than": window},
+                                   headers=keys.header(keys.admin))
+    assert dropped.status_code == 200 and dropped.json()["splits"] == 1, dropped.text
+
+    taken = (await _poll(indexer, keys, capacity=1))["assignments"]
+
+    assert [a["split_id"] for a in taken] == [kept]
+    cancelled = await job_of(indexer, keys, gone)
+    assert (cancelled["status"], cancelled["stage"]) == ("cancelled", "file_not_published"), cancelled

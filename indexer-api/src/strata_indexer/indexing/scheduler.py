@@ -25,7 +25,7 @@ from strata_indexer.indexing.artifact_checks import artifact_prefix, check_artif
 from strata_indexer.indexing.schemas import IndexingAssignment, IndexingUpdate
 from strata_metastore.indexing_models import IndexingJobRow
 from strata_metastore.indexing_repository import IndexingRepository
-from strata_metastore.lease_queue import PublishRefused
+from strata_metastore.lease_queue import PublishRefused, look_ahead
 from strata_metastore.models import SplitRow
 from strata_metastore.repositories import IndexRepository, SplitRepository
 
@@ -60,8 +60,9 @@ def indexing_queue(storage: ObjectStore, settings: IndexingSettings, passes: Pas
                                          for job, update, split in readable))
         return {job.job_id: build for (job, _, _), build in zip(readable, checked, strict=True)}
 
-    async def cancel_orphans(session: AsyncSession, _capacity: int, now: datetime) -> None:
-        await IndexingRepository(session).cancel_orphaned(now)
+    async def cancel_orphans(session: AsyncSession, capacity: int, now: datetime) -> None:
+        # As far down the queue as `assign` looks for this capacity.
+        await IndexingRepository(session).cancel_orphaned(now, head=look_ahead(capacity))
 
     async def assign(session: AsyncSession, worker_id: str, capacity: int, now: datetime,
                      lease: timedelta) -> Sequence[IndexingJobRow]:

@@ -48,6 +48,8 @@ class IndexingJobRow(LeasedJobColumns, Base):
               postgresql_where=text("status IN ('unassigned', 'in_progress')")),
         # The queue, oldest first: the indexing lag is the age of its head.
         Index("ix_indexing_jobs_queue", "status", "created_at"),
+        # The queue in the order polls lease it (`INDEXING_ASSIGNMENT_ORDER`): its head without a sort (0019).
+        Index("ix_indexing_jobs_assignment", "status", "failures", "created_at", "job_id"),
         Index("ix_indexing_jobs_index", "index_uid", "job_id"),
         # Every job of a split, finished ones too: deleting a split (GC) cascades here (migration 0018).
         Index("ix_indexing_jobs_split", "split_id"),

@@ -94,13 +94,21 @@ class IndexingRepository:
             index_elements=["split_id"], index_where=LIVE_JOB).returning(IndexingJobRow.__table__.c.job_id)
         return len((await self.session.execute(stmt, _JOBS_INSERT.params(rows))).all())
 
-    async def cancel_orphaned(self, now: datetime) -> int:
-        """Unassigned jobs whose file is no longer published (merged away, index deleted) will never be read:
-        cancel them rather than spend a build on them."""
+    async def cancel_orphaned(self, now: datetime, head: int) -> int:
+        """Waiting jobs whose file is no longer published (merged away, index deleted) will never be read: cancel
+        those among the `head` next to be handed out (`INDEXING_ASSIGNMENT_ORDER`) rather than spend a build on
+        them. Only the head, and each job's file by its key: a cost of `head` lookups a poll, however long the
+        queue or the split table (a join of every waiting job with the splits not published scanned every split,
+        19.6 ms at 20,000; a lookup per waiting job took 25.6 ms at 6,652 waiting). A job further back is
+        cancelled on its way to the head."""
+        m = IndexingJobRow
+        next_up = (select(m.job_id).where(m.status == JobStatus.UNASSIGNED)
+                   .order_by(*self.queue.ordered(INDEXING_ASSIGNMENT_ORDER)).limit(head))
+        state = select(SplitRow.state).where(SplitRow.split_id == m.split_id).scalar_subquery()
         jobs = (await self.session.execute(
-            select(IndexingJobRow).join(SplitRow, SplitRow.split_id == IndexingJobRow.split_id)
-            .where(IndexingJobRow.status == JobStatus.UNASSIGNED, SplitRow.state != SplitState.PUBLISHED)
-            .with_for_update(of=IndexingJobRow, skip_locked=True))).scalars().all()
+            select(m).where(m.job_id.in_(next_up), m.status == JobStatus.UNASSIGNED,
+                            state.is_distinct_from(SplitState.PUBLISHED))
+            .with_for_update(skip_locked=True))).scalars().all()
         for job in jobs:
             self.queue.cancel(job, now, stage="file_not_published")
         await self.session.flush()

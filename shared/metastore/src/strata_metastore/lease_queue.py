@@ -51,6 +51,12 @@ class JobFilter:
     statuses: tuple[JobStatus, ...] = ()
 
 
+def look_ahead(capacity: int) -> int:
+    """How far down the queue a lease of `capacity` jobs looks when caps apply, past the head, so one busy
+    tenant's backlog does not starve the others."""
+    return capacity * 8 + 32
+
+
 class LeaseQueue(Generic[J]):
     def __init__(self, session: AsyncSession, model: type[J], pause_column: str) -> None:
         self.session = session
@@ -111,18 +117,22 @@ class LeaseQueue(Generic[J]):
         await self.session.flush()
         return list(rows)
 
+    def ordered(self, order: Sequence[SortKey]) -> list[Any]:
+        """The ORDER BY terms of the queue's declared order (`domain.scheduler_rules`)."""
+        keys = []
+        for key in order:
+            column = getattr(self.model, key.column)
+            ordered = column.desc() if key.descending else column.asc()
+            keys.append(ordered.nulls_first() if key.nulls_first else ordered.nulls_last())
+        return keys
+
     async def waiting(self, order: Sequence[SortKey], limit: int, where: Sequence[Any] = (), *,
                       lock: bool = True) -> list[J]:
         """Unassigned jobs of indexes not paused, in the queue's declared order (`domain.scheduler_rules`),
         locked (rows other schedulers hold are skipped) unless only counted."""
-        columns = [(getattr(self.model, key.column), key) for key in order]
-        keys = []
-        for column, key in columns:
-            ordered = column.desc() if key.descending else column.asc()
-            keys.append(ordered.nulls_first() if key.nulls_first else ordered.nulls_last())
         stmt: Select = select(self.model).where(self.model.status == JobStatus.UNASSIGNED, self._not_paused(),
                                                 *where)
-        stmt = stmt.order_by(*keys).limit(limit)
+        stmt = stmt.order_by(*self.ordered(order)).limit(limit)
         if lock:
             stmt = stmt.with_for_update(skip_locked=True)
         return list((await self.session.execute(stmt)).scalars().all())
@@ -151,7 +161,7 @@ class LeaseQueue(Generic[J]):
             return []
         capped = limits.per_tenant is not None or limits.per_index is not None
         # With caps, look past the head of the queue, so one busy tenant's backlog does not starve the others.
-        candidates = await self.waiting(order, limit=budget * 8 + 32 if capped else budget, lock=lock)
+        candidates = await self.waiting(order, limit=look_ahead(budget) if capped else budget, lock=lock)
         return choose_within_limits(candidates, budget, limits, running, lambda j: (j.index_uid, j.partition_id))
 
     async def get(self, job_id: str, *, for_update: bool = False) -> J | None:
