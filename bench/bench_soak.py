@@ -496,8 +496,10 @@ def crossover(stack, *, sizes: tuple[int, ...], runs: int) -> list[dict[str, Any
 
 def run(stack, *, quick: bool = False, parts: tuple[str, ...] = PARTS, writers: int = 4, rate: float = 50.0,
         rows: int = 200, seconds: float = 300.0, backlog_splits: int = 5000, compare_spark: bool = True,
-        env_overrides: dict[str, str] | None = None, sweep_rates: tuple[float, ...] = ()) -> dict[str, Any]:
-    """Every part asked for; `quick` makes each short (to check the harness, not to publish)."""
+        env_overrides: dict[str, str] | None = None, sweep_rates: tuple[float, ...] = (),
+        charts: bool = True) -> dict[str, Any]:
+    """Every part asked for; `quick` makes each short (to check the harness, not to publish). `charts`: draw the
+    docs' charts (a run whose results are only printed must leave the published ones alone)."""
     if quick:
         seconds, backlog_splits, compare_spark = 30.0, 500, False
     sweep_rates = sweep_rates or ((50, 200) if quick else SWEEP_RATES)
@@ -509,7 +511,8 @@ def run(stack, *, quick: bool = False, parts: tuple[str, ...] = PARTS, writers: 
         result["soak"] = soak(stack, writers=writers, rate=rate, rows=rows, seconds=seconds, drain_secs=300,
                               env_overrides=env_overrides)
         result["soak"]["bounded"] = bounded(result["soak"])
-        draw_chart(result["soak"], CHART_PATH)
+        if charts:
+            draw_chart(result["soak"], CHART_PATH)
         result["soak_baseline"] = without_background(stack, writers=writers, rate=rate, rows=rows,
                                                      seconds=min(seconds, 120.0), env_overrides=env_overrides,
                                                      name="soak-baseline")
@@ -523,7 +526,8 @@ def run(stack, *, quick: bool = False, parts: tuple[str, ...] = PARTS, writers: 
     if "sweep" in parts:
         result["sweep"] = sweep(stack, rates=list(sweep_rates), writers=writers, rows=rows, seconds=sweep_secs,
                                 env_overrides=env_overrides)
-        draw_sweep_chart(result["sweep"], SWEEP_CHART_PATH)
+        if charts:
+            draw_sweep_chart(result["sweep"], SWEEP_CHART_PATH)
     if "crossover" in parts:
         result["crossover"] = crossover(stack, sizes=crossover_sizes, runs=crossover_runs)
     return result
@@ -784,17 +788,18 @@ def main() -> None:
 
     parts = tuple(args.part or PARTS)
     quick = args.quick
+    write = not (quick or args.part)
 
     def bench(stack) -> str:
         env = dict(item.split("=", 1) for item in args.env)
         result = run(stack, quick=quick, parts=parts, writers=args.writers, rate=args.rate, rows=args.rows,
                      env_overrides=env, seconds=args.minutes * 60, backlog_splits=args.backlog_splits,
-                     compare_spark=not args.no_spark_compare, sweep_rates=args.sweep_rates)
+                     compare_spark=not args.no_spark_compare, sweep_rates=args.sweep_rates, charts=write)
         if args.json:
             args.json.write_text(json.dumps(result, indent=1, default=str))
         return render(result)
 
-    run_and_write({SECTION: bench}, write=not (quick or args.part))
+    run_and_write({SECTION: bench}, write=write)
 
 
 if __name__ == "__main__":
