@@ -27,7 +27,6 @@ import socket
 import threading
 from collections.abc import Callable
 from multiprocessing.connection import Connection
-from multiprocessing.process import BaseProcess
 from typing import TYPE_CHECKING
 
 from fastapi import FastAPI
@@ -205,12 +204,11 @@ class IndexingProcess(_RestartedRunner):
         self.runner_host = runner_host
         self.settings = state.settings
         self.object_store = state.object_store
-        self.process: BaseProcess | None = None
 
     async def _run_once(self, stop: asyncio.Event) -> bool:
         loop = asyncio.get_running_loop()
         counts, counts_sent = multiprocessing.Pipe(duplex=False)
-        process = self.process = multiprocessing.get_context("spawn").Process(
+        process = multiprocessing.get_context("spawn").Process(
             target=run_runner_process, args=(self.settings, self.runner_host, os.getpid(), counts_sent),
             name="indexing-runner", daemon=False)
         process.start()
@@ -281,8 +279,7 @@ def run_runner_process(settings: Settings, runner_host: RunnerHost, parent: int,
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
-        await serve_runner(runner_host(settings), stop, None,
-                           ObjectStoreCounts(counts_sent))
+        await serve_runner(runner_host(settings), stop, None, ObjectStoreCounts(counts_sent))
 
     try:
         asyncio.run(main())
