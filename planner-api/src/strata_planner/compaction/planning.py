@@ -6,6 +6,7 @@ workers report capacity) looks only at windows flagged as changed, or closed sin
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -80,8 +81,15 @@ async def plan_index(session: AsyncSession, index: IndexRow, now: datetime, *, w
     windows: list[tuple[int, int]] | None = None
     if incremental:
         windows = await _changed_windows(session, index.index_uid, rules, now)
-    candidates, mature = await load_candidates(session, index.index_uid, window_range, windows, params=params,
-                                               rules=rules, now=now)
+    if incremental and create_jobs and max_new_jobs is not None and not force_final:
+        # A scheduler's pass creates a few jobs: it reads the few splits of each window those can take, not a
+        # backlog of thousands each time (the plan it reports is then of those splits, and counts no mature).
+        candidates, mature = await CompactionWindowRepository(session).candidate_heads(
+            index.index_uid, windows, params=params, rules=rules, now_secs=int(now.timestamp()),
+            operations=max_new_jobs), 0
+    else:
+        candidates, mature = await load_candidates(session, index.index_uid, window_range, windows,
+                                                   params=params, rules=rules, now=now)
     plan = plan_merges(candidates, params, rules, int(now.timestamp()), force_final=force_final)
     examined = set(windows) if windows is not None else {(c.scope.window_duration_secs, c.window_start)
                                                          for c in candidates}
@@ -89,7 +97,7 @@ async def plan_index(session: AsyncSession, index: IndexRow, now: datetime, *, w
     if not create_jobs:
         return outcome
 
-    ordered = _priority_order(plan.operations)
+    ordered = admission_order(plan.operations)
     admitted = ordered if max_new_jobs is None else ordered[:max(0, max_new_jobs)]
     deferred = {(op.scope.window_duration_secs, op.window_start) for op in ordered[len(admitted):]}
     outcome.operations_not_created = len(ordered) - len(admitted)
@@ -120,12 +128,19 @@ async def create_planned_jobs(session: AsyncSession, index: IndexRow, now: datet
     return outcome
 
 
-def _priority_order(operations: list[MergeOperation]) -> list[MergeOperation]:
-    # In the order the scheduler hands jobs out: when the queue bound cuts planning short, what it would run
-    # first gets in (then the smaller job, and a stable order).
-    return sorted(operations, key=lambda op: (
-        python_sort_key(COMPACTION_ASSIGNMENT_ORDER, lambda column: getattr(op, column, None)),
-        op.num_rows, op.split_ids))
+def admission_order(operations: list[MergeOperation]) -> list[MergeOperation]:
+    """Operations in the order the scheduler hands jobs out, so that when the budget cuts planning short, what it
+    would run first gets in; then by a merge's place among its window's (the policy plans a window's merges from
+    its smallest splits up, so a pass planned from `merge_policy.group_heads` admits exactly the merges a pass
+    planned from every split would); then the smaller job, and a stable order."""
+    places: dict[tuple, int] = defaultdict(int)
+    keys = {}
+    for op in operations:
+        group = (op.scope, op.window_start)
+        scheduled = python_sort_key(COMPACTION_ASSIGNMENT_ORDER, lambda column, op=op: getattr(op, column, None))
+        keys[op.split_ids] = (scheduled, places[group], op.num_rows, op.split_ids)
+        places[group] += 1
+    return sorted(operations, key=lambda op: keys[op.split_ids])
 
 
 async def _changed_windows(session: AsyncSession, index_uid: str, rules: WindowRules,

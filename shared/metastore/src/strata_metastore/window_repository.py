@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, and_, case, cast, exists, func, or_, select, tuple_, update
+from sqlalchemy import BigInteger, Integer, and_, case, cast, exists, func, literal, or_, select, tuple_, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -24,6 +24,8 @@ from strata_core.domain.merge_policy import (
     SplitCandidate,
     WindowRules,
     before_compaction_start,
+    heads_per_group,
+    level_starts,
     mature_when,
 )
 from strata_core.domain.split import CompactionScope, SplitState
@@ -44,6 +46,28 @@ _CLAIMED = exists().where(and_(CompactionJobInputRow.split_id == SplitRow.split_
 _COVERED = exists().where(and_(DeleteSplitRow.split_id == SplitRow.split_id,
                                DeleteSplitRow.state.in_(("pending", "rewriting"))))
 _UNAVAILABLE = or_(_CLAIMED, _COVERED)
+
+
+_CANDIDATE_COLUMNS = (SplitRow.split_id, SplitRow.source_id, SplitRow.partition_id, SplitRow.doc_mapping_uid,
+                      SplitRow.sort_schema, SplitRow.window_duration_secs, SplitRow.window_start, SplitRow.num_rows,
+                      SplitRow.size_bytes, SplitRow.num_merge_ops, CREATED_AT_SECS.label("created_at_secs"))
+
+
+def _candidates(index_uid: str, rows: Iterable[Any]) -> list[SplitCandidate]:
+    """Rows of `_CANDIDATE_COLUMNS` (and `claimed`, when selected) as the policy's candidates, one scope object
+    per scope."""
+    scopes: dict[tuple, CompactionScope] = {}
+    candidates = []
+    for r in rows:
+        key = (r.source_id, r.partition_id, r.doc_mapping_uid, r.sort_schema, r.window_duration_secs)
+        scope = scopes.get(key)
+        if scope is None:
+            scope = scopes[key] = CompactionScope(index_uid, *key)
+        candidates.append(SplitCandidate(
+            split_id=r.split_id, scope=scope, window_start=r.window_start, num_rows=r.num_rows,
+            size_bytes=r.size_bytes, num_merge_ops=r.num_merge_ops, created_at_secs=r.created_at_secs,
+            in_live_job=getattr(r, "claimed", False)))
+    return candidates
 
 
 def window_flag_rows(windows: set[tuple[str, int, int]], now: datetime) -> list[dict[str, Any]]:
@@ -167,24 +191,40 @@ class CompactionWindowRepository:
         mature_count = await self.session.scalar(select(func.count()).select_from(SplitRow).where(
             *selection, mature, ~before_compaction_start(SplitRow.window_start, rules), SplitRow.sort_schema != "",
             ~_UNAVAILABLE))
-        rows = await self.session.execute(select(
-            SplitRow.split_id, SplitRow.source_id, SplitRow.partition_id, SplitRow.doc_mapping_uid,
-            SplitRow.sort_schema, SplitRow.window_duration_secs, SplitRow.window_start, SplitRow.num_rows,
-            SplitRow.size_bytes, SplitRow.num_merge_ops, CREATED_AT_SECS.label("created_at_secs"),
-            _UNAVAILABLE.label("claimed"),
-        ).where(*selection, ~mature))
-        scopes: dict[tuple, CompactionScope] = {}
-        candidates = []
-        for r in rows.all():
-            key = (r.source_id, r.partition_id, r.doc_mapping_uid, r.sort_schema, r.window_duration_secs)
-            scope = scopes.get(key)
-            if scope is None:
-                scope = scopes[key] = CompactionScope(index_uid, *key)
-            candidates.append(SplitCandidate(
-                split_id=r.split_id, scope=scope, window_start=r.window_start, num_rows=r.num_rows,
-                size_bytes=r.size_bytes, num_merge_ops=r.num_merge_ops, created_at_secs=r.created_at_secs,
-                in_live_job=r.claimed))
-        return candidates, int(mature_count or 0)
+        rows = await self.session.execute(select(*_CANDIDATE_COLUMNS, _UNAVAILABLE.label("claimed"))
+                                          .where(*selection, ~mature))
+        return _candidates(index_uid, rows.all()), int(mature_count or 0)
+
+    async def candidate_heads(self, index_uid: str, windows: Sequence[tuple[int, int]], *,
+                              params: MergePolicyParams, rules: WindowRules, now_secs: int,
+                              operations: int) -> list[SplitCandidate]:
+        """`merge_policy.group_heads` of the listed (duration, start) windows, in SQL: the splits the first
+        `operations` merges of each group can take, ranked by the database, so a pass creating a few jobs in a
+        window of thousands of splits receives a few dozen."""
+        if not windows:
+            return []
+        closed = is_window_closed(SplitRow.window_start, SplitRow.window_duration_secs,
+                                  rules.late_data_acceptance_secs, now_secs)
+        # `split_level` as a sum of comparisons (a candidate is below the target, `level_starts`); a closed
+        # window's final merges pack across levels, so its splits rank in one group (-1).
+        level = case((closed, literal(-1)),
+                     else_=sum((cast(SplitRow.num_rows >= start, Integer) for start in level_starts(params)),
+                               literal(0)))
+        rank = func.row_number().over(
+            partition_by=(SplitRow.source_id, SplitRow.partition_id, SplitRow.doc_mapping_uid, SplitRow.sort_schema,
+                          SplitRow.window_duration_secs, SplitRow.window_start, level),
+            # The policy's `_size_order`, split ids compared byte by byte as Python compares them.
+            order_by=(SplitRow.num_rows, SplitRow.size_bytes, SplitRow.split_id.collate("C")))
+        ranked = select(*_CANDIDATE_COLUMNS, rank.label("rank")).where(
+            SplitRow.index_uid == index_uid, SplitRow.state == SplitState.PUBLISHED,
+            tuple_(SplitRow.window_duration_secs, SplitRow.window_start).in_(list(windows)),
+            # What `merge_policy._exclusion` skips, so only what the policy could merge is ranked.
+            ~before_compaction_start(SplitRow.window_start, rules), SplitRow.sort_schema != "", ~_UNAVAILABLE,
+            ~mature_when(SplitRow.num_rows, SplitRow.size_bytes, now_secs - CREATED_AT_SECS, params),
+        ).subquery()
+        rows = await self.session.execute(
+            select(ranked).where(ranked.c.rank <= heads_per_group(params, operations)))
+        return _candidates(index_uid, rows.all())
 
     # --- the timeline ---------------------------------------------------------------------------------------
 

@@ -151,6 +151,34 @@ def plan_merges(
     return plan
 
 
+def head_group(split: SplitCandidate, params: MergePolicyParams, rules: WindowRules, now_secs: int) -> tuple:
+    """The group of splits whose merges a plan takes from the smallest up: a scope's window, and in an open window
+    one level of it (a closed window's final merges pack across levels, `_plan_final`)."""
+    closed = is_window_closed(split.window_start, split.scope.window_duration_secs,
+                              rules.late_data_acceptance_secs, now_secs)
+    return (split.scope, split.window_start, None if closed else split_level(split.num_rows, params))
+
+
+def heads_per_group(params: MergePolicyParams, operations: int) -> int:
+    """How many of a group's smallest splits its first `operations` merges can take (each at most
+    max_merge_factor): a pass that creates a few jobs needs these only, not the whole backlog of a window."""
+    return max(1, operations) * params.max_merge_factor
+
+
+def group_heads(candidates: list[SplitCandidate], params: MergePolicyParams, rules: WindowRules, now_secs: int,
+                operations: int) -> list[SplitCandidate]:
+    """The candidates `plan_merges` takes the first `operations` merges of every group from: those it would not
+    skip for a reason of their own (`_exclusion`), at most `heads_per_group` per `head_group`, smallest first. The
+    planner's repository selects the same in SQL; planned from these, each group's first `operations` merges are
+    the ones planned from every candidate (each batch reads at most max_merge_factor splits past its start)."""
+    groups: dict[tuple, list[SplitCandidate]] = defaultdict(list)
+    for split in candidates:
+        if _exclusion(split, params, rules, now_secs) is None:
+            groups[head_group(split, params, rules, now_secs)].append(split)
+    limit = heads_per_group(params, operations)
+    return [split for group in groups.values() for split in sorted(group, key=_size_order)[:limit]]
+
+
 def _group_order(key: tuple[CompactionScope, int]) -> tuple:
     scope, window_start = key
     return (scope.index_uid, scope.source_id, scope.partition_id, scope.doc_mapping_uid, scope.sort_schema,
