@@ -71,8 +71,8 @@ def compaction_queue(storage: ObjectStore, settings: CompactionSettings, passes:
         # Waiting jobs a worker could take now: a paused index's or a capped tenant's backlog plans no less.
         waiting = await repo.queue.assignable(COMPACTION_ASSIGNMENT_ORDER, capacity * settings.plan_ahead,
                                               limits)
-        # Several polls' worth of jobs per pass, and a pass only when they run out: one job per pass made a backlog
-        # of small splits cost a read of its whole window per merge.
+        # Several polls' worth of jobs per pass, and a pass only when they run out: a pass ranks every waiting
+        # split of its windows in PostgreSQL (only the heads come back), too much to pay per merge.
         budget = jobs_to_plan(capacity, live, waiting, settings.queue_bound, settings.plan_ahead)
         if budget > 0:
             # Deletes first: they have a deadline, and a covered split is kept out of merges until rewritten.

@@ -120,7 +120,7 @@ class Settings(BaseSettings):
     # (docs/benchmarks.md, "Keeping up").
     compaction_plan_ahead: int = Field(8, ge=1, description="A planner pass creates up to this many jobs per free "
                                                             "slot a worker reports (within the bound): a pass "
-                                                            "reads every waiting split of the windows it plans.")
+                                                            "ranks the waiting splits of the windows it plans.")
     compaction_worker_slots: int = Field(1, description="Merge slots of the runner inside planner-api; 0 turns it "
                                                         "off (run `strata worker` elsewhere).")
     compaction_worker_local_slots: int = Field(8, ge=0, description="Slots of the runner inside planner-api for "

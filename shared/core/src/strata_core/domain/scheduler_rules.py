@@ -59,7 +59,7 @@ def jobs_to_plan(reported_capacity: int, live_jobs: int, unassigned_jobs: int, q
                  plan_ahead: int = 1) -> int:
     """New jobs to create now. None while the jobs already waiting fill the capacity a worker just reported;
     otherwise up to `plan_ahead` times that capacity, less what waits, within the queue bound. Planning in
-    batches (a pass reads every waiting split of its windows) and only once the queue runs low keeps the cost of
+    batches (a pass ranks the waiting splits of its windows) and only once the queue runs low keeps the cost of
     a pass off most polls."""
     if reported_capacity <= 0 or unassigned_jobs >= reported_capacity:
         return 0
