@@ -233,3 +233,30 @@ async def test_a_planner_pass_shares_its_budget_between_indexes(indexer, planner
         jobs = (await planner.get("/v1/compaction/jobs", params={"index_id": index_id},
                                   headers=keys.header(keys.worker))).json()["jobs"]
         assert len(jobs) == 1, (index_id, jobs)
+
+
+async def test_a_pass_that_read_only_the_heads_of_a_window_leaves_it_for_the_next_pass(indexer, planner, keys,
+                                                                                       planner_clock):
+    """With a budget of one merge a pass reads the 4 smallest of the window's 8 splits (max_merge_factor 4) and
+    creates one merge; the other 4 may make another, so the window stays changed and the next pass plans it at
+    once, without waiting for the first merge to publish."""
+    from strata_metastore.repositories import IndexRepository
+    from strata_planner.compaction.scheduler import _plan_one
+
+    from datetime import UTC, datetime
+
+    index_id, _, split_ids = await _index_with_splits(indexer, keys, 8)
+    # The planner's clock past the splits' landing: a pass then clears the window's flag unless it must not.
+    planner_clock.now = datetime.now(UTC)
+    state = planner.app.state.strata
+    for _ in range(2):
+        async with state.sessions() as session:
+            index = await IndexRepository(session).get_live(index_id)
+            assert await _plan_one(session, index, state.clock(), 1) == 1
+            await session.commit()
+    jobs = (await planner.get("/v1/compaction/jobs", params={"index_id": index_id},
+                              headers=keys.header(keys.worker))).json()["jobs"]
+    assert sorted(s for job in jobs for s in job["input_split_ids"]) == sorted(split_ids)
+    async with state.sessions() as session:
+        index = await IndexRepository(session).get_live(index_id)
+        assert await _plan_one(session, index, state.clock(), 1) == 0, "nothing is left to merge"

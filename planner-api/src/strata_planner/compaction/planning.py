@@ -6,7 +6,7 @@ workers report capacity) looks only at windows flagged as changed, or closed sin
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -21,6 +21,8 @@ from strata_core.domain.merge_policy import (
     SkipReason,
     SplitCandidate,
     WindowRules,
+    head_group,
+    heads_per_group,
     plan_merges,
 )
 from strata_core.domain.scheduler_rules import COMPACTION_ASSIGNMENT_ORDER, python_sort_key
@@ -81,16 +83,22 @@ async def plan_index(session: AsyncSession, index: IndexRow, now: datetime, *, w
     windows: list[tuple[int, int]] | None = None
     if incremental:
         windows = await _changed_windows(session, index.index_uid, rules, now)
+    # Windows whose merges this pass could not all see: planned again by the next pass, not marked done.
+    unseen: set[tuple[int, int]] = set()
     if incremental and create_jobs and max_new_jobs is not None and not force_final:
         # A scheduler's pass creates a few jobs: it reads the few splits of each window those can take, not a
         # backlog of thousands each time (the plan it reports is then of those splits, and counts no mature).
+        now_secs = int(now.timestamp())
         candidates, mature = await CompactionWindowRepository(session).candidate_heads(
-            index.index_uid, windows, params=params, rules=rules, now_secs=int(now.timestamp()),
-            operations=max_new_jobs), 0
+            index.index_uid, windows, params=params, rules=rules, now_secs=now_secs, operations=max_new_jobs), 0
+        unseen = _cut_short(candidates, params, rules, now_secs, max_new_jobs)
     else:
         candidates, mature = await load_candidates(session, index.index_uid, window_range, windows,
                                                    params=params, rules=rules, now=now)
     plan = plan_merges(candidates, params, rules, int(now.timestamp()), force_final=force_final)
+    # Only where the heads made a merge can more wait beyond them: a group whose smallest splits make none (below
+    # the merge factor, or no two within the target) makes none from larger ones either.
+    unseen &= {(op.scope.window_duration_secs, op.window_start) for op in plan.operations}
     examined = set(windows) if windows is not None else {(c.scope.window_duration_secs, c.window_start)
                                                          for c in candidates}
     outcome = PlanOutcome(plan=plan, windows_examined=len(examined), mature_splits=mature)
@@ -99,7 +107,7 @@ async def plan_index(session: AsyncSession, index: IndexRow, now: datetime, *, w
 
     ordered = admission_order(plan.operations)
     admitted = ordered if max_new_jobs is None else ordered[:max(0, max_new_jobs)]
-    deferred = {(op.scope.window_duration_secs, op.window_start) for op in ordered[len(admitted):]}
+    deferred = unseen | {(op.scope.window_duration_secs, op.window_start) for op in ordered[len(admitted):]}
     outcome.operations_not_created = len(ordered) - len(admitted)
     repo = CompactionRepository(session)
     created = await repo.create_jobs(admitted, now)
@@ -126,6 +134,15 @@ async def create_planned_jobs(session: AsyncSession, index: IndexRow, now: datet
                                create_jobs=True, max_new_jobs=max_new_jobs)
     await session.commit()
     return outcome
+
+
+def _cut_short(heads: list[SplitCandidate], params: MergePolicyParams, rules: WindowRules, now_secs: int,
+               operations: int) -> set[tuple[int, int]]:
+    """(duration, start) of the windows where a group's heads filled their limit: more of its splits may wait
+    beyond them, so the window is not done even if every merge planned from the heads was created."""
+    sizes = Counter(head_group(split, params, rules, now_secs) for split in heads)
+    limit = heads_per_group(params, operations)
+    return {(scope.window_duration_secs, start) for (scope, start, _level), n in sizes.items() if n >= limit}
 
 
 def admission_order(operations: list[MergeOperation]) -> list[MergeOperation]:
