@@ -240,10 +240,10 @@ async def test_a_pass_that_read_only_the_heads_of_a_window_leaves_it_for_the_nex
     """With a budget of one merge a pass reads the 4 smallest of the window's 8 splits (max_merge_factor 4) and
     creates one merge; the other 4 may make another, so the window stays changed and the next pass plans it at
     once, without waiting for the first merge to publish."""
+    from datetime import UTC, datetime
+
     from strata_metastore.repositories import IndexRepository
     from strata_planner.compaction.scheduler import _plan_one
-
-    from datetime import UTC, datetime
 
     index_id, _, split_ids = await _index_with_splits(indexer, keys, 8)
     # The planner's clock past the splits' landing: a pass then clears the window's flag unless it must not.
