@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import Integer, cast, delete, func, literal, select, tuple_
+from sqlalchemy import delete, func, literal, select, tuple_
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -23,7 +23,6 @@ from strata_core.domain.merge_policy import (
     MergePolicyParams,
     WindowRules,
     before_compaction_start,
-    level_starts,
     mature_when,
 )
 from strata_core.domain.split import SplitState
@@ -33,7 +32,7 @@ from strata_metastore.indexing_models import IndexingJobRow
 from strata_metastore.indexing_repository import IndexingRepository
 from strata_metastore.models import SplitRow
 from strata_metastore.repositories import SplitRepository
-from strata_metastore.window_repository import CREATED_AT_SECS
+from strata_metastore.window_repository import CREATED_AT_SECS, split_level_column
 
 # The merge rate is over the last minute; first-merge delays over the last ten minutes, which the garbage
 # collector's default grace (600 s) keeps the merged inputs' rows for.
@@ -110,7 +109,7 @@ class DebtSample:
 def _waiting(index_uid: str, params: MergePolicyParams, rules: WindowRules, now_secs: int):
     """The published splits the merge policy would still merge, with their level and compaction scope."""
     s = SplitRow
-    level = sum((cast(s.num_rows >= start, Integer) for start in level_starts(params)), literal(0))
+    level = split_level_column(params)
     return (
         select(s.split_id, s.source_id, s.partition_id, s.doc_mapping_uid, s.sort_schema, s.window_duration_secs,
                s.window_start, s.num_rows, s.size_bytes, s.created_at, level.label("level"))

@@ -6,7 +6,7 @@ workers report capacity) looks only at windows flagged as changed, or closed sin
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -21,9 +21,8 @@ from strata_core.domain.merge_policy import (
     SkipReason,
     SplitCandidate,
     WindowRules,
-    head_group,
-    heads_per_group,
     plan_merges,
+    windows_cut_short,
 )
 from strata_core.domain.scheduler_rules import COMPACTION_ASSIGNMENT_ORDER, python_sort_key
 from strata_core.domain.windows import is_window_closed
@@ -91,7 +90,7 @@ async def plan_index(session: AsyncSession, index: IndexRow, now: datetime, *, w
         now_secs = int(now.timestamp())
         candidates, mature = await CompactionWindowRepository(session).candidate_heads(
             index.index_uid, windows, params=params, rules=rules, now_secs=now_secs, operations=max_new_jobs), 0
-        unseen = _cut_short(candidates, params, rules, now_secs, max_new_jobs)
+        unseen = windows_cut_short(candidates, params, rules, now_secs, max_new_jobs)
     else:
         candidates, mature = await load_candidates(session, index.index_uid, window_range, windows,
                                                    params=params, rules=rules, now=now)
@@ -134,15 +133,6 @@ async def create_planned_jobs(session: AsyncSession, index: IndexRow, now: datet
                                create_jobs=True, max_new_jobs=max_new_jobs)
     await session.commit()
     return outcome
-
-
-def _cut_short(heads: list[SplitCandidate], params: MergePolicyParams, rules: WindowRules, now_secs: int,
-               operations: int) -> set[tuple[int, int]]:
-    """(duration, start) of the windows where a group's heads filled their limit: more of its splits may wait
-    beyond them, so the window is not done even if every merge planned from the heads was created."""
-    sizes = Counter(head_group(split, params, rules, now_secs) for split in heads)
-    limit = heads_per_group(params, operations)
-    return {(scope.window_duration_secs, start) for (scope, start, _level), n in sizes.items() if n >= limit}
 
 
 def admission_order(operations: list[MergeOperation]) -> list[MergeOperation]:

@@ -147,10 +147,9 @@ class LeaseQueue(Generic[J]):
         chosen = [key.job_id for key in await self._within(order, capacity, limits, lock=True)]
         if not chosen:
             return []
-        # Locked by `_within` already; loaded whole only now, the few chosen.
-        m = self.model
-        jobs = {job.job_id: job for job in (await self.session.execute(
-            select(m).where(m.job_id.in_(chosen)).execution_options(populate_existing=True))).scalars()}
+        # Locked by `_within` already (taking the locks again waits for nothing); loaded whole only now, the few
+        # chosen.
+        jobs = await self.lock_many(chosen)
         return await self.lease([jobs[job_id] for job_id in chosen], worker_id, now, lease)
 
     async def assignable(self, order: Sequence[SortKey], capacity: int, limits: InProgressLimits) -> int:

@@ -48,6 +48,12 @@ _COVERED = exists().where(and_(DeleteSplitRow.split_id == SplitRow.split_id,
 _UNAVAILABLE = or_(_CLAIMED, _COVERED)
 
 
+def split_level_column(params: MergePolicyParams) -> Any:
+    """`merge_policy.split_level` of a split row, as a sum of comparisons (`level_starts`: exact for a split below
+    the target, as every candidate is)."""
+    return sum((cast(SplitRow.num_rows >= start, Integer) for start in level_starts(params)), literal(0))
+
+
 _CANDIDATE_COLUMNS = (SplitRow.split_id, SplitRow.source_id, SplitRow.partition_id, SplitRow.doc_mapping_uid,
                       SplitRow.sort_schema, SplitRow.window_duration_secs, SplitRow.window_start, SplitRow.num_rows,
                       SplitRow.size_bytes, SplitRow.num_merge_ops, CREATED_AT_SECS.label("created_at_secs"))
@@ -205,11 +211,8 @@ class CompactionWindowRepository:
             return []
         closed = is_window_closed(SplitRow.window_start, SplitRow.window_duration_secs,
                                   rules.late_data_acceptance_secs, now_secs)
-        # `split_level` as a sum of comparisons (a candidate is below the target, `level_starts`); a closed
-        # window's final merges pack across levels, so its splits rank in one group (-1).
-        level = case((closed, literal(-1)),
-                     else_=sum((cast(SplitRow.num_rows >= start, Integer) for start in level_starts(params)),
-                               literal(0)))
+        # A closed window's final merges pack across levels, so its splits rank in one group (-1).
+        level = case((closed, literal(-1)), else_=split_level_column(params))
         rank = func.row_number().over(
             partition_by=(SplitRow.source_id, SplitRow.partition_id, SplitRow.doc_mapping_uid, SplitRow.sort_schema,
                           SplitRow.window_duration_secs, SplitRow.window_start, level),

@@ -10,7 +10,7 @@ every operation merges at least two splits. Every split left alone gets a reason
 from __future__ import annotations
 
 import enum
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 from strata_core.domain.split import CompactionScope
@@ -177,6 +177,15 @@ def group_heads(candidates: list[SplitCandidate], params: MergePolicyParams, rul
             groups[head_group(split, params, rules, now_secs)].append(split)
     limit = heads_per_group(params, operations)
     return [split for group in groups.values() for split in sorted(group, key=_size_order)[:limit]]
+
+
+def windows_cut_short(heads: list[SplitCandidate], params: MergePolicyParams, rules: WindowRules, now_secs: int,
+                      operations: int) -> set[tuple[int, int]]:
+    """(duration, start) of the windows where a group's heads filled `heads_per_group`: more of its splits may
+    wait beyond them, so a pass that planned from the heads has not seen all the window's merges."""
+    sizes = Counter(head_group(split, params, rules, now_secs) for split in heads)
+    limit = heads_per_group(params, operations)
+    return {(scope.window_duration_secs, start) for (scope, start, _level), n in sizes.items() if n >= limit}
 
 
 def _group_order(key: tuple[CompactionScope, int]) -> tuple:
