@@ -13,6 +13,7 @@ import json
 from datetime import UTC, datetime
 
 import pytest
+from sqlalchemy import event
 
 import strata_indexer.indexing.scheduler as indexing_scheduler
 import strata_indexer.indexing.snapshots as indexing_snapshots
@@ -33,7 +34,7 @@ def events(monkeypatch) -> list[tuple[str, str]]:
     """(what, split id) as the poll goes: an artifact check, a manifest write, a snapshot row."""
     seen: list[tuple[str, str]] = []
     check, write, snapshot = (indexing_scheduler.check_artifacts, indexing_snapshots.write_manifest,
-                              IndexingRepository.publish_snapshot)
+                              IndexingRepository.publish_snapshots)
 
     def checking(storage, split_id, *args):
         seen.append(("check", split_id))
@@ -43,13 +44,13 @@ def events(monkeypatch) -> list[tuple[str, str]]:
         seen.append(("manifest", split.split_id))
         return await write(storage, split, *args)
 
-    async def snapshotting(self, split, *args):
-        seen.append(("snapshot", split.split_id))
-        return await snapshot(self, split, *args)
+    async def snapshotting(self, snapshots, *args):
+        seen.extend(("snapshot", s.split.split_id) for s in snapshots)
+        return await snapshot(self, snapshots, *args)
 
     monkeypatch.setattr(indexing_scheduler, "check_artifacts", checking)
     monkeypatch.setattr(indexing_snapshots, "write_manifest", writing)
-    monkeypatch.setattr(IndexingRepository, "publish_snapshot", snapshotting)
+    monkeypatch.setattr(IndexingRepository, "publish_snapshots", snapshotting)
     return seen
 
 
@@ -125,3 +126,55 @@ async def test_a_build_whose_artifact_fails_its_check_is_refused_alone_and_gets_
     assert (await artifacts_of(indexer, keys, good))["snapshot"]["published"]
     assert not (await artifacts_of(indexer, keys, bad)).get("snapshot", {}).get("published"), \
         await artifacts_of(indexer, keys, bad)
+
+
+@pytest.fixture
+def statements(indexer):
+    """Every SQL statement the indexer's engine sends, in order."""
+    engine = indexer.app.state.strata.sessions.kw["bind"].sync_engine
+    sent: list[str] = []
+
+    def record(conn, cursor, statement, parameters, context, executemany):
+        sent.append(statement)
+
+    event.listen(engine, "before_cursor_execute", record)
+    yield sent
+    event.remove(engine, "before_cursor_execute", record)
+
+
+async def test_a_polls_builds_are_published_with_one_statement_per_kind_and_a_stale_one_is_refused_alone(
+        indexer, keys, statements):
+    index_id = await create_indexed_index(indexer, keys)
+    services = indexer_services_of(indexer.app)
+    sessions = indexer.app.state.strata.sessions
+
+    def inserts(table: str) -> int:
+        return sum(1 for s in statements if s.startswith(f"INSERT INTO {table} "))
+
+    first = await _built(indexer, keys, index_id, 2)
+    first_updates = [_success(assignment, result) for assignment, result in first]
+    statements.clear()
+    assert [r.accepted for r in await apply_updates(sessions, services.queue, first_updates, datetime.now(UTC))] \
+        == [True, True]
+    # One insert per kind for both builds (one at a time, there was one per build and kind).
+    assert (inserts("index_artifacts"), inserts("artifact_snapshots")) == (1, 1), statements
+    first_listing = await artifacts_of(indexer, keys, first[0][0].split_id)
+
+    # The next poll's builds, with the first poll's first report sent again: its job has ended, so its token no
+    # longer owns it, and it must change nothing while the others publish.
+    second = await _built(indexer, keys, index_id, 2)
+    updates = [_success(second[0][0], second[0][1]), first_updates[0], _success(second[1][0], second[1][1])]
+    statements.clear()
+    results = await apply_updates(sessions, services.queue, updates, datetime.now(UTC))
+
+    assert [r.accepted for r in results] == [True, False, True], results
+    assert (inserts("index_artifacts"), inserts("artifact_snapshots")) == (1, 1), statements
+    assert await artifacts_of(indexer, keys, first[0][0].split_id) == first_listing
+    for assignment, result in (*first, *second):
+        listing = await artifacts_of(indexer, keys, assignment.split_id)
+        assert listing["snapshot"]["published"], listing
+        assert len(listing["artifacts"]) == len(result.artifacts), listing
+        assert all(a["in_published_snapshot"] for a in listing["artifacts"]), listing
+        assert listing["snapshot"]["artifact_count"] == len(result.artifacts), listing
+        job = (await indexer.get(f"/v1/indexing/jobs/{assignment.job_id}", headers=keys.header(keys.admin))).json()
+        assert (job["status"], job["artifact_count"]) == ("success", len(result.artifacts)), job

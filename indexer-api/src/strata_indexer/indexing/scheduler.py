@@ -24,7 +24,7 @@ from strata_indexer.indexing import snapshots
 from strata_indexer.indexing.artifact_checks import artifact_prefix, check_artifacts
 from strata_indexer.indexing.schemas import IndexingAssignment, IndexingUpdate
 from strata_metastore.indexing_models import IndexingJobRow
-from strata_metastore.indexing_repository import IndexingRepository
+from strata_metastore.indexing_repository import IndexingRepository, SnapshotToPublish
 from strata_metastore.lease_queue import PublishRefused, look_ahead
 from strata_metastore.models import SplitRow
 from strata_metastore.repositories import IndexRepository, SplitRepository
@@ -42,6 +42,19 @@ def indexing_queue(storage: ObjectStore, settings: IndexingSettings, passes: Pas
         repo = IndexingRepository(session)
         job = await repo.queue.fenced(update.job_id, update.fencing_token)
         await _publish_build(storage, session, repo, job, update, now, checked)
+
+    async def publish_batch(session: AsyncSession, updates: Sequence[IndexingUpdate], now: datetime,
+                            prepared: dict[str, CheckedBuild]) -> dict[str, object]:
+        # Only builds `prepare` checked and found publishable; any other goes one at a time through `publish`,
+        # which refuses it as it would without a batch.
+        repo = IndexingRepository(session)
+        jobs = await repo.queue.fenced_many({u.job_id: u.fencing_token for u in updates})
+        ready = [(job, update, checked) for update in updates
+                 if _publishable(job := jobs.get(update.job_id), checked := prepared.get(update.job_id))]
+        if not ready:
+            return {}
+        await _publish_checked(session, repo, ready, now)
+        return {job.job_id: None for job, _, _ in ready}
 
     async def lock_splits(session: AsyncSession, jobs: Sequence[IndexingJobRow]) -> None:
         # Every build's file locked before the first is published: a build's snapshot takes its index's plan
@@ -98,7 +111,7 @@ def indexing_queue(storage: ObjectStore, settings: IndexingSettings, passes: Pas
     return QueueSpec(name="indexing", lease_secs=settings.lease_secs, max_failures=settings.max_failures,
                      queue_of=lambda session: IndexingRepository(session).queue, publish=publish,
                      housekeeping=cancel_orphans, assign=assign, describe=describe, lock_splits=lock_splits,
-                     prepare=prepare)
+                     prepare=prepare, publish_batch=publish_batch)
 
 
 async def cancel_job(session: AsyncSession, job_id: str, now: datetime) -> IndexingJobRow | None:
@@ -146,14 +159,34 @@ async def _publish_build(storage: ObjectStore, session, repo: IndexingRepository
         checked = await _check_build(storage, job, update, split)
     if checked.problems:
         raise BuildRejected("; ".join(f"{f}: {m}" for f, m in checked.problems))
+    await _publish_checked(session, repo, [(job, update, checked)], now)
+
+
+def _publishable(job: IndexingJobRow | None, checked: CheckedBuild | None) -> bool:
+    """Whether a build can go with the poll's batch: its token owns the job, and its file is still readable and
+    its artifacts passed their checks (so its manifest is written). Any other is left to `_publish_build`."""
+    return (job is not None and checked is not None and not checked.problems and checked.manifest_uri is not None
+            and checked.split.state in _READABLE)
+
+
+async def _publish_checked(session: AsyncSession, repo: IndexingRepository,
+                           builds: Sequence[tuple[IndexingJobRow, IndexingUpdate, CheckedBuild]],
+                           now: datetime) -> None:
+    """Checked builds published: their artifacts registered, their snapshots published and their jobs succeeded,
+    one statement per kind for all of them."""
     # The job holds the file (one live job per split, fenced): its build supersedes older artifacts.
-    rows = [row for row, _ in await repo.register(split, checked.refs, f"job:{job.job_id}", replace=True)]
-    await snapshots.publish(session, storage, split, rows, update.skipped, f"job:{job.job_id}", now,
-                            manifest_written=checked.manifest_uri)
-    repo.queue.succeed(job, now, stage="published")
-    job.artifact_count = len(rows)
-    job.artifact_bytes = sum(r.size_bytes for r in rows)
-    job.skipped = update.skipped
+    registered = await repo.register_many(
+        [(checked.split, checked.refs, f"job:{job.job_id}") for job, _, checked in builds], replace=True)
+    rows_of = [[row for row, _ in rows] for rows in registered]
+    # The manifest, written by `_check_build`, lists the checked refs the rows were registered from.
+    await repo.publish_snapshots([
+        SnapshotToPublish(checked.split, rows, checked.manifest_uri, f"job:{job.job_id}")
+        for (job, _, checked), rows in zip(builds, rows_of, strict=True)], now)
+    for (job, update, _), rows in zip(builds, rows_of, strict=True):
+        repo.queue.succeed(job, now, stage="published")
+        job.artifact_count = len(rows)
+        job.artifact_bytes = sum(r.size_bytes for r in rows)
+        job.skipped = update.skipped
     await session.flush()
 
 

@@ -48,8 +48,8 @@ def compaction_queue(storage: ObjectStore, settings: CompactionSettings, passes:
         return await publish_merge(session, update.job_id, update.fencing_token, outputs, now,
                                    unchanged=update.unchanged)
 
-    async def publish_batch(session: AsyncSession, updates: Sequence[StatusUpdate],
-                            now: datetime) -> dict[str, object]:
+    async def publish_batch(session: AsyncSession, updates: Sequence[StatusUpdate], now: datetime,
+                            _prepared: dict[str, object]) -> dict[str, object]:
         # A rewrite's "unchanged" goes one at a time (`publish_merge`), as every job the batch leaves out.
         return await publish_merges(session, [_reported(storage, u) for u in updates if not u.unchanged], now)
 

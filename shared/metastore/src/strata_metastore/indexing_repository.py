@@ -62,6 +62,15 @@ SELECT s.split_id, a.artifact_id, a.artifact_type, a.column_name, a.uri, a.conte
  ORDER BY s.split_id, listed.n"""
 
 
+class SnapshotToPublish(NamedTuple):
+    """A file's artifact set to publish: its artifacts, the manifest listing them, who publishes it."""
+
+    split: SplitRow
+    artifacts: Sequence[ArtifactRow]
+    manifest_uri: str
+    published_by: str
+
+
 class ArtifactConflict(Exception):
     """An artifact with the same identity (file, type, column, version) is registered with other content."""
 
@@ -194,50 +203,75 @@ class IndexingRepository:
         """Register artifacts of one file; (row, created) each. The same identity with the same content is a
         no-op; with other content it is an ArtifactConflict, unless `replace` (a fenced rebuild of the file owns
         its artifacts and may supersede them)."""
-        existing = {(a.artifact_type, a.column_name, a.format_version): a for a in await self.artifacts_of(
-            split.split_id)}
+        [registered] = await self.register_many([(split, refs, registered_by)], replace=replace)
+        return registered
+
+    async def register_many(self, builds: Sequence[tuple[SplitRow, Sequence[ArtifactRef], str]], *,
+                            replace: bool) -> list[list[tuple[ArtifactRow, bool]]]:
+        """`register` for several files at once, (file, refs, registered_by) each: their registered artifacts
+        read in one statement and the new ones inserted in one, so a poll's builds cost one statement per kind
+        (and one commit-log capture each), not one per build."""
+        ids = sorted({split.split_id for split, _, _ in builds})
+        existing: dict[tuple[str, tuple[str, str, int]], ArtifactRow] = {}
+        if ids:
+            for row in (await self.session.execute(
+                    select(ArtifactRow).where(ArtifactRow.split_id.in_(ids)))).scalars():
+                existing[(row.split_id, (row.artifact_type, row.column_name, row.format_version))] = row
         out = []
-        for ref in refs:
-            row = existing.get(ref.identity)
-            if row is not None:
-                same = (row.content_hash, row.size_bytes, row.uri) == (ref.content_hash, ref.size_bytes, ref.uri)
-                if same:
-                    out.append((row, False))
+        for split, refs, registered_by in builds:
+            registered = []
+            for ref in refs:
+                key = (split.split_id, ref.identity)
+                row = existing.get(key)
+                if row is not None:
+                    registered.append((row, False))
+                    if (row.content_hash, row.size_bytes, row.uri) == (ref.content_hash, ref.size_bytes, ref.uri):
+                        continue
+                    if not replace:
+                        raise ArtifactConflict(
+                            f"{ref.artifact_type} artifact{' of column ' + ref.column if ref.column else ''} "
+                            f"v{ref.format_version} of split {split.split_id} is already registered with content "
+                            f"{row.content_hash}, not {ref.content_hash}")
+                    row.uri, row.size_bytes, row.content_hash = ref.uri, ref.size_bytes, ref.content_hash
+                    row.registered_by = registered_by
                     continue
-                if not replace:
-                    raise ArtifactConflict(
-                        f"{ref.artifact_type} artifact{' of column ' + ref.column if ref.column else ''} "
-                        f"v{ref.format_version} of split {split.split_id} is already registered with content "
-                        f"{row.content_hash}, not {ref.content_hash}")
-                row.uri, row.size_bytes, row.content_hash = ref.uri, ref.size_bytes, ref.content_hash
-                row.registered_by = registered_by
-                out.append((row, False))
-                continue
-            row = ArtifactRow(artifact_id=str(ULID()), split_id=split.split_id, index_uid=split.index_uid,
-                              artifact_type=ref.artifact_type, column_name=ref.column,
-                              format_version=ref.format_version, uri=ref.uri, size_bytes=ref.size_bytes,
-                              content_hash=ref.content_hash, registered_by=registered_by)
-            self.session.add(row)
-            existing[ref.identity] = row
-            out.append((row, True))
+                row = ArtifactRow(artifact_id=str(ULID()), split_id=split.split_id, index_uid=split.index_uid,
+                                  artifact_type=ref.artifact_type, column_name=ref.column,
+                                  format_version=ref.format_version, uri=ref.uri, size_bytes=ref.size_bytes,
+                                  content_hash=ref.content_hash, registered_by=registered_by)
+                self.session.add(row)
+                existing[key] = row
+                registered.append((row, True))
+            out.append(registered)
         await self.session.flush()
         return out
 
     async def publish_snapshot(self, split: SplitRow, artifacts: Sequence[ArtifactRow], manifest_uri: str,
                                published_by: str, now: datetime) -> None:
         """The file's artifact set becomes visible at commit, all of it."""
-        ids = [a.artifact_id for a in sorted(artifacts, key=lambda a: (a.artifact_type, a.column_name,
-                                                                      a.format_version))]
-        stmt = pg_insert(ArtifactSnapshotRow).values(
-            split_id=split.split_id, index_uid=split.index_uid, manifest_uri=manifest_uri, published=True,
-            artifact_ids=ids, published_by=published_by, published_at=now, updated_at=now)
+        await self.publish_snapshots([SnapshotToPublish(split, artifacts, manifest_uri, published_by)], now)
+
+    async def publish_snapshots(self, snapshots: Sequence[SnapshotToPublish], now: datetime) -> None:
+        """`publish_snapshot` for several files in one statement. Its rows go in (index, file) order: the
+        statement's trigger raises each index's plan generation, and concurrent publishes take those rows in one
+        order."""
+        if not snapshots:
+            return
+        values = [{"split_id": s.split.split_id, "index_uid": s.split.index_uid, "manifest_uri": s.manifest_uri,
+                   "published": True, "published_by": s.published_by, "published_at": now, "updated_at": now,
+                   "artifact_ids": [a.artifact_id for a in sorted(s.artifacts, key=lambda a: (
+                       a.artifact_type, a.column_name, a.format_version))]}
+                  for s in sorted(snapshots, key=lambda s: (s.split.index_uid, s.split.split_id))]
+        stmt = pg_insert(ArtifactSnapshotRow).values(values)
         stmt = stmt.on_conflict_do_update(index_elements=["split_id"], set_={
-            "manifest_uri": manifest_uri, "published": True, "artifact_ids": ids, "published_by": published_by,
-            "published_at": now, "updated_at": now})
+            column: stmt.excluded[column] for column in (
+                "manifest_uri", "published", "artifact_ids", "published_by", "published_at", "updated_at")})
         await self.session.execute(stmt)
-        # Written around the ORM: a copy of the row this session holds is stale now, and is read again if used.
-        if (held := self.session.identity_map.get(identity_key(ArtifactSnapshotRow, split.split_id))) is not None:
-            self.session.expire(held)
+        # Written around the ORM: a copy of a row this session holds is stale now, and is read again if used.
+        for s in snapshots:
+            key = identity_key(ArtifactSnapshotRow, s.split.split_id)
+            if (held := self.session.identity_map.get(key)) is not None:
+                self.session.expire(held)
 
     async def unpublish_snapshot(self, split_id: str, now: datetime) -> None:
         await self.session.execute(update(ArtifactSnapshotRow).where(ArtifactSnapshotRow.split_id == split_id)

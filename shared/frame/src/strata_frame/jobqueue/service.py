@@ -71,8 +71,10 @@ class QueueSpec(Generic[U, A]):
     # Optional: several successes published at once, one statement per kind for all of them, in the caller's
     # transaction and one savepoint; what it published by job id. It must write nothing of any job it leaves out
     # (a stale token, a result that fails a check, one the batch does not handle): those are applied one at a
-    # time by `publish`, which refuses or publishes each as it would without a batch.
-    publish_batch: Callable[[AsyncSession, Sequence[U], datetime], Awaitable[dict[str, object]]] | None = None
+    # time by `publish`, which refuses or publishes each as it would without a batch. Its last argument is what
+    # `prepare` made ready, by job id (empty without `prepare`).
+    publish_batch: Callable[[AsyncSession, Sequence[U], datetime, dict[str, object]],
+                            Awaitable[dict[str, object]]] | None = None
     # Optional: the rows the poll's successes publish on (their splits), locked before any of them is published,
     # given the jobs their tokens still own: in one statement, sorted by split id, after the jobs and outside
     # every savepoint (a lock taken in a savepoint is let go when it rolls back). A publish that locked its splits
@@ -121,7 +123,7 @@ async def apply_updates(sessions: async_sessionmaker[AsyncSession], spec: QueueS
                 if owned and spec.lock_splits is not None:
                     await spec.lock_splits(session, [job for job, _ in owned])
                 prepared = await _prepare(session, spec, owned, updates)
-                batched = await _publish_batch(session, spec, updates, now, published)
+                batched = await _publish_batch(session, spec, updates, now, published, prepared)
                 results: list[UpdateResult | None] = [batched.get(i) for i in range(len(updates))]
                 # The rest one at a time, by index (a stable sort: a job's updates keep their order), so the
                 # index-level rows their publishes' triggers lock are taken in index order too.
@@ -167,7 +169,7 @@ async def _prepare(session: AsyncSession, spec: QueueSpec[U, A], owned: list[tup
 
 
 async def _publish_batch(session: AsyncSession, spec: QueueSpec[U, A], updates: Sequence[U], now: datetime,
-                         published: list[object]) -> dict[int, UpdateResult]:
+                         published: list[object], prepared: dict[str, object]) -> dict[int, UpdateResult]:
     """The poll's successes the queue publishes as one batch (`QueueSpec.publish_batch`), by their position
     among the updates. A job reported twice in the poll is left to the updates one at a time, in their order; so
     is the whole batch when a statement of it fails (its savepoint rolled back, nothing of it written), unless
@@ -182,7 +184,7 @@ async def _publish_batch(session: AsyncSession, spec: QueueSpec[U, A], updates: 
         with tracer.start_as_current_span("publish_batch", attributes={"strata.queue": spec.name,
                                                                        "strata.batch": len(batch)}):
             async with session.begin_nested():
-                done = await spec.publish_batch(session, [u for _, u in batch], now)
+                done = await spec.publish_batch(session, [u for _, u in batch], now, prepared)
     except DBAPIError as exc:
         if conflict_of(exc) is not None:
             raise
