@@ -4,6 +4,9 @@ one merge slot, one build slot), on a local Spark Connect server; does compactio
     .tools/bin/uv run python -m bench.run soak                       # the three parts, writes docs/benchmarks.md
     .tools/bin/uv run python -m bench.bench_soak --part soak --writers 4 --rate 50 --minutes 5   # printed only
     .tools/bin/uv run python -m bench.bench_soak --quick             # a short run of each part, printed only
+    .tools/bin/uv run python -m bench.bench_soak --part sweep --sweep-rates 50 --json a.json    # one point, printed
+    .tools/bin/uv run python -m bench.bench_soak --sweep-chart out.svg --series "defaults=a.json,b.json" \
+        --series "other settings=c.json,d.json"                      # sweeps saved by --json, side by side
 
 Parts:
 - `soak`: W writers sending R NDJSON requests/s in all, of N rows each (timestamps "now"), to one index of 60 s windows
@@ -527,7 +530,7 @@ def run(stack, *, quick: bool = False, parts: tuple[str, ...] = PARTS, writers: 
         result["sweep"] = sweep(stack, rates=list(sweep_rates), writers=writers, rows=rows, seconds=sweep_secs,
                                 env_overrides=env_overrides)
         if charts:
-            draw_sweep_chart(result["sweep"], SWEEP_CHART_PATH)
+            draw_sweep_chart([("", result["sweep"])], SWEEP_CHART_PATH)
     if "crossover" in parts:
         result["crossover"] = crossover(stack, sizes=crossover_sizes, runs=crossover_runs)
     return result
@@ -599,24 +602,34 @@ SWEEP_PANELS = (
 )
 
 
-def draw_sweep_chart(points: list[dict[str, Any]], path: Path) -> None:
-    """The sweep as four small panels over the offered rate (plain SVG): what was achieved, the peak debt, the
-    final-merge delay and the ingest latency ratio, each with its goal as a dashed red line."""
-    if not points:
-        return
-    width, left, right, height = 700, 60, 80, 130
-    step = (width - left - right) / max(len(points) - 1, 1)
+SERIES_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd")
 
-    def px(i: int) -> float:
-        return left + step * i
+
+def draw_sweep_chart(series: list[tuple[str, list[dict[str, Any]]]], path: Path) -> None:
+    """One or more sweeps (label, points at the same offered rates) as four small panels over the offered rate
+    (plain SVG): what was achieved, the peak debt, the final-merge delay and the ingest latency ratio, each with
+    its goal as a dashed red line; several sweeps are drawn side by side, one colour each, with a legend."""
+    series = [(label, points) for label, points in series if points]
+    if not series:
+        return
+    rates = sorted({float(p["offered_rps"]) for _, points in series for p in points})
+    width, left, right, height = 700, 60, 80, 130
+    step = (width - left - right) / max(len(rates) - 1, 1)
+
+    def px(rate: float) -> float:
+        return left + step * rates.index(float(rate))
 
     parts = ['<text x="10" y="20" font-size="14">Sustainable rate: soaks at rising offered rates of 200-row '
              'requests</text>']
-    top = 60
+    if len(series) > 1:
+        for n, (label, _) in enumerate(series):
+            colour = SERIES_COLOURS[n % len(SERIES_COLOURS)]
+            parts.append(f'<rect x="{10 + n * 250}" y="30" width="12" height="12" fill="{colour}"/>')
+            parts.append(f'<text x="{26 + n * 250}" y="40">{label}</text>')
+    top = 70
     for key, label, unit, goal in SWEEP_PANELS:
-        values = [float(p[key]) for p in points]
-        ceiling = max(values + ([float(goal)] if goal else []) + ([float(p["offered_rps"]) for p in points]
-                                                                    if key == "achieved_rps" else []))
+        values = [float(p[key]) for _, points in series for p in points]
+        ceiling = max(values + ([float(goal)] if goal else []) + (rates if key == "achieved_rps" else []))
         y_max = _nice(ceiling * 1.1) if unit != "x" else max(2.0, math.ceil(ceiling * 1.1))
 
         def py(v: float, top: int = top, y_max: float = y_max) -> float:
@@ -631,22 +644,39 @@ def draw_sweep_chart(points: list[dict[str, Any]], path: Path) -> None:
             parts.append(f'<line x1="{left}" x2="{width - right}" y1="{py(goal):.1f}" y2="{py(goal):.1f}" '
                          f'stroke="#d62728" stroke-dasharray="5,3"/>')
         if key == "achieved_rps":
-            offered = " ".join(f"{px(i):.1f},{py(p['offered_rps']):.1f}" for i, p in enumerate(points))
+            offered = " ".join(f"{px(r):.1f},{py(r):.1f}" for r in rates)
             parts.append(f'<polyline fill="none" stroke="#999" stroke-dasharray="4,3" points="{offered}"/>')
-        line = " ".join(f"{px(i):.1f},{py(v):.1f}" for i, v in enumerate(values))
-        parts.append(f'<polyline fill="none" stroke="#1f77b4" stroke-width="2" points="{line}"/>')
-        for i, v in enumerate(values):
-            shown = f"{v:.2f}{unit}" if unit == "x" else f"{v:.0f}{unit}"
-            parts.append(f'<circle cx="{px(i):.1f}" cy="{py(v):.1f}" r="3" fill="#1f77b4"/>')
-            parts.append(f'<text x="{px(i) + 5:.1f}" y="{py(v) - 5:.1f}">{shown}</text>')
+        for n, (_, points) in enumerate(series):
+            colour = SERIES_COLOURS[n % len(SERIES_COLOURS)]
+            ordered = sorted(points, key=lambda p: float(p["offered_rps"]))
+            line = " ".join(f"{px(p['offered_rps']):.1f},{py(float(p[key])):.1f}" for p in ordered)
+            parts.append(f'<polyline fill="none" stroke="{colour}" stroke-width="2" points="{line}"/>')
+            for p in ordered:
+                v = float(p[key])
+                shown = f"{v:.2f}{unit}" if unit == "x" else f"{v:.0f}{unit}"
+                # Labels of a second series go below its points, so two close values stay readable.
+                dy = -5 if n == 0 else 14
+                parts.append(f'<circle cx="{px(p["offered_rps"]):.1f}" cy="{py(v):.1f}" r="3" fill="{colour}"/>')
+                parts.append(f'<text x="{px(p["offered_rps"]) + 5:.1f}" y="{py(v) + dy:.1f}" fill="{colour}">'
+                             f'{shown}</text>')
         top += height + 45
-    for i, p in enumerate(points):
-        parts.append(f'<text x="{px(i):.1f}" y="{top - 22}" text-anchor="middle">{p["offered_rps"]:g}/s offered'
-                     f'</text>')
+    for r in rates:
+        parts.append(f'<text x="{px(r):.1f}" y="{top - 22}" text-anchor="middle">{r:g}/s offered</text>')
     total = top
     path.write_text("\n".join([f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{total}" '
                                f'font-family="sans-serif" font-size="12">',
                                f'<rect width="{width}" height="{total}" fill="white"/>', *parts, "</svg>"]) + "\n")
+
+
+def chart_from_results(spec: list[str], path: Path) -> None:
+    """`--sweep-chart`: draw the sweeps saved by `--json` runs; each spec is LABEL=FILE[,FILE...], the files'
+    sweep points together (runs of one setting at different rates)."""
+    series = []
+    for item in spec:
+        label, _, files = item.rpartition("=")
+        points = [p for f in files.split(",") for p in json.loads(Path(f).read_text()).get("sweep", [])]
+        series.append((label, points))
+    draw_sweep_chart(series, path)
 
 
 def _nice(value: float) -> float:
@@ -783,7 +813,14 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write the raw result here")
     parser.add_argument("--env", action="append", default=[], metavar="STRATA_X=VALUE",
                         help="a setting of the APIs for this run (repeatable), e.g. STRATA_COMPACTION_WORKER_SLOTS=0")
+    parser.add_argument("--sweep-chart", type=Path, metavar="SVG",
+                        help="only draw this chart from earlier --json results (see --series), run nothing")
+    parser.add_argument("--series", action="append", default=[], metavar="LABEL=FILE[,FILE...]",
+                        help="--sweep-chart: one sweep drawn from these --json results (repeatable)")
     args = parser.parse_args()
+    if args.sweep_chart:
+        chart_from_results(args.series, args.sweep_chart)
+        return
     from bench.report import run_and_write
 
     parts = tuple(args.part or PARTS)
