@@ -157,7 +157,9 @@ async def test_a_worker_that_dies_mid_build_leaves_nothing_visible_and_the_job_i
 async def test_per_tenant_limit_on_jobs_in_progress(indexer, keys, settings):
     index_id = await create_indexed_index(indexer, keys)
     window = open_window()
-    busy = [await ingest(indexer, keys, index_id, rows_for(window, 20, seed=i), partition="busy") for i in range(4)]
+    # More files than the limit, so it is what stops the poll, not the backlog.
+    busy = [await ingest(indexer, keys, index_id, rows_for(window, 20, seed=i), partition="busy")
+            for i in range(settings.indexing_max_in_progress_per_tenant + 2)]
     quiet = await ingest(indexer, keys, index_id, rows_for(window, 20), partition="quiet")
     taken = (await indexer.post("/v1/indexing/poll", headers=keys.header(keys.worker),
                                 json={"worker_id": "greedy", "capacity": 10})).json()["assignments"]

@@ -84,7 +84,7 @@ async def test_an_indexing_poll_of_several_builds_and_a_merge_holding_one_of_the
     indexing = indexer_services_of(indexer.app)
     planning = planner_services_of(planner.app)
     now = datetime.now(UTC)
-    # The two builds leased by hand: a poll hands out at most `indexing_max_in_progress_per_tenant` (2), oldest
+    # The two builds leased by hand: a poll hands out at most `indexing_max_in_progress_per_tenant`, oldest
     # first. The file no merge holds is reported first: under the old order its snapshot took the index's plan
     # generation before the poll locked the merge's input.
     async with planning.sessions() as session:

@@ -189,7 +189,9 @@ class Settings(BaseSettings):
                                                                       "worker instead of a Spark job. 0 sends "
                                                                       "every build to Spark.")
     indexing_max_in_progress: int = Field(8, description="At most this many indexing jobs in progress at once.")
-    indexing_max_in_progress_per_tenant: int = Field(2, description="At most this many indexing jobs in progress "
+    # 4, a local batch: at 2, a tenant's backlog of small files drained 77 builds/s at 13.3 ms of CPU a build, since
+    # each poll reported and leased two; at 4, 115/s at 9.2 ms (docs/benchmarks.md, "Artifact builds of a backlog").
+    indexing_max_in_progress_per_tenant: int = Field(4, description="At most this many indexing jobs in progress "
                                                                     "at once per tenant (partition_id).")
     indexing_poll_interval_secs: float = Field(1.0, description="How often an indexing runner polls indexer-api "
                                                                 "(reports its jobs, asks for more); sooner when a "
