@@ -15,8 +15,9 @@ Parts:
   row accepted, never more than 300 published splits, every closed window final within 60 s of closing, no
   artifact build waiting more than 60 s; ingest p50 under load within 1.5x of the same load with compaction and
   indexing off (a second, shorter run).
-- `backlog`: compaction paused while 5,000 small splits land, then resumed: the rate the backlog drains at (goal
-  200 splits/s).
+- `backlog`: compaction and indexing paused while 5,000 small splits land; then indexing resumed alone (the rate
+  the artifact builds drain at, and their CPU per build), then compaction: the rate the backlog drains at (goal
+  200 splits/s), and its CPU per merge.
 - `sweep`: two-minute soaks at 50, 100, 200 and 400 requests/s, each then one minute without background work: the
   achieved rate, peak splits, final-merge delay and ingest p50 ratio at each, drawn to docs/soak-sweep.svg; the
   highest rate whose debt stays bounded.
@@ -341,7 +342,9 @@ def bounded(result: dict[str, Any]) -> bool:
 
 
 def backlog(stack, *, splits: int, rows: int, env_overrides: dict[str, str] | None = None) -> dict[str, Any]:
-    """Compaction paused while `splits` small splits land in one open window, then resumed: how fast it drains."""
+    """Compaction and indexing paused while `splits` small splits land in one open window; then indexing resumed
+    alone (how fast the artifact builds drain, and their CPU per build), then compaction (how fast the merges
+    drain, and their CPU per merge)."""
     keys = api_keys()
     index_id = f"backlog-{int(time.time())}"
     admin = keys.header(keys.admin)
@@ -353,6 +356,8 @@ def backlog(stack, *, splits: int, rows: int, env_overrides: dict[str, str] | No
         config.update(window_duration_secs=3600, late_data_acceptance_secs=7200)
         httpx.post(f"{s.indexer.url}/v1/indexes", json=config, headers=admin, timeout=60).raise_for_status()
         httpx.post(f"{s.planner.url}/v1/indexes/{index_id}/compaction/pause", json={}, headers=admin,
+                   timeout=60).raise_for_status()
+        httpx.post(f"{s.indexer.url}/v1/indexes/{index_id}/indexing/pause", json={}, headers=admin,
                    timeout=60).raise_for_status()
         load = Writers(s.indexer.url, index_id, keys.header(keys.writer), writers=8, rate=1000.0, rows=rows)
         print(f"[soak] backlog: {splits:,} splits of {rows} rows, compaction paused", flush=True)
@@ -371,13 +376,17 @@ def backlog(stack, *, splits: int, rows: int, env_overrides: dict[str, str] | No
 
         async def drain() -> tuple[float, float]:
             async with httpx.AsyncClient(timeout=30, headers=admin) as client:
-                # The indexing of the backlog competes for the same CPU; let it finish first so the drain rate is
-                # compaction's own (its figure is reported too).
+                # The backlog's artifact builds first, alone, so each drain's rate and CPU are its own.
+                builds_cpu_before.update(s.cpu_seconds())
+                (await client.post(f"{s.indexer.url}/v1/indexes/{index_id}/indexing/resume",
+                                   json={})).raise_for_status()
                 waited = time.monotonic()
-                while time.monotonic() - waited < 600:
+                while time.monotonic() - waited < 900:
                     if (await sampler.sample(client))["indexing_waiting"] == 0:
                         break
-                    await asyncio.sleep(SAMPLE_SECS)
+                    await asyncio.sleep(0.5)
+                builds_secs.append(time.monotonic() - waited)
+                builds_cpu_after.update(s.cpu_seconds())
                 before = (await sampler.sample(client))["published_splits"]
                 cpu_before.update(s.cpu_seconds())
                 (await client.post(f"{s.planner.url}/v1/indexes/{index_id}/compaction/resume",
@@ -394,7 +403,9 @@ def backlog(stack, *, splits: int, rows: int, env_overrides: dict[str, str] | No
                 cpu_after.update(s.cpu_seconds())
                 return took, before
 
-        indexing_started = time.monotonic()
+        builds_secs: list[float] = []
+        builds_cpu_before: dict[str, float] = {}
+        builds_cpu_after: dict[str, float] = {}
         cpu_before: dict[str, float] = {}
         cpu_after: dict[str, float] = {}
         load_before = os.getloadavg()[0]
@@ -404,10 +415,11 @@ def backlog(stack, *, splits: int, rows: int, env_overrides: dict[str, str] | No
         merges = httpx.get(f"{s.planner.url}/v1/compaction/summary", headers=admin,
                            timeout=60).json()["counts"].get("success", 0)
     after = sampler.samples[-1]["published_splits"]
-    resumed = [x for x in sampler.samples if x["published_splits"] <= before]
     return {"splits": splits, "rows": rows, "ingested_splits": before, "left": after, "drain_secs": seconds,
             "splits_per_sec": (before - after) / seconds if seconds else 0.0,
-            "indexing_secs": resumed[0]["t"] if resumed else time.monotonic() - indexing_started,
+            # The builds' drain: from indexing resumed to no build waiting, and the CPU seconds of each part.
+            "indexing_secs": builds_secs[0], "builds_per_sec": before / builds_secs[0] if builds_secs[0] else 0.0,
+            "builds_cpu": {k: builds_cpu_after[k] - builds_cpu_before.get(k, 0.0) for k in builds_cpu_after},
             "rows_sent": load.rows_sent, "rows_published": published_rows, "failures": load.failures,
             "env": env_overrides or {}, "merges": merges, "load_before": load_before, "load_after": load_after,
             # CPU seconds of each part over the drain (from resume to drained): what a merge costs, end to end.
@@ -746,17 +758,22 @@ def render(r: dict[str, Any]) -> str:
             lines += ["First errors: " + "; ".join(f"`{e[:120]}`" for e in s["errors"]), ""]
     if "backlog" in r:
         lines += ["### Backlog drain", "",
-                  "Compaction paused on an index with one open 1-hour window while that many small splits land "
-                  "(8 concurrent writers, group commit off so each request is one split), their artifact builds "
-                  "done, then compaction resumed; the rate is splits removed from the published set per second "
+                  "Compaction and indexing paused on an index with one open 1-hour window while that many small "
+                  "splits land (8 concurrent writers, group commit off so each request is one split); then "
+                  "indexing resumed alone until no build waits (builds per second, and CPU per build of all "
+                  "processes), then compaction; the rate is splits removed from the published set per second "
                   "until at most 20 are left.", "",
-                  "| path | splits | drained in | rate | goal |", "|---|---|---|---|---|"]
+                  "| path | splits | builds drained in | builds | CPU per build | drained in | rate | goal |",
+                  "|---|---|---|---|---|---|---|---|"]
         for key, label in (("backlog", "tiny merges in the worker's local process (default)"),
                            ("backlog_spark", "every merge a Spark job (`STRATA_COMPACTION_LOCAL_MAX_BYTES=0`), a "
                                              "smaller backlog")):
             if key in r:
                 b = r[key]
-                lines.append(f"| {label} | {fmt_int(b['ingested_splits'])} -> {b['left']} | {b['drain_secs']:.1f} s "
+                per_build = sum(b["builds_cpu"].values()) / max(b["ingested_splits"], 1) * 1e3
+                lines.append(f"| {label} | {fmt_int(b['ingested_splits'])} -> {b['left']} | {b['indexing_secs']:.1f} s "
+                             f"| {b['builds_per_sec']:.0f}/s | {per_build:.1f} ms "
+                             f"| {b['drain_secs']:.1f} s "
                              f"| **{b['splits_per_sec']:.0f} splits/s** | >= {GOALS['backlog_splits_per_sec']} "
                              f"{_met(b['splits_per_sec'] >= GOALS['backlog_splits_per_sec'])} |")
         lines.append("")
