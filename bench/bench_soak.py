@@ -37,6 +37,7 @@ import os
 import random
 import statistics
 import time
+from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -360,7 +361,7 @@ def backlog(stack, *, splits: int, rows: int, env_overrides: dict[str, str] | No
         httpx.post(f"{s.indexer.url}/v1/indexes/{index_id}/indexing/pause", json={}, headers=admin,
                    timeout=60).raise_for_status()
         load = Writers(s.indexer.url, index_id, keys.header(keys.writer), writers=8, rate=1000.0, rows=rows)
-        print(f"[soak] backlog: {splits:,} splits of {rows} rows, compaction paused", flush=True)
+        print(f"[soak] backlog: {splits:,} splits of {rows} rows, compaction and indexing paused", flush=True)
 
         async def fill() -> None:
             rng = RowSource(7)
@@ -374,42 +375,36 @@ def backlog(stack, *, splits: int, rows: int, env_overrides: dict[str, str] | No
         asyncio.run(fill())
         sampler = DebtSampler(s.planner.url, index_id, admin)
 
-        async def drain() -> tuple[float, float]:
+        async def drain_phase(client: httpx.AsyncClient, resume_url: str,
+                              drained: Callable[[dict[str, Any]], bool]) -> tuple[float, dict[str, float]]:
+            """Resume a paused queue and wait until a debt sample is `drained`: the seconds it took and the CPU
+            seconds of each part meanwhile."""
+            cpu_before = s.cpu_seconds()
+            (await client.post(resume_url, json={})).raise_for_status()
+            started = time.monotonic()
+            while time.monotonic() - started < 900:
+                if drained(await sampler.sample(client)):
+                    break
+                # Not more often: each sample is a debt read on planner-api's event loop, which the polls share.
+                await asyncio.sleep(0.5)
+            took = time.monotonic() - started
+            cpu_after = s.cpu_seconds()
+            return took, {k: cpu_after[k] - cpu_before.get(k, 0.0) for k in cpu_after}
+
+        async def drain() -> tuple[tuple[float, dict[str, float]], int, tuple[float, dict[str, float]]]:
             async with httpx.AsyncClient(timeout=30, headers=admin) as client:
                 # The backlog's artifact builds first, alone, so each drain's rate and CPU are its own.
-                builds_cpu_before.update(s.cpu_seconds())
-                (await client.post(f"{s.indexer.url}/v1/indexes/{index_id}/indexing/resume",
-                                   json={})).raise_for_status()
-                waited = time.monotonic()
-                while time.monotonic() - waited < 900:
-                    if (await sampler.sample(client))["indexing_waiting"] == 0:
-                        break
-                    await asyncio.sleep(0.5)
-                builds_secs.append(time.monotonic() - waited)
-                builds_cpu_after.update(s.cpu_seconds())
+                builds = await drain_phase(client, f"{s.indexer.url}/v1/indexes/{index_id}/indexing/resume",
+                                           lambda sample: sample["indexing_waiting"] == 0)
                 before = (await sampler.sample(client))["published_splits"]
-                cpu_before.update(s.cpu_seconds())
-                (await client.post(f"{s.planner.url}/v1/indexes/{index_id}/compaction/resume",
-                                   json={})).raise_for_status()
-                started = time.monotonic()
-                while time.monotonic() - started < 900:
-                    sample = await sampler.sample(client)
-                    # Drained: what is left is one split per level the policy leaves alone.
-                    if sample["splits_waiting"] <= 20 and sample["published_splits"] <= 20:
-                        break
-                    # Not more often: each sample is a debt read on planner-api's event loop, which the polls share.
-                    await asyncio.sleep(0.5)
-                took = time.monotonic() - started
-                cpu_after.update(s.cpu_seconds())
-                return took, before
+                # Drained: what is left is one split per level the policy leaves alone.
+                merged = await drain_phase(client, f"{s.planner.url}/v1/indexes/{index_id}/compaction/resume",
+                                           lambda sample: sample["splits_waiting"] <= 20
+                                           and sample["published_splits"] <= 20)
+                return builds, before, merged
 
-        builds_secs: list[float] = []
-        builds_cpu_before: dict[str, float] = {}
-        builds_cpu_after: dict[str, float] = {}
-        cpu_before: dict[str, float] = {}
-        cpu_after: dict[str, float] = {}
         load_before = os.getloadavg()[0]
-        seconds, before = asyncio.run(drain())
+        (builds_secs, builds_cpu), before, (seconds, drain_cpu) = asyncio.run(drain())
         load_after = os.getloadavg()[0]
         published_rows = s.published_rows(index_id)
         merges = httpx.get(f"{s.planner.url}/v1/compaction/summary", headers=admin,
@@ -418,12 +413,12 @@ def backlog(stack, *, splits: int, rows: int, env_overrides: dict[str, str] | No
     return {"splits": splits, "rows": rows, "ingested_splits": before, "left": after, "drain_secs": seconds,
             "splits_per_sec": (before - after) / seconds if seconds else 0.0,
             # The builds' drain: from indexing resumed to no build waiting, and the CPU seconds of each part.
-            "indexing_secs": builds_secs[0], "builds_per_sec": before / builds_secs[0] if builds_secs[0] else 0.0,
-            "builds_cpu": {k: builds_cpu_after[k] - builds_cpu_before.get(k, 0.0) for k in builds_cpu_after},
+            "indexing_secs": builds_secs, "builds_per_sec": before / builds_secs if builds_secs else 0.0,
+            "builds_cpu": builds_cpu,
             "rows_sent": load.rows_sent, "rows_published": published_rows, "failures": load.failures,
             "env": env_overrides or {}, "merges": merges, "load_before": load_before, "load_after": load_after,
             # CPU seconds of each part over the drain (from resume to drained): what a merge costs, end to end.
-            "drain_cpu": {k: cpu_after[k] - cpu_before.get(k, 0.0) for k in cpu_after}}
+            "drain_cpu": drain_cpu}
 
 
 def without_background(stack, *, writers: int, rate: float, rows: int, seconds: float,
